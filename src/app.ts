@@ -1,0 +1,214 @@
+import { readFileSync } from 'node:fs'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Ajv } from 'ajv'
+import addFormats from 'ajv-formats'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import sjson from 'secure-json-parse'
+import type { Config } from './config.ts'
+import type { Db } from './db/index.ts'
+import { registerAuth } from './http/auth.ts'
+import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
+import { registerIdempotency } from './http/idempotency.ts'
+import { CursorMeta } from './http/pagination.ts'
+import { healthRoutes } from './modules/health/routes.ts'
+import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
+import { createRateService, type RateService } from './modules/rates/service.ts'
+import { createRequisiteService, type RequisiteService } from './modules/requisites/service.ts'
+import { transactionRoutes } from './modules/transactions/routes.ts'
+import {
+  H2hTransactionResponse,
+  TransactionCursorPage,
+  TransactionResponse,
+} from './modules/transactions/schemas.ts'
+import { createTransactionService, type TransactionService } from './modules/transactions/service.ts'
+
+export const VERSION: string = JSON.parse(
+  readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
+).version
+
+export interface Services {
+  merchants: MerchantService
+  rates: RateService
+  requisites: RequisiteService
+  transactions: TransactionService
+}
+
+export function createServices(db: Db, config: Config): Services {
+  const merchants = createMerchantService({ db, config })
+  const rates = createRateService({ db, config })
+  const requisites = createRequisiteService({ db })
+  const transactions = createTransactionService({ db, config, merchants, rates, requisites })
+  return { merchants, rates, requisites, transactions }
+}
+
+export interface AppDeps {
+  db: Db
+  config: Config
+  services?: Services
+  /** A pino logger, pino options, or false. */
+  logger?: FastifyServerOptions['loggerInstance'] | FastifyServerOptions['logger']
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/
+export const BODY_LIMIT = 64 * 1024
+
+/** Header values that must never reach a log line. */
+export const REDACTED_PATHS = [
+  'req.headers["x-api-key"]',
+  'req.headers["x-signature"]',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'res.headers["set-cookie"]',
+]
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { db, config } = deps
+  const services = deps.services ?? createServices(db, config)
+  const loggerOption =
+    deps.logger && typeof (deps.logger as FastifyBaseLogger).child === 'function'
+      ? { loggerInstance: deps.logger as FastifyBaseLogger }
+      : { logger: deps.logger ?? false }
+
+  const app = Fastify({
+    ...loggerOption,
+    bodyLimit: BODY_LIMIT,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const sent = req.headers['x-request-id']
+      return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : crypto.randomUUID()
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // Bodies are validated strictly (no coercion, unknown fields refused); query and path values arrive as
+  // strings, so those are coerced to the declared types.
+  const ajvOptions = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const
+  const bodyAjv = addFormats.default(new Ajv({ ...ajvOptions, coerceTypes: false }))
+  const paramAjv = addFormats.default(new Ajv({ ...ajvOptions, coerceTypes: true }))
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema),
+  )
+
+  // JSON only, kept as raw bytes too: X-Signature is computed over the body exactly as sent.
+  app.removeAllContentTypeParsers()
+  app.decorateRequest('rawBody', null)
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const raw = body as Buffer
+    request.rawBody = raw
+    if (raw.length === 0)
+      return done(
+        new AppError('malformed_request', 'The request body is empty: send a JSON object.'),
+        undefined,
+      )
+    try {
+      done(null, sjson.parse(raw, undefined, { protoAction: 'error', constructorAction: 'error' }))
+    } catch {
+      done(new AppError('malformed_request', 'The request body is not valid JSON.'), undefined)
+    }
+  })
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  registerErrorSchemas(app)
+  for (const schema of [CursorMeta, TransactionResponse, TransactionCursorPage, H2hTransactionResponse])
+    app.addSchema(schema)
+
+  app.setErrorHandler((error: Error, request, reply) => {
+    const rendered = renderError(error)
+    if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+    else request.log.info({ code: rendered.code, status: rendered.status }, 'request refused')
+    return reply
+      .code(rendered.status)
+      .headers(rendered.headers)
+      .send({
+        error: {
+          code: rendered.code,
+          message: rendered.message,
+          request_id: request.id,
+          ...(rendered.errors ? { errors: rendered.errors } : {}),
+          details: rendered.details,
+        },
+      })
+  })
+
+  // 405 for a known path with another method, 404 otherwise.
+  const routes: { pattern: RegExp; method: string }[] = []
+  app.addHook('onRoute', (route) => {
+    const pattern = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}/?$`)
+    for (const method of [route.method].flat()) routes.push({ pattern, method })
+  })
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? ''
+    const allowed = routes.filter((r) => r.pattern.test(path)).map((r) => r.method)
+    if (allowed.length) {
+      return reply
+        .code(405)
+        .header('allow', [...new Set(allowed)].join(', '))
+        .send({
+          error: {
+            code: 'method_not_allowed',
+            message: `Use ${[...new Set(allowed)].join(' or ')} on this path.`,
+            request_id: request.id,
+            details: null,
+          },
+        })
+    }
+    return reply.code(404).send({
+      error: { code: 'not_found', message: 'No such operation.', request_id: request.id, details: null },
+    })
+  })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'merchant-gateway: Merchant Integration API',
+        version: VERSION,
+        description:
+          'Take payments, refund them, pay out, and receive signed callbacks. The guide: docs/API.md.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: config.publicBaseUrl }],
+      tags: [
+        { name: 'Health', description: 'Liveness of the API and its database.' },
+        { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
+      ],
+      components: {
+        securitySchemes: {
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Api-Key',
+            description: 'Your secret key, sk_test_… or sk_live_….',
+          },
+          Signature: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Signature',
+            description: 'key_id=<key_id>,t=<unix seconds>,v1=<hex HMAC-SHA256> (see docs/API.md).',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
+  })
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+  })
+
+  app.get('/integration/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+
+  await app.register(healthRoutes, { db, version: VERSION })
+
+  registerAuth(app, services.merchants)
+  registerIdempotency(app, db)
+  await app.register(transactionRoutes, { transactions: services.transactions })
+
+  return app
+}

@@ -1,0 +1,124 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+
+export type AppEnv = 'development' | 'production'
+
+export interface Config {
+  appEnv: AppEnv
+  /** PostgreSQL URL; null means the embedded PGlite database under `dataDir`. */
+  databaseUrl: string | null
+  dataDir: string
+  port: number
+  host: string
+  publicBaseUrl: string
+  masterKey: Buffer
+  redisUrl: string | null
+  logLevel: string
+  /** Seconds a market rate stays usable; null means no limit. */
+  fxMaxAgeSeconds: number | null
+  webhookAllowPrivateNetworks: boolean
+  /** How long an API key lookup is trusted in process before the database is asked again. */
+  keyCacheTtlMs: number
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>
+
+function parseBoolean(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === '') return fallback
+  if (['1', 'true', 'yes', 'on'].includes(value.toLowerCase())) return true
+  if (['0', 'false', 'no', 'off'].includes(value.toLowerCase())) return false
+  throw new ConfigError(`${name} must be true or false, got "${value}"`)
+}
+
+/** "3600", "90s", "15m", "1h", "2d" → seconds. */
+export function parseDuration(name: string, value: string): number {
+  const match = /^(\d+)\s*(s|m|h|d)?$/.exec(value.trim())
+  if (!match)
+    throw new ConfigError(`${name} must be a duration such as 3600, 90s, 15m, 1h or 2d; got "${value}"`)
+  const unit = { s: 1, m: 60, h: 3600, d: 86400 }[(match[2] ?? 's') as 's' | 'm' | 'h' | 'd']
+  return Number(match[1]) * unit
+}
+
+function parseMasterKey(value: string): Buffer {
+  const key = /^[0-9a-f]{64}$/i.test(value) ? Buffer.from(value, 'hex') : Buffer.from(value, 'base64')
+  if (key.length !== 32) throw new ConfigError('MASTER_KEY must be 32 bytes, as 64 hex characters or base64')
+  return key
+}
+
+/** The embedded default keeps its master key beside its data, made once on first start. */
+function embeddedMasterKey(dataDir: string): Buffer {
+  const file = join(dataDir, 'master.key')
+  if (!existsSync(file)) {
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(file, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' })
+  }
+  return parseMasterKey(readFileSync(file, 'utf8').trim())
+}
+
+/** Reads the environment once into one validated object; nothing else reads process.env. */
+export function loadConfig(env: Env = process.env): Config {
+  const appEnv = (env.APP_ENV ?? 'development') as AppEnv
+  if (appEnv !== 'development' && appEnv !== 'production') {
+    throw new ConfigError(`APP_ENV must be development or production, got "${env.APP_ENV}"`)
+  }
+  const production = appEnv === 'production'
+  const databaseUrl = env.DATABASE_URL || null
+  const dataDir = resolve(env.DATA_DIR || './data')
+  if (production && !databaseUrl) {
+    throw new ConfigError(
+      'APP_ENV=production needs DATABASE_URL: the embedded database is for trying the service only',
+    )
+  }
+  if (production && !env.MASTER_KEY) {
+    throw new ConfigError(
+      'APP_ENV=production needs MASTER_KEY (32 bytes as 64 hex characters): it encrypts API secrets at rest',
+    )
+  }
+  // Outside production a missing key is made once and kept in DATA_DIR, so a development setup just works.
+  const masterKey = env.MASTER_KEY ? parseMasterKey(env.MASTER_KEY) : embeddedMasterKey(dataDir)
+
+  const port = Number(env.PORT ?? 3000)
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ConfigError(`PORT must be 0-65535, got "${env.PORT}"`)
+  const host = env.HOST || '127.0.0.1'
+  const publicBaseUrl = (
+    env.PUBLIC_BASE_URL || `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
+  ).replace(/\/+$/, '')
+  try {
+    new URL(publicBaseUrl)
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL must be an absolute URL, got "${env.PUBLIC_BASE_URL}"`)
+  }
+
+  const fxMaxAge = env.FX_MAX_AGE
+  const fxMaxAgeSeconds =
+    fxMaxAge === undefined || fxMaxAge === ''
+      ? production
+        ? 3600
+        : null
+      : ['none', 'off', '0'].includes(fxMaxAge)
+        ? null
+        : parseDuration('FX_MAX_AGE', fxMaxAge)
+
+  return {
+    appEnv,
+    databaseUrl,
+    dataDir,
+    port,
+    host,
+    publicBaseUrl,
+    masterKey,
+    redisUrl: env.REDIS_URL || null,
+    logLevel: env.LOG_LEVEL || 'info',
+    fxMaxAgeSeconds,
+    webhookAllowPrivateNetworks: parseBoolean(
+      'WEBHOOK_ALLOW_PRIVATE_NETWORKS',
+      env.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      !production,
+    ),
+    keyCacheTtlMs: 5000,
+  }
+}

@@ -1,0 +1,152 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { constantTimeEqual, hmacSha256Hex } from '../lib/crypto.ts'
+import type { AuthContext, MerchantService } from '../modules/merchants/service.ts'
+import { AppError } from './errors.ts'
+
+export type AuthRequirement = 'none' | 'key' | 'signature'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthContext | null
+    /** The request body exactly as received (signatures are over these bytes). */
+    rawBody: Buffer | null
+  }
+  interface FastifyContextConfig {
+    /** `key`: X-Api-Key or X-Signature; `signature`: X-Signature only (money-moving operations). */
+    auth?: AuthRequirement
+  }
+}
+
+/** Seconds a signed request's `t` may be away from the server's clock. */
+export const SIGNATURE_TOLERANCE_SECONDS = 300
+
+export interface ParsedSignature {
+  keyId: string
+  timestamp: number
+  signatures: string[]
+}
+
+/** `key_id=<id>,t=<unix seconds>,v1=<hex>[,v1=<hex>…]` → its parts; null when malformed. */
+export function parseSignatureHeader(header: string): ParsedSignature | null {
+  let keyId: string | null = null
+  let timestamp: number | null = null
+  const signatures: string[] = []
+  for (const part of header.split(',')) {
+    const eq = part.indexOf('=')
+    if (eq < 0) return null
+    const name = part.slice(0, eq).trim()
+    const value = part.slice(eq + 1).trim()
+    if (name === 'key_id') keyId = value
+    else if (name === 't' && /^\d{1,12}$/.test(value)) timestamp = Number(value)
+    else if (name === 'v1' && /^[0-9a-fA-F]{64}$/.test(value)) signatures.push(value.toLowerCase())
+    else if (name === 't' || name === 'v1') return null
+  }
+  if (!keyId || timestamp === null || signatures.length === 0 || signatures.length > 8) return null
+  return { keyId, timestamp, signatures }
+}
+
+/** `<t>.<METHOD>.<path and query as sent>.<Idempotency-Key or empty>.<raw body>` (contract §2). */
+export function signingPayload(
+  t: number,
+  method: string,
+  url: string,
+  idempotencyKey: string,
+  body: Buffer | string,
+): Buffer {
+  return Buffer.concat([
+    Buffer.from(`${t}.${method.toUpperCase()}.${url}.${idempotencyKey}.`),
+    Buffer.from(body),
+  ])
+}
+
+export function sign(
+  secret: string,
+  t: number,
+  method: string,
+  url: string,
+  idempotencyKey: string,
+  body: Buffer | string,
+): string {
+  return hmacSha256Hex(secret, signingPayload(t, method, url, idempotencyKey, body))
+}
+
+const single = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value
+
+async function authenticate(
+  merchants: MerchantService,
+  request: FastifyRequest,
+  requirement: AuthRequirement,
+): Promise<AuthContext> {
+  const signatureHeader = single(request.headers['x-signature'])
+  const apiKey = single(request.headers['x-api-key'])
+
+  if (signatureHeader === undefined) {
+    if (requirement === 'signature') {
+      throw new AppError(
+        'signature_required',
+        'This operation moves money: sign it with X-Signature (X-Api-Key alone is not accepted).',
+      )
+    }
+    if (!apiKey)
+      throw new AppError(
+        'unauthorized',
+        'Send your API key in X-Api-Key, or sign the request with X-Signature.',
+      )
+    const found = await merchants.byApiKey(apiKey)
+    if (!found || found.revoked) throw new AppError('unauthorized', 'The API key is unknown or revoked.')
+    return found.auth
+  }
+
+  const parsed = parseSignatureHeader(signatureHeader)
+  if (!parsed)
+    throw new AppError(
+      'signature_invalid',
+      'X-Signature must read key_id=<key_id>,t=<unix seconds>,v1=<hex HMAC-SHA256>.',
+    )
+  const found = await merchants.byKeyId(parsed.keyId)
+  if (!found || found.revoked) throw new AppError('unauthorized', 'The API key is unknown or revoked.')
+  const now = Math.floor(Date.now() / 1000)
+  if (Math.abs(now - parsed.timestamp) > SIGNATURE_TOLERANCE_SECONDS) {
+    throw new AppError(
+      'signature_expired',
+      `The signature timestamp is more than ${SIGNATURE_TOLERANCE_SECONDS} s from the server's clock.`,
+      {
+        server_time: now,
+      },
+    )
+  }
+  const expected = sign(
+    found.secret,
+    parsed.timestamp,
+    request.method,
+    request.url,
+    single(request.headers['idempotency-key']) ?? '',
+    request.rawBody ?? Buffer.alloc(0),
+  )
+  // Every candidate is compared, in constant time, so timing does not tell which one nearly matched.
+  let ok = false
+  for (const candidate of parsed.signatures) ok = constantTimeEqual(candidate, expected) || ok
+  if (!ok)
+    throw new AppError(
+      'signature_invalid',
+      'The signature does not match the request. See docs/API.md for the string to sign.',
+    )
+  return found.auth
+}
+
+/** Authenticates every route that asks for it, before its input is validated. */
+export function registerAuth(app: FastifyInstance, merchants: MerchantService): void {
+  app.decorateRequest('auth', null)
+  app.addHook('preValidation', async (request) => {
+    const requirement = request.routeOptions.config.auth ?? 'none'
+    if (requirement === 'none') return
+    request.auth = await authenticate(merchants, request, requirement)
+  })
+}
+
+/** The caller of an authenticated route (routes that declare `auth` always have one). */
+export function authOf(request: FastifyRequest): AuthContext {
+  if (!request.auth) throw new AppError('unauthorized')
+  return request.auth
+}

@@ -1,0 +1,228 @@
+import type { FastifyError, FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+
+/** The closed list of error codes (contract §3), each with its one HTTP status. */
+export const ERROR_STATUS = {
+  malformed_request: 400,
+  idempotency_key_required: 400,
+  idempotency_key_invalid: 400,
+  unauthorized: 401,
+  signature_required: 401,
+  signature_invalid: 401,
+  signature_expired: 401,
+  sandbox_unavailable: 403,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  idempotency_request_in_progress: 409,
+  invalid_state: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_failed: 422,
+  idempotency_key_reused: 422,
+  refund_exceeds_amount: 422,
+  insufficient_balance: 422,
+  unsupported_currency: 422,
+  unsupported_payment_method: 422,
+  quote_expired: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  unavailable: 503,
+  fx_rate_unavailable: 503,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+const DEFAULT_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  malformed_request: 'The request could not be read.',
+  unauthorized: 'Missing or invalid API credentials.',
+  not_found: 'The resource does not exist.',
+  validation_failed: 'The request is invalid.',
+  internal_error: 'Something went wrong on our side. The request id identifies it in our logs.',
+  unavailable: 'The service is temporarily unavailable.',
+}
+
+export type FieldErrors = Record<string, string[]>
+
+export class AppError extends Error {
+  readonly status: number
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly details: Record<string, unknown> | null = null,
+    readonly errors: FieldErrors | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message ?? DEFAULT_MESSAGES[code] ?? code)
+    this.status = ERROR_STATUS[code]
+  }
+}
+
+export const notFound = (what = 'resource'): AppError => new AppError('not_found', `No such ${what}.`)
+
+export const validationError = (field: string, message: string): AppError =>
+  new AppError('validation_failed', 'The request is invalid.', null, { [field]: [message] })
+
+export const StructuredError = Type.Object(
+  {
+    code: Type.String({
+      description: 'Stable machine-readable code (see docs/API.md).',
+      examples: ['not_found'],
+    }),
+    message: Type.String({ description: 'Human-readable explanation.' }),
+    request_id: Type.String({ description: 'The X-Request-Id of the request.' }),
+    details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  },
+  { $id: 'StructuredError' },
+)
+export const ErrorResponse = Type.Object({ error: Type.Ref('StructuredError') }, { $id: 'ErrorResponse' })
+export const ValidationErrorResponse = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ examples: ['validation_failed'] }),
+      message: Type.String(),
+      request_id: Type.String(),
+      errors: Type.Optional(
+        Type.Record(Type.String(), Type.Array(Type.String()), {
+          description: 'Field path → messages; present when code is validation_failed.',
+          examples: [{ amount: ['must be <= 100000000000'] }],
+        }),
+      ),
+      details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    }),
+  },
+  { $id: 'ValidationErrorResponse' },
+)
+
+const DESCRIPTIONS: Record<number, string> = {
+  400: 'Malformed request, or a missing or invalid Idempotency-Key.',
+  401: 'Missing, malformed, wrong, expired or revoked credentials.',
+  403: 'Not allowed for this key.',
+  404: 'No such resource for this merchant and mode.',
+  409: 'Conflict: duplicate external_id, a request with this Idempotency-Key still running, or an invalid state.',
+  413: 'Request body larger than 64 KiB.',
+  415: 'Request body is not application/json.',
+  422: 'Validation failed.',
+  429: 'Rate limit exceeded.',
+  500: 'Internal error.',
+  503: 'Temporarily unavailable.',
+}
+
+/** The shared block of error responses every route declares (OpenAPI and serialization). */
+export function errorResponses(...statuses: number[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {}
+  for (const status of [...new Set([...statuses, 500])]) {
+    out[status] = {
+      ...(status === 422 ? Type.Ref('ValidationErrorResponse') : Type.Ref('ErrorResponse')),
+      description: DESCRIPTIONS[status] ?? 'Error',
+    }
+  }
+  return out
+}
+
+export function registerErrorSchemas(app: FastifyInstance): void {
+  app.addSchema(StructuredError)
+  app.addSchema(ErrorResponse)
+  app.addSchema(ValidationErrorResponse)
+}
+
+interface AjvIssue {
+  instancePath: string
+  keyword: string
+  message?: string
+  params: Record<string, unknown>
+}
+
+/** Ajv's issues → `{ "metadata.order": ["must be string"] }`, with query parameters named as sent. */
+function fieldErrors(issues: AjvIssue[]): FieldErrors {
+  const out: FieldErrors = {}
+  for (const issue of issues) {
+    let path = issue.instancePath.replace(/^\//, '').replace(/\//g, '.')
+    let message = issue.message ?? 'is invalid'
+    if (issue.keyword === 'required') {
+      path = [path, String(issue.params.missingProperty)].filter(Boolean).join('.')
+      message = 'is required'
+    } else if (issue.keyword === 'additionalProperties') {
+      path = [path, String(issue.params.additionalProperty)].filter(Boolean).join('.')
+      message = 'is not a recognised field'
+    } else if (issue.keyword === 'enum' && Array.isArray(issue.params.allowedValues)) {
+      message = `must be one of: ${issue.params.allowedValues.join(', ')}`
+    }
+    const key = path || 'body'
+    const messages = out[key] ?? []
+    if (!messages.includes(message)) messages.push(message)
+    out[key] = messages
+  }
+  return out
+}
+
+interface RenderedError {
+  status: number
+  code: ErrorCode
+  message: string
+  details: Record<string, unknown> | null
+  errors: FieldErrors | null
+  headers: Record<string, string>
+}
+
+/** Every failure, ours or Fastify's, becomes one envelope; internals of a 5xx never leave the process. */
+export function renderError(error: FastifyError | AppError | Error): RenderedError {
+  if (error instanceof AppError) {
+    return {
+      status: error.status,
+      code: error.code,
+      message: error.message,
+      details: error.details,
+      errors: error.errors,
+      headers: error.headers,
+    }
+  }
+  const fe = error as FastifyError & { validation?: AjvIssue[] }
+  if (fe.validation) {
+    return {
+      status: 422,
+      code: 'validation_failed',
+      message: 'The request is invalid.',
+      details: null,
+      errors: fieldErrors(fe.validation),
+      headers: {},
+    }
+  }
+  const base = { details: null, errors: null, headers: {} }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return {
+        ...base,
+        status: 415,
+        code: 'unsupported_media_type',
+        message: 'Send the request body as application/json.',
+      }
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return {
+        ...base,
+        status: 413,
+        code: 'payload_too_large',
+        message: 'The request body is larger than 64 KiB.',
+      }
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_BAD_URL':
+    case 'FST_ERR_ASYNC_CONSTRAINT':
+      return { ...base, status: 400, code: 'malformed_request', message: fe.message }
+  }
+  if (fe.statusCode === 400 || error instanceof SyntaxError) {
+    return { ...base, status: 400, code: 'malformed_request', message: 'The request body is not valid JSON.' }
+  }
+  if (fe.statusCode === 413)
+    return { ...base, status: 413, code: 'payload_too_large', message: 'The request body is too large.' }
+  if (fe.statusCode === 415)
+    return {
+      ...base,
+      status: 415,
+      code: 'unsupported_media_type',
+      message: 'Send the request body as application/json.',
+    }
+  if (fe.statusCode === 404) return { ...base, status: 404, code: 'not_found', message: 'Not found.' }
+  return { ...base, status: 500, code: 'internal_error', message: DEFAULT_MESSAGES.internal_error as string }
+}

@@ -1,0 +1,201 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Db } from '../db/index.ts'
+import type { Mode } from '../db/types.ts'
+import { sha256Hex } from '../lib/crypto.ts'
+import { AppError } from './errors.ts'
+
+export type IdempotencyRequirement = 'optional' | 'required'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route takes an Idempotency-Key (contract §4); `required` refuses requests without one. */
+    idempotency?: IdempotencyRequirement
+  }
+  interface FastifyRequest {
+    idempotency: { key: string; merchantUuid: string; mode: Mode } | null
+  }
+}
+
+const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
+const RETENTION_MS = 7 * 24 * 3600 * 1000
+/** How long a running request holds its key; past this a crashed request's key can be taken over. */
+const LEASE_MS = 60_000
+/** Headers a replay must repeat besides the body. */
+const REPLAYED_HEADERS = ['content-type', 'location']
+
+export function fingerprint(request: FastifyRequest): string {
+  return sha256Hex(
+    Buffer.concat([Buffer.from(`${request.method}\n${request.url}\n`), request.rawBody ?? Buffer.alloc(0)]),
+  )
+}
+
+/**
+ * One mechanism for every POST that opts in. The first request that passes authentication and validation
+ * owns the key (the hook runs after both); its response is stored once sent, and replayed byte for byte.
+ * A 5xx is not stored: the key is released and the request may be retried.
+ */
+export function registerIdempotency(app: FastifyInstance, db: Db): void {
+  app.decorateRequest('idempotency', null)
+
+  app.addHook('preHandler', async (request, reply) => {
+    const requirement = request.routeOptions.config.idempotency
+    if (!requirement || !request.auth) return
+    const header = request.headers['idempotency-key']
+    if (header === undefined) {
+      if (requirement === 'required') {
+        throw new AppError(
+          'idempotency_key_required',
+          'This operation needs an Idempotency-Key header (1-255 printable ASCII characters).',
+        )
+      }
+      return
+    }
+    const key = Array.isArray(header) ? (header[0] ?? '') : header
+    if (!KEY_PATTERN.test(key)) {
+      throw new AppError(
+        'idempotency_key_invalid',
+        'Idempotency-Key must be 1-255 printable ASCII characters.',
+      )
+    }
+    const scope = { merchantUuid: request.auth.merchant.uuid, mode: request.auth.mode }
+    const print = fingerprint(request)
+    const now = new Date()
+
+    // Claim the key, or take over one whose retention has run out.
+    const claimed = await db
+      .insertInto('idempotency_keys')
+      .values({
+        merchant_uuid: scope.merchantUuid,
+        mode: scope.mode,
+        key,
+        fingerprint: print,
+        state: 'running',
+        locked_until: new Date(now.getTime() + LEASE_MS),
+        created_at: now,
+        expires_at: new Date(now.getTime() + RETENTION_MS),
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(['merchant_uuid', 'mode', 'key'])
+          .doUpdateSet((eb) => ({
+            fingerprint: eb.ref('excluded.fingerprint'),
+            state: 'running',
+            locked_until: eb.ref('excluded.locked_until'),
+            response_status: null,
+            response_headers: null,
+            response_body: null,
+            created_at: eb.ref('excluded.created_at'),
+            expires_at: eb.ref('excluded.expires_at'),
+          }))
+          .where('idempotency_keys.expires_at', '<', now),
+      )
+      .returning('key')
+      .executeTakeFirst()
+    if (claimed) {
+      request.idempotency = { key, ...scope }
+      return
+    }
+
+    const existing = await db
+      .selectFrom('idempotency_keys')
+      .selectAll()
+      .where('merchant_uuid', '=', scope.merchantUuid)
+      .where('mode', '=', scope.mode)
+      .where('key', '=', key)
+      .executeTakeFirst()
+    if (!existing)
+      throw new AppError('idempotency_request_in_progress', 'Retry the request.', null, null, {
+        'retry-after': '1',
+      })
+    if (existing.fingerprint !== print) {
+      throw new AppError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was used with a different method, path or body. Use a fresh key for a new request.',
+      )
+    }
+    if (existing.state === 'done' && existing.response_status !== null) {
+      return replay(
+        reply,
+        existing.response_status,
+        existing.response_headers ?? {},
+        existing.response_body ?? '',
+      )
+    }
+    // Still running; unless its lease ran out (its process died), in which case this request takes it over.
+    const takenOver = await db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: new Date(now.getTime() + LEASE_MS) })
+      .where('merchant_uuid', '=', scope.merchantUuid)
+      .where('mode', '=', scope.mode)
+      .where('key', '=', key)
+      .where('state', '=', 'running')
+      .where('locked_until', '<', now)
+      .returning('key')
+      .executeTakeFirst()
+    if (!takenOver) {
+      throw new AppError(
+        'idempotency_request_in_progress',
+        'A request with this Idempotency-Key is still being processed. Retry shortly.',
+        null,
+        null,
+        {
+          'retry-after': '1',
+        },
+      )
+    }
+    request.idempotency = { key, ...scope }
+  })
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const owned = request.idempotency
+    if (!owned) return payload
+    request.idempotency = null
+    if (reply.statusCode >= 500) {
+      await db
+        .deleteFrom('idempotency_keys')
+        .where('merchant_uuid', '=', owned.merchantUuid)
+        .where('mode', '=', owned.mode)
+        .where('key', '=', owned.key)
+        .execute()
+      return payload
+    }
+    const headers: Record<string, string> = {}
+    for (const name of REPLAYED_HEADERS) {
+      const value = reply.getHeader(name)
+      if (value !== undefined) headers[name] = String(value)
+    }
+    await db
+      .updateTable('idempotency_keys')
+      .set({
+        state: 'done',
+        response_status: reply.statusCode,
+        response_headers: JSON.stringify(headers),
+        response_body: typeof payload === 'string' ? payload : String(payload ?? ''),
+      })
+      .where('merchant_uuid', '=', owned.merchantUuid)
+      .where('mode', '=', owned.mode)
+      .where('key', '=', owned.key)
+      .execute()
+    return payload
+  })
+}
+
+function replay(
+  reply: FastifyReply,
+  status: number,
+  headers: Record<string, string>,
+  body: string,
+): FastifyReply {
+  return reply
+    .code(status)
+    .headers(headers)
+    .header('idempotent-replayed', 'true')
+    .serializer((x: unknown) => x as string)
+    .send(body)
+}
+
+/** Removes keys past their 7-day retention. */
+export async function purgeExpiredIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<', now).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

@@ -1,0 +1,104 @@
+import { Type } from 'typebox'
+import { sha256Hex } from '../lib/crypto.ts'
+import { isUuid } from '../lib/ids.ts'
+import { validationError } from './errors.ts'
+
+/** A position in a newest-first list, and which way the page it opens goes from there. */
+export interface Cursor {
+  direction: 'next' | 'prev'
+  createdAt: string
+  uuid: string
+}
+
+export const PaginationQuery = {
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 512,
+      description: 'Opaque cursor from meta.next_cursor or meta.prev_cursor.',
+    }),
+  ),
+  per_page: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100, default: 25, description: 'Page size, 1-100.' }),
+  ),
+}
+
+export const CursorMeta = Type.Object(
+  {
+    per_page: Type.Integer(),
+    next_cursor: Type.Union([Type.String(), Type.Null()]),
+    prev_cursor: Type.Union([Type.String(), Type.Null()]),
+    path: Type.String({ description: 'Absolute URL of the operation, without query.' }),
+  },
+  { $id: 'CursorMeta' },
+)
+
+/** A short digest of the filters a cursor was made under: following it with other filters is refused. */
+export const filterDigest = (filters: Record<string, unknown>): string =>
+  sha256Hex(
+    JSON.stringify(
+      Object.entries(filters)
+        .filter(([, v]) => v !== undefined && v !== null)
+        .sort(),
+    ),
+  ).slice(0, 16)
+
+export function encodeCursor(cursor: Cursor, digest: string): string {
+  return Buffer.from(
+    JSON.stringify([cursor.direction === 'next' ? 'n' : 'p', cursor.createdAt, cursor.uuid, digest]),
+  ).toString('base64url')
+}
+
+export function decodeCursor(text: string, digest: string): Cursor {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'))
+  } catch {
+    throw validationError('cursor', 'is not a cursor this API issued')
+  }
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 4 ||
+    (parsed[0] !== 'n' && parsed[0] !== 'p') ||
+    typeof parsed[1] !== 'string' ||
+    Number.isNaN(Date.parse(parsed[1])) ||
+    typeof parsed[2] !== 'string' ||
+    !isUuid(parsed[2])
+  ) {
+    throw validationError('cursor', 'is not a cursor this API issued')
+  }
+  if (parsed[3] !== digest)
+    throw validationError('cursor', 'was issued for other filters: repeat the same filters with the cursor')
+  return {
+    direction: parsed[0] === 'n' ? 'next' : 'prev',
+    createdAt: new Date(parsed[1]).toISOString(),
+    uuid: parsed[2],
+  }
+}
+
+/**
+ * Turns the rows fetched for a page (one more than `perPage`, in the direction of travel) into the page
+ * in newest-first order and the cursors either side of it.
+ */
+export function pageFrom<T extends { created_at: Date; uuid: string }>(
+  rows: T[],
+  perPage: number,
+  cursor: Cursor | null,
+  digest: string,
+): { data: T[]; next_cursor: string | null; prev_cursor: string | null } {
+  const more = rows.length > perPage
+  const page = rows.slice(0, perPage)
+  if (cursor?.direction === 'prev') page.reverse()
+  const first = page[0]
+  const last = page[page.length - 1]
+  const at = (row: T | undefined, direction: Cursor['direction']) =>
+    row ? encodeCursor({ direction, createdAt: row.created_at.toISOString(), uuid: row.uuid }, digest) : null
+  // Going forward, there is a previous page when we came from a cursor; going back, a next page always.
+  const hasNext = cursor?.direction === 'prev' ? true : more
+  const hasPrev = cursor === null ? false : cursor.direction === 'next' ? true : more
+  return {
+    data: page,
+    next_cursor: hasNext ? at(last, 'next') : null,
+    prev_cursor: hasPrev ? at(first, 'prev') : null,
+  }
+}

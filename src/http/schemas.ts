@@ -1,0 +1,46 @@
+import { Type } from 'typebox'
+import { UUID_PATTERN } from '../lib/ids.ts'
+
+/** Shared pieces of route schemas. */
+export const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
+  Type.Union([schema, Type.Null()])
+
+export const Uuid = (description?: string) =>
+  Type.String({
+    format: 'uuid',
+    pattern: UUID_PATTERN,
+    description,
+    examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
+  })
+export const Timestamp = (description?: string) =>
+  Type.String({ format: 'date-time', description, examples: ['2026-11-22T10:15:30.123Z'] })
+
+export const HttpUrl = (description: string) =>
+  Type.String({
+    format: 'uri',
+    pattern: '^https?://',
+    maxLength: 2048,
+    description,
+    examples: ['https://shop.example/payments/callback'],
+  })
+
+/** ≤ 20 string pairs, keys ≤ 40 characters, values ≤ 500. */
+export const Metadata = Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 500 }), {
+  maxProperties: 20,
+  description: 'Up to 20 string pairs of your own; keys up to 40 characters, values up to 500.',
+  examples: [{ order: 'A-1001' }],
+})
+
+export const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description })
+
+// A malformed uuid in a path names nothing: the service answers 404 rather than a validation error.
+export const UuidParams = Type.Object(
+  {
+    uuid: Type.String({
+      maxLength: 64,
+      description: 'The resource uuid.',
+      examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
+    }),
+  },
+  { additionalProperties: false },
+)

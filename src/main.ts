@@ -1,0 +1,308 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError, Option } from 'commander'
+import pino from 'pino'
+import { buildApp, createServices, REDACTED_PATHS } from './app.ts'
+import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
+import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
+import { seedDemo } from './db/seed.ts'
+import type { Mode } from './db/types.ts'
+import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
+import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
+import { startMaintenance } from './workers/maintenance.ts'
+
+const out = (line: string): void => {
+  process.stdout.write(`${line}\n`)
+}
+
+const integer = (name: string, min: number, max: number) => (value: string) => {
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new InvalidArgumentError(`${name} must be a whole number from ${min} to ${max}.`)
+  return n
+}
+const seconds = (name: string) => (value: string) => {
+  try {
+    return parseDuration(name, value)
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message)
+  }
+}
+
+/** Opens the configured database, migrated, runs `work`, and closes it. */
+async function withDatabase<T>(work: (handle: DbHandle, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig()
+  const handle = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  try {
+    await migrateToLatest(handle.db)
+    return await work(handle, config)
+  } finally {
+    await handle.close()
+  }
+}
+
+async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
+  const config = loadConfig()
+  const logger = pino({ level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } })
+  const handle = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const applied = await migrateToLatest(handle.db)
+  if (applied.length) logger.info({ migrations: applied }, 'database migrated')
+  const services = createServices(handle.db, config)
+  const demo = handle.kind === 'pglite' ? await seedDemo(handle.db, services) : null
+
+  const app = await buildApp({ db: handle.db, config, services, logger })
+  const maintenance = role !== 'api' ? startMaintenance(handle.db, logger) : null
+  if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
+
+  if (demo) {
+    const base = config.publicBaseUrl
+    out('')
+    out(
+      `merchant-gateway ${role === 'worker' ? 'worker' : `listening on ${base}`} (embedded database in ${config.dataDir})`,
+    )
+    out(`  Demo merchant ${demo.merchantUuid}${demo.created ? ' (created)' : ''}`)
+    out(`  Test key id:     ${demo.keyId}`)
+    out(`  Test key secret: ${demo.secret}`)
+    out(`  API docs:        ${base}/docs`)
+    out('  Try it:')
+    out(
+      `    curl -s -X POST ${base}/integration/transactions -H 'Content-Type: application/json' -H 'X-Api-Key: ${demo.secret}' ` +
+        `-d '{"amount":150000,"currency":"RUB","payment_method":"card","external_id":"order-'"$(date +%s)"'","description":"Demo order"}'`,
+    )
+    out('')
+  }
+
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) process.exit(1)
+    stopping = true
+    logger.info({ signal }, 'shutting down')
+    const force = setTimeout(() => process.exit(1), 10_000)
+    force.unref()
+    maintenance?.stop()
+    await app.close()
+    await handle.close()
+    process.exit(0)
+  }
+  process.on('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => void stop('SIGTERM'))
+}
+
+const program = new Command('merchant-gateway')
+  .description('A payment gateway merchant integration API: the server and its operator commands.')
+  .showHelpAfterError()
+
+program
+  .command('serve', { isDefault: true })
+  .description('Run the service (migrates the database first)')
+  .addOption(
+    new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker']).default('all'),
+  )
+  .action((opts: { role: 'all' | 'api' | 'worker' }) => serve(opts.role))
+
+program
+  .command('migrate')
+  .description('Bring the database schema up to date')
+  .action(() =>
+    withDatabase(async () => {
+      out('database is up to date')
+    }),
+  )
+
+const merchants = program.command('merchants').description('Manage merchants')
+merchants
+  .command('create')
+  .description('Create a merchant with one test and one live API key')
+  .requiredOption('--name <name>', 'display name, shown on the hosted payment page')
+  .option('--settlement-currency <code>', 'currency the merchant is settled in', 'USDT')
+  .option('--json', 'print the result as JSON on the last line')
+  .action((opts: { name: string; settlementCurrency: string; json?: boolean }) =>
+    withDatabase(async (handle, config) => {
+      const { merchant, keys } = await createServices(handle.db, config).merchants.createMerchant({
+        name: opts.name,
+        settlementCurrency: opts.settlementCurrency.toUpperCase(),
+      })
+      if (opts.json) return out(JSON.stringify({ merchant_uuid: merchant.uuid, keys }))
+      out(`merchant ${merchant.uuid} "${merchant.name}" (settles in ${merchant.settlement_currency})`)
+      out(`  test key: ${keys.test.key_id}  secret: ${keys.test.secret}`)
+      out(`  live key: ${keys.live.key_id}  secret: ${keys.live.secret}`)
+      out('The secrets are shown only now: store them safely.')
+    }),
+  )
+merchants
+  .command('update <uuid>')
+  .description("Change a merchant's settings")
+  .option('--name <name>', 'display name')
+  .option(
+    '--settlement-hold <duration>',
+    'hold before paid money is available, live mode (e.g. 86400, 24h)',
+    seconds('--settlement-hold'),
+  )
+  .option(
+    '--transaction-ttl <duration>',
+    'how long a transaction stays payable (e.g. 1800, 30m)',
+    seconds('--transaction-ttl'),
+  )
+  .option('--fx-markup-bps <n>', 'FX markup in basis points', integer('--fx-markup-bps', 0, 5000))
+  .action(
+    (
+      uuid: string,
+      opts: { name?: string; settlementHold?: number; transactionTtl?: number; fxMarkupBps?: number },
+    ) =>
+      withDatabase(async (handle, config) => {
+        const updated = await createServices(handle.db, config).merchants.updateMerchant(uuid, {
+          name: opts.name,
+          settlementHoldSeconds: opts.settlementHold,
+          transactionTtlSeconds: opts.transactionTtl,
+          fxMarkupBps: opts.fxMarkupBps,
+        })
+        if (!updated) throw new UserError(`no merchant ${uuid}`)
+        out(JSON.stringify(updated))
+      }),
+  )
+merchants
+  .command('list')
+  .description('List merchants')
+  .action(() =>
+    withDatabase(async (handle, config) => {
+      for (const m of await createServices(handle.db, config).merchants.listMerchants())
+        out(`${m.uuid}  ${m.name}  ${m.settlement_currency}`)
+    }),
+  )
+
+const keys = program.command('keys').description('Manage API keys')
+keys
+  .command('create')
+  .description('Create an API key for a merchant')
+  .requiredOption('--merchant <uuid>', 'the merchant')
+  .addOption(new Option('--mode <mode>', 'test or live').choices(['test', 'live']).makeOptionMandatory())
+  .option('--json', 'print the key as JSON')
+  .action((opts: { merchant: string; mode: Mode; json?: boolean }) =>
+    withDatabase(async (handle, config) => {
+      const key = await createServices(handle.db, config).merchants.createKey(opts.merchant, opts.mode)
+      if (!key) throw new UserError(`no merchant ${opts.merchant}`)
+      out(opts.json ? JSON.stringify(key) : `key ${key.key_id}  secret: ${key.secret}  (shown only now)`)
+    }),
+  )
+keys
+  .command('revoke <keyId>')
+  .description('Revoke an API key (answers 401 from then on)')
+  .action((keyId: string) =>
+    withDatabase(async (handle, config) => {
+      const revoked = await createServices(handle.db, config).merchants.revokeKey(keyId)
+      if (!revoked) throw new UserError(`no active key ${keyId}`)
+      out(`revoked ${revoked.key_id}`)
+    }),
+  )
+
+const rates = program.command('rates').description('Manage market FX rates (units of a currency per 1 USDT)')
+rates
+  .command('set <currency> <rate>')
+  .description('Set the market rate of a currency, e.g. "rates set RUB 92.15"')
+  .action((currency: string, rate: string) =>
+    withDatabase(async (handle, config) => {
+      try {
+        const row = await createServices(handle.db, config).rates.setMarketRate(currency.toUpperCase(), rate)
+        out(`${row.currency} ${row.market_rate} per 1 USDT (at ${row.updated_at.toISOString()})`)
+      } catch (error) {
+        throw new UserError((error as Error).message)
+      }
+    }),
+  )
+rates
+  .command('list')
+  .description('List market rates')
+  .action(() =>
+    withDatabase(async (handle, config) => {
+      for (const r of await createServices(handle.db, config).rates.listMarketRates()) {
+        out(`${r.currency}  ${r.market_rate}  ${r.updated_at.toISOString()}`)
+      }
+    }),
+  )
+
+program
+  .command('fees')
+  .description("Set a merchant's fee for a payment method")
+  .command('set')
+  .requiredOption('--merchant <uuid>', 'the merchant')
+  .addOption(
+    new Option('--method <method>', 'payment method').choices([...PAYMENT_METHODS]).makeOptionMandatory(),
+  )
+  .requiredOption('--fee-bps <n>', 'fee in basis points of the amount', integer('--fee-bps', 0, 10000))
+  .option(
+    '--merchant-share-bps <n>',
+    'share of the fee the merchant bears (10000 = all)',
+    integer('--merchant-share-bps', 0, 10000),
+    10000,
+  )
+  .action((opts: { merchant: string; method: string; feeBps: number; merchantShareBps: number }) =>
+    withDatabase(async (handle, config) => {
+      const services = createServices(handle.db, config)
+      if (!(await services.merchants.getMerchant(opts.merchant)))
+        throw new UserError(`no merchant ${opts.merchant}`)
+      const fee = await services.merchants.setFee(
+        opts.merchant,
+        opts.method,
+        opts.feeBps,
+        opts.merchantShareBps,
+      )
+      out(
+        `${fee.payment_method}: fee ${fee.fee_bps} bps, merchant bears ${fee.merchant_fee_share_bps} bps of it`,
+      )
+    }),
+  )
+
+const requisites = program
+  .command('requisites')
+  .description("Manage the operator's pool of host-to-host requisites")
+requisites
+  .command('add')
+  .description(
+    'Add requisites, e.g. --method p2p_card --field card_number=2200... --field bank_name="Demo Bank"',
+  )
+  .addOption(
+    new Option('--method <method>', 'payment method').choices([...H2H_METHODS]).makeOptionMandatory(),
+  )
+  .requiredOption(
+    '--field <name=value>',
+    'a field shown to the customer (repeatable)',
+    (value: string, previous: Record<string, string>) => {
+      const eq = value.indexOf('=')
+      if (eq < 1) throw new InvalidArgumentError('a field is name=value')
+      return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
+    },
+    {},
+  )
+  .action((opts: { method: string; field: Record<string, string> }) =>
+    withDatabase(async (handle, config) => {
+      if (!isH2hMethod(opts.method)) throw new UserError(`unknown method ${opts.method}`)
+      const row = await createServices(handle.db, config).requisites.add(opts.method, opts.field)
+      out(`requisites ${row.uuid} for ${row.payment_method}: ${JSON.stringify(row.fields)}`)
+    }),
+  )
+requisites
+  .command('list')
+  .description('List the pool')
+  .action(() =>
+    withDatabase(async (handle, config) => {
+      for (const r of await createServices(handle.db, config).requisites.list()) {
+        out(
+          `${r.uuid}  ${r.payment_method}  ${r.active ? 'active' : 'inactive'}  used ${r.assigned_count}×  ${JSON.stringify(r.fields)}`,
+        )
+      }
+    }),
+  )
+
+class UserError extends Error {}
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  if (
+    error instanceof ConfigError ||
+    error instanceof EmbeddedDatabaseBusyError ||
+    error instanceof UserError
+  ) {
+    process.stderr.write(`merchant-gateway: ${error.message}\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`merchant-gateway: ${(error as Error)?.stack ?? String(error)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,114 @@
+import type { Insertable } from 'kysely'
+import type { Executor } from '../../db/index.ts'
+import type { ApiKeysTable, Merchant, MerchantsTable, Mode } from '../../db/types.ts'
+
+export interface KeyWithMerchant {
+  key_uuid: string
+  key_id: string
+  mode: Mode
+  secret_sealed: string
+  revoked_at: Date | null
+  merchant: Merchant
+}
+
+const keyWithMerchant = (db: Executor) =>
+  db
+    .selectFrom('api_keys as k')
+    .innerJoin('merchants as m', 'm.uuid', 'k.merchant_uuid')
+    .select([
+      'k.uuid as key_uuid',
+      'k.key_id',
+      'k.mode',
+      'k.secret_sealed',
+      'k.revoked_at',
+      'm.uuid',
+      'm.name',
+      'm.settlement_currency',
+      'm.settlement_hold_seconds',
+      'm.transaction_ttl_seconds',
+      'm.fx_markup_bps',
+      'm.created_at',
+      'm.updated_at',
+    ])
+
+type Joined = Awaited<ReturnType<ReturnType<typeof keyWithMerchant>['executeTakeFirst']>>
+
+function split(row: Joined): KeyWithMerchant | null {
+  if (!row) return null
+  const { key_uuid, key_id, mode, secret_sealed, revoked_at, ...merchant } = row
+  return { key_uuid, key_id, mode, secret_sealed, revoked_at, merchant }
+}
+
+export const findKeyBySecretHash = async (db: Executor, hash: string) =>
+  split(await keyWithMerchant(db).where('k.secret_hash', '=', hash).executeTakeFirst())
+
+export const findKeyByKeyId = async (db: Executor, keyId: string) =>
+  split(await keyWithMerchant(db).where('k.key_id', '=', keyId).executeTakeFirst())
+
+export const insertMerchant = (db: Executor, row: Insertable<MerchantsTable>) =>
+  db.insertInto('merchants').values(row).returningAll().executeTakeFirstOrThrow()
+
+export const findMerchant = (db: Executor, uuid: string) =>
+  db.selectFrom('merchants').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+
+export const listMerchants = (db: Executor) =>
+  db.selectFrom('merchants').selectAll().orderBy('created_at').execute()
+
+export const updateMerchant = (db: Executor, uuid: string, changes: Partial<Insertable<MerchantsTable>>) =>
+  db.updateTable('merchants').set(changes).where('uuid', '=', uuid).returningAll().executeTakeFirst()
+
+export const insertKey = (db: Executor, row: Insertable<ApiKeysTable>) =>
+  db
+    .insertInto('api_keys')
+    .values(row)
+    .returning(['uuid', 'key_id', 'mode', 'created_at'])
+    .executeTakeFirstOrThrow()
+
+export const revokeKey = (db: Executor, keyId: string, at: Date) =>
+  db
+    .updateTable('api_keys')
+    .set({ revoked_at: at })
+    .where('key_id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .returning(['key_id', 'merchant_uuid', 'revoked_at'])
+    .executeTakeFirst()
+
+export const findFee = (db: Executor, merchantUuid: string, paymentMethod: string) =>
+  db
+    .selectFrom('merchant_fees')
+    .select(['fee_bps', 'merchant_fee_share_bps'])
+    .where('merchant_uuid', '=', merchantUuid)
+    .where('payment_method', '=', paymentMethod)
+    .executeTakeFirst()
+
+export const upsertFee = (
+  db: Executor,
+  merchantUuid: string,
+  paymentMethod: string,
+  feeBps: number,
+  shareBps: number,
+) =>
+  db
+    .insertInto('merchant_fees')
+    .values({
+      merchant_uuid: merchantUuid,
+      payment_method: paymentMethod,
+      fee_bps: feeBps,
+      merchant_fee_share_bps: shareBps,
+      updated_at: new Date(),
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['merchant_uuid', 'payment_method'])
+        .doUpdateSet({ fee_bps: feeBps, merchant_fee_share_bps: shareBps, updated_at: new Date() }),
+    )
+    .returningAll()
+    .executeTakeFirstOrThrow()
+
+export const listFees = (db: Executor, merchantUuid: string) =>
+  db
+    .selectFrom('merchant_fees')
+    .selectAll()
+    .where('merchant_uuid', '=', merchantUuid)
+    .orderBy('payment_method')
+    .execute()

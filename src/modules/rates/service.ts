@@ -1,0 +1,100 @@
+import type { Config } from '../../config.ts'
+import type { Db } from '../../db/index.ts'
+import { AppError } from '../../http/errors.ts'
+import {
+  applyMarkupDown,
+  applyMarkupUp,
+  divideRates,
+  formatDecimal,
+  isKnownCurrency,
+  isPositiveDecimal,
+  parseDecimal,
+} from '../../lib/money.ts'
+import * as repo from './repository.ts'
+
+/** Market rates are quoted as units of a currency per 1 USDT. */
+export const QUOTE_CURRENCY = 'USDT'
+
+export interface MerchantRate {
+  currency: string
+  /** Units of `currency` per 1 unit of the settlement currency, markup included. */
+  pay_in_rate: string
+  payout_rate: string
+  updated_at: Date
+}
+
+export type RateService = ReturnType<typeof createRateService>
+
+export function createRateService(deps: { db: Db; config: Config; now?: () => Date }) {
+  const { db, config } = deps
+  const now = deps.now ?? (() => new Date())
+
+  function assertFresh(updatedAt: Date, currency: string): void {
+    if (config.fxMaxAgeSeconds === null) return
+    if (now().getTime() - updatedAt.getTime() > config.fxMaxAgeSeconds * 1000) {
+      throw new AppError('fx_rate_unavailable', `The ${currency} rate is out of date; try again shortly.`, {
+        currency,
+      })
+    }
+  }
+
+  /** Market rate of `currency` per 1 unit of `settlement`, with its age; null when either has no rate. */
+  async function marketRate(
+    currency: string,
+    settlement: string,
+  ): Promise<{ rate: string; updated_at: Date } | null> {
+    const wanted = [currency, settlement].filter((c) => c !== QUOTE_CURRENCY)
+    const rows = wanted.length ? await repo.findMarketRates(db, wanted) : []
+    const of = (c: string) =>
+      c === QUOTE_CURRENCY ? { market_rate: '1', updated_at: null } : rows.find((r) => r.currency === c)
+    const a = of(currency)
+    const b = of(settlement)
+    if (!a || !b) return null
+    const dates = [a.updated_at, b.updated_at].filter((d): d is Date => d !== null)
+    // The older of the two rates decides the age of the cross rate.
+    const updatedAt = dates.length ? new Date(Math.min(...dates.map((d) => d.getTime()))) : now()
+    for (const [c, row] of [
+      [currency, a],
+      [settlement, b],
+    ] as const)
+      if (row.updated_at) assertFresh(row.updated_at, c)
+    const rate = settlement === QUOTE_CURRENCY ? a.market_rate : divideRates(a.market_rate, b.market_rate)
+    return { rate, updated_at: updatedAt }
+  }
+
+  return {
+    /**
+     * The merchant's rates for `currency` against its settlement currency (contract §6.4):
+     * pay-in = market × (1 + markup), payout = market × (1 − markup). The settlement currency itself is "1".
+     * Throws unsupported_currency when there is no rate and fx_rate_unavailable when it is stale.
+     */
+    async merchantRate(currency: string, settlement: string, markupBps: number): Promise<MerchantRate> {
+      if (currency === settlement) return { currency, pay_in_rate: '1', payout_rate: '1', updated_at: now() }
+      const market = isKnownCurrency(currency) ? await marketRate(currency, settlement) : null
+      if (!market) {
+        throw new AppError(
+          'unsupported_currency',
+          `${currency} is not a supported currency: there is no rate for it.`,
+          { currency },
+        )
+      }
+      return {
+        currency,
+        pay_in_rate: applyMarkupUp(market.rate, markupBps),
+        payout_rate: applyMarkupDown(market.rate, markupBps),
+        updated_at: market.updated_at,
+      }
+    },
+
+    /** Operator: set the market rate of a currency, as units per 1 USDT. */
+    async setMarketRate(currency: string, rate: string) {
+      if (!isKnownCurrency(currency) || currency === QUOTE_CURRENCY)
+        throw new Error(`${currency} is not an ISO 4217 currency code`)
+      if (!isPositiveDecimal(rate))
+        throw new Error(`the rate must be a positive decimal such as 92.15, got "${rate}"`)
+      return repo.upsertMarketRate(db, currency, formatDecimal(parseDecimal(rate)), now())
+    },
+
+    listMarketRates: () => repo.listMarketRates(db),
+  }
+}

@@ -1,0 +1,73 @@
+import { type ExpressionBuilder, sql } from 'kysely'
+import type { Executor } from '../../db/index.ts'
+import type { Database, Mode, NewTransaction } from '../../db/types.ts'
+import type { Cursor } from '../../http/pagination.ts'
+
+export interface Scope {
+  merchantUuid: string
+  mode: Mode
+}
+
+export interface TransactionFilters {
+  statuses?: string[]
+  paymentMethod?: string
+  currency?: string
+  from?: Date
+  to?: Date
+  search?: { text: string; uuid: string | null }
+}
+
+export const insertTransaction = (db: Executor, row: NewTransaction) =>
+  db.insertInto('transactions').values(row).returningAll().executeTakeFirstOrThrow()
+
+const scoped = (db: Executor, scope: Scope) =>
+  db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+
+export const findByUuid = (db: Executor, scope: Scope, uuid: string) =>
+  scoped(db, scope).where('uuid', '=', uuid).executeTakeFirst()
+
+export const findByExternalId = (db: Executor, scope: Scope, externalId: string) =>
+  scoped(db, scope).where('external_id', '=', externalId).executeTakeFirst()
+
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+/**
+ * One page in keyset order: newest first (created_at desc, uuid desc) going forward, the reverse going back.
+ * Fetches `limit` rows; the caller asks for one more than a page to learn whether another follows.
+ */
+export function listPage(
+  db: Executor,
+  scope: Scope,
+  filters: TransactionFilters,
+  cursor: Cursor | null,
+  limit: number,
+) {
+  let query = scoped(db, scope)
+  if (filters.statuses?.length) query = query.where('status', 'in', filters.statuses)
+  if (filters.paymentMethod) query = query.where('payment_method', '=', filters.paymentMethod)
+  if (filters.currency) query = query.where('currency', '=', filters.currency)
+  if (filters.from) query = query.where('created_at', '>=', filters.from)
+  if (filters.to) query = query.where('created_at', '<=', filters.to)
+  const search = filters.search
+  if (search) {
+    const lowered = search.text.toLowerCase()
+    query = query.where((eb: ExpressionBuilder<Database, 'transactions'>) =>
+      eb.or([
+        ...(search.uuid ? [eb('uuid', '=', search.uuid)] : []),
+        eb(sql`lower(external_id)`, 'like', `${escapeLike(lowered)}%`),
+        eb(sql`lower(description)`, 'like', `%${escapeLike(lowered)}%`),
+      ]),
+    )
+  }
+  const forward = cursor?.direction !== 'prev'
+  if (cursor) {
+    const position = sql`(${sql.val(cursor.createdAt)}::timestamptz, ${sql.val(cursor.uuid)}::uuid)`
+    query = query.where(sql<boolean>`(created_at, uuid) ${sql.raw(forward ? '<' : '>')} ${position}`)
+  }
+  const order = forward ? 'desc' : 'asc'
+  return query.orderBy('created_at', order).orderBy('uuid', order).limit(limit).execute()
+}

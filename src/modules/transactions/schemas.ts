@@ -1,0 +1,166 @@
+import { type Static, Type } from 'typebox'
+import { PaginationQuery } from '../../http/pagination.ts'
+import { HttpUrl, Metadata, Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts'
+
+export const TRANSACTION_STATUSES = [
+  'pending',
+  'paid',
+  'failed',
+  'expired',
+  'partially_refunded',
+  'refunded',
+] as const
+export const PAYMENT_METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
+export const MAX_AMOUNT = 100_000_000_000
+
+export const EXTERNAL_ID_PATTERN = '^[A-Za-z0-9._:-]{1,64}$'
+
+export const CreateTransactionRequest = Type.Object(
+  {
+    amount: Type.Integer({
+      minimum: 1,
+      maximum: MAX_AMOUNT,
+      description: 'Amount to charge, in minor units of `currency`.',
+      examples: [150000],
+    }),
+    currency: Type.String({
+      minLength: 1,
+      maxLength: 8,
+      description: 'ISO 4217 code (or USDT) with a current rate.',
+      examples: ['RUB'],
+    }),
+    payment_method: Type.String({
+      minLength: 1,
+      maxLength: 32,
+      description: '`card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites).',
+      examples: ['card'],
+    }),
+    external_id: Type.String({
+      pattern: EXTERNAL_ID_PATTERN,
+      description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
+      examples: ['order-1001'],
+    }),
+    description: Type.Optional(Nullable(Type.String({ maxLength: 500, examples: ['Order #1001'] }))),
+    metadata: Type.Optional(Nullable(Metadata)),
+    callback_url: Type.Optional(
+      Nullable(HttpUrl('Where status callbacks for this transaction go (overrides the webhook URL).')),
+    ),
+    success_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after payment.'))),
+    fail_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after a failure.'))),
+  },
+  { additionalProperties: false },
+)
+
+export const TransactionResponse = Type.Object(
+  {
+    uuid: Uuid(),
+    type: Type.String({ enum: ['payment'] }),
+    mode: Type.String({ enum: ['test', 'live'], description: 'The mode of the key that created it.' }),
+    amount: Type.Integer({ description: 'Requested amount, minor units.' }),
+    gross_amount: Type.Integer({
+      description: 'What the customer pays: amount plus the customer part of the fee.',
+    }),
+    net_amount: Type.Integer({ description: 'gross_amount minus the whole fee.' }),
+    fee_amount: Type.Integer(),
+    fee_payer: Type.String({ enum: ['merchant', 'customer', 'split'] }),
+    merchant_fee_share_bps: Type.Integer({ minimum: 0, maximum: 10000 }),
+    merchant_fee_merchant_amount: Type.Integer(),
+    merchant_fee_customer_amount: Type.Integer(),
+    currency: Type.String(),
+    settlement_currency: Type.String(),
+    settlement_amount: Type.Integer({ description: 'Minor units of the settlement currency.' }),
+    settlement_amount_formatted: Type.String({ examples: ['54.259360 USDT'] }),
+    fx_rate: Type.String({
+      description: 'Units of `currency` per 1 unit of the settlement currency.',
+      examples: ['92.15'],
+    }),
+    fx_rate_updated_at: Timestamp(),
+    payment_method: Type.String({ enum: [...PAYMENT_METHODS] }),
+    status: Type.String({ enum: [...TRANSACTION_STATUSES] }),
+    external_id: Type.String(),
+    description: Nullable(Type.String()),
+    metadata: Nullable(StringMap('Your key/value pairs.')),
+    callback_url: Nullable(Type.String()),
+    success_url: Nullable(Type.String()),
+    fail_url: Nullable(Type.String()),
+    payment_url: Type.String({ format: 'uri', description: 'The hosted payment page.' }),
+    h2h_url: Nullable(
+      Type.String({ format: 'uri', description: 'Where to read the host-to-host requisites.' }),
+    ),
+    requisites: Nullable(StringMap('Where the customer transfers to (host-to-host methods).')),
+    expires_at: Timestamp(),
+    paid_at: Nullable(Timestamp()),
+    settle_available_at: Nullable(Timestamp()),
+    aggregate_version: Type.Integer({
+      minimum: 1,
+      description: 'Grows by one with every applied status change.',
+    }),
+    created_at: Timestamp(),
+    updated_at: Timestamp(),
+  },
+  { $id: 'TransactionResponse', additionalProperties: false },
+)
+
+export const TransactionCursorPage = Type.Object(
+  { data: Type.Array(Type.Ref('TransactionResponse')), meta: Type.Ref('CursorMeta') },
+  { $id: 'TransactionCursorPage' },
+)
+
+export const H2hTransactionResponse = Type.Object(
+  {
+    uuid: Uuid(),
+    status: Type.String({ enum: [...TRANSACTION_STATUSES] }),
+    amount: Type.Integer(),
+    gross_amount: Type.Integer(),
+    currency: Type.String(),
+    payment_method: Type.String(),
+    requisites: StringMap('Where the customer transfers to.'),
+    expires_at: Timestamp(),
+  },
+  { $id: 'H2hTransactionResponse' },
+)
+
+export const ListTransactionsQuery = Type.Object(
+  {
+    ...PaginationQuery,
+    status: Type.Optional(
+      Type.String({
+        pattern: `^(${TRANSACTION_STATUSES.join('|')})(,(${TRANSACTION_STATUSES.join('|')}))*$`,
+        description: 'One status, or several comma-separated.',
+        examples: ['paid,partially_refunded'],
+      }),
+    ),
+    payment_method: Type.Optional(Type.String({ enum: [...PAYMENT_METHODS] })),
+    currency: Type.Optional(Type.String({ minLength: 1, maxLength: 8 })),
+    date_from: Type.Optional(
+      Type.String({
+        description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
+        examples: ['2026-11-01'],
+      }),
+    ),
+    date_to: Type.Optional(
+      Type.String({
+        description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.',
+        examples: ['2026-11-30'],
+      }),
+    ),
+    search: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description:
+          'Case-insensitive: equals the uuid, is a prefix of external_id, or a substring of description.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const ExternalIdParams = Type.Object(
+  { externalId: Type.String({ minLength: 1, maxLength: 64 }) },
+  { additionalProperties: false },
+)
+
+export type TransactionView = Static<typeof TransactionResponse>
+export type CreateTransactionInput = Static<typeof CreateTransactionRequest>
+export type ListTransactionsInput = Static<typeof ListTransactionsQuery>

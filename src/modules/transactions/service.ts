@@ -1,0 +1,257 @@
+import type { Config } from '../../config.ts'
+import type { Db } from '../../db/index.ts'
+import type { TransactionRow } from '../../db/types.ts'
+import { AppError, notFound, validationError } from '../../http/errors.ts'
+import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
+import { isUuid, newId, newPaymentToken } from '../../lib/ids.ts'
+import { computeFees, convertFloor, formatMinor } from '../../lib/money.ts'
+import type { AuthContext, MerchantService } from '../merchants/service.ts'
+import type { RateService } from '../rates/service.ts'
+import { isH2hMethod, type RequisiteService } from '../requisites/service.ts'
+import * as repo from './repository.ts'
+import {
+  type CreateTransactionInput,
+  type ListTransactionsInput,
+  PAYMENT_METHODS,
+  type TransactionView,
+} from './schemas.ts'
+
+const iso = (d: Date) => d.toISOString()
+const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null)
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/
+
+/** A `date_from`/`date_to` value: a bare date covers its whole UTC day (end inclusive for `date_to`). */
+function parseDateFilter(field: string, value: string, endOfDay: boolean): Date {
+  if (DATE_ONLY.test(value)) {
+    const start = new Date(`${value}T00:00:00.000Z`)
+    if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== value)
+      throw validationError(field, 'is not a valid date')
+    return endOfDay ? new Date(start.getTime() + 86_400_000 - 1) : start
+  }
+  const parsed = new Date(value)
+  if (!DATE_TIME.test(value) || Number.isNaN(parsed.getTime())) {
+    throw validationError(field, 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time')
+  }
+  return parsed
+}
+
+export type TransactionService = ReturnType<typeof createTransactionService>
+
+export function createTransactionService(deps: {
+  db: Db
+  config: Config
+  merchants: MerchantService
+  rates: RateService
+  requisites: RequisiteService
+}) {
+  const { db, config, merchants, rates, requisites } = deps
+  const scopeOf = (auth: AuthContext): repo.Scope => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
+
+  function toView(row: TransactionRow): TransactionView {
+    return {
+      uuid: row.uuid,
+      type: row.type,
+      mode: row.mode,
+      amount: row.amount,
+      gross_amount: row.gross_amount,
+      net_amount: row.net_amount,
+      fee_amount: row.fee_amount,
+      fee_payer: row.fee_payer,
+      merchant_fee_share_bps: row.merchant_fee_share_bps,
+      merchant_fee_merchant_amount: row.merchant_fee_merchant_amount,
+      merchant_fee_customer_amount: row.merchant_fee_customer_amount,
+      currency: row.currency,
+      settlement_currency: row.settlement_currency,
+      settlement_amount: row.settlement_amount,
+      settlement_amount_formatted: formatMinor(row.settlement_amount, row.settlement_currency),
+      fx_rate: row.fx_rate,
+      fx_rate_updated_at: iso(row.fx_rate_updated_at),
+      payment_method: row.payment_method,
+      status: row.status,
+      external_id: row.external_id,
+      description: row.description,
+      metadata: row.metadata,
+      callback_url: row.callback_url,
+      success_url: row.success_url,
+      fail_url: row.fail_url,
+      payment_url: `${config.publicBaseUrl}/pay/${row.payment_token}`,
+      h2h_url: row.requisites ? `${config.publicBaseUrl}/integration/transactions/${row.uuid}/h2h` : null,
+      requisites: row.requisites,
+      expires_at: iso(row.expires_at),
+      paid_at: isoOrNull(row.paid_at),
+      settle_available_at: isoOrNull(row.settle_available_at),
+      aggregate_version: row.aggregate_version,
+      created_at: iso(row.created_at),
+      updated_at: iso(row.updated_at),
+    }
+  }
+
+  async function get(auth: AuthContext, uuid: string): Promise<TransactionRow> {
+    const row = isUuid(uuid) ? await repo.findByUuid(db, scopeOf(auth), uuid) : undefined
+    if (!row) throw notFound('transaction')
+    return row
+  }
+
+  return {
+    toView,
+
+    async create(auth: AuthContext, input: CreateTransactionInput): Promise<TransactionView> {
+      const { merchant } = auth
+      if (!(PAYMENT_METHODS as readonly string[]).includes(input.payment_method)) {
+        throw new AppError(
+          'unsupported_payment_method',
+          `Payment method "${input.payment_method}" is not supported.`,
+          {
+            supported: [...PAYMENT_METHODS],
+          },
+        )
+      }
+      const rate = await rates.merchantRate(
+        input.currency,
+        merchant.settlement_currency,
+        merchant.fx_markup_bps,
+      )
+      const fee = await merchants.fee(merchant.uuid, input.payment_method)
+      const fees = computeFees(input.amount, fee.fee_bps, fee.merchant_fee_share_bps)
+      const settlementAmount = convertFloor(
+        fees.net_amount,
+        input.currency,
+        rate.pay_in_rate,
+        merchant.settlement_currency,
+      )
+      const now = new Date()
+      const uuid = newId()
+
+      const row = await db.transaction().execute(async (trx) => {
+        let assigned: { uuid: string; fields: Record<string, string> } | null = null
+        if (isH2hMethod(input.payment_method)) {
+          assigned = await requisites.assign(trx, input.payment_method, now)
+          if (!assigned) {
+            throw new AppError(
+              'unsupported_payment_method',
+              `Payment method "${input.payment_method}" is not available right now: no requisites are configured for it.`,
+            )
+          }
+        }
+        try {
+          return await repo.insertTransaction(trx, {
+            uuid,
+            merchant_uuid: merchant.uuid,
+            mode: auth.mode,
+            type: 'payment',
+            external_id: input.external_id,
+            amount: input.amount,
+            ...fees,
+            fee_bps: fee.fee_bps,
+            merchant_fee_share_bps: fee.merchant_fee_share_bps,
+            currency: input.currency,
+            settlement_currency: merchant.settlement_currency,
+            settlement_amount: settlementAmount,
+            fx_rate: rate.pay_in_rate,
+            fx_rate_updated_at: rate.updated_at,
+            payment_method: input.payment_method,
+            status: 'pending',
+            description: input.description ?? null,
+            metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+            callback_url: input.callback_url ?? null,
+            success_url: input.success_url ?? null,
+            fail_url: input.fail_url ?? null,
+            payment_token: newPaymentToken(),
+            requisites: assigned ? JSON.stringify(assigned.fields) : null,
+            requisite_uuid: assigned?.uuid ?? null,
+            expires_at: new Date(now.getTime() + merchant.transaction_ttl_seconds * 1000),
+            paid_at: null,
+            settle_available_at: null,
+            aggregate_version: 1,
+            created_at: now,
+            updated_at: now,
+          })
+        } catch (error) {
+          if (
+            (error as { code?: string; constraint?: string }).constraint === 'transactions_external_id_key'
+          ) {
+            throw new AppError(
+              'conflict',
+              `A transaction with external_id "${input.external_id}" already exists.`,
+              {
+                external_id: input.external_id,
+              },
+            )
+          }
+          throw error
+        }
+      })
+      return toView(row)
+    },
+
+    get: async (auth: AuthContext, uuid: string) => toView(await get(auth, uuid)),
+
+    async getByExternalId(auth: AuthContext, externalId: string) {
+      const row = await repo.findByExternalId(db, scopeOf(auth), externalId)
+      if (!row) throw notFound('transaction')
+      return toView(row)
+    },
+
+    async h2h(auth: AuthContext, uuid: string) {
+      const row = await get(auth, uuid)
+      if (!row.requisites)
+        throw new AppError(
+          'not_found',
+          'This transaction has no host-to-host requisites: its payment method uses the hosted page.',
+        )
+      return {
+        uuid: row.uuid,
+        status: row.status,
+        amount: row.amount,
+        gross_amount: row.gross_amount,
+        currency: row.currency,
+        payment_method: row.payment_method,
+        requisites: row.requisites,
+        expires_at: iso(row.expires_at),
+      }
+    },
+
+    async list(auth: AuthContext, query: ListTransactionsInput) {
+      const perPage = query.per_page ?? 25
+      const from = query.date_from ? parseDateFilter('date_from', query.date_from, false) : undefined
+      const to = query.date_to ? parseDateFilter('date_to', query.date_to, true) : undefined
+      if (from && to && from > to) throw validationError('date_from', 'must not be after date_to')
+      const statuses = query.status ? [...new Set(query.status.split(','))].sort() : undefined
+      const filters: repo.TransactionFilters = {
+        statuses,
+        paymentMethod: query.payment_method,
+        currency: query.currency,
+        from,
+        to,
+        search: query.search
+          ? {
+              text: query.search,
+              uuid: isUuid(query.search.toLowerCase()) ? query.search.toLowerCase() : null,
+            }
+          : undefined,
+      }
+      const digest = filterDigest({
+        status: statuses?.join(','),
+        payment_method: query.payment_method,
+        currency: query.currency,
+        date_from: from?.toISOString(),
+        date_to: to?.toISOString(),
+        search: query.search,
+      })
+      const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
+      const rows = await repo.listPage(db, scopeOf(auth), filters, cursor, perPage + 1)
+      const page = pageFrom(rows, perPage, cursor, digest)
+      return {
+        data: page.data.map(toView),
+        meta: {
+          per_page: perPage,
+          next_cursor: page.next_cursor,
+          prev_cursor: page.prev_cursor,
+          path: `${config.publicBaseUrl}/integration/transactions`,
+        },
+      }
+    },
+  }
+}
