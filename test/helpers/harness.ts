@@ -1,0 +1,198 @@
+import { randomBytes } from 'node:crypto'
+import { Writable } from 'node:stream'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
+import pino from 'pino'
+import { buildApp, createServices, REDACTED_PATHS, type Services } from '../../src/app.ts'
+import { type Config, loadConfig } from '../../src/config.ts'
+import { connectPglite, connectPostgres, type Db, type DbHandle, migrateToLatest } from '../../src/db/index.ts'
+import type { Mode } from '../../src/db/types.ts'
+import { sign } from '../../src/http/auth.ts'
+
+export type Backend = 'pglite' | 'postgres'
+
+/** Every suite runs on embedded PGlite, and on PostgreSQL too when TEST_DATABASE_URL is set. */
+export function backends(): Backend[] {
+  return process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+}
+
+/** A fresh, empty database of the given kind; `drop` removes it. */
+export async function freshDatabase(backend: Backend): Promise<{ handle: DbHandle; drop(): Promise<void> }> {
+  if (backend === 'pglite') {
+    const handle = await connectPglite(null)
+    return { handle, drop: () => handle.close() }
+  }
+  const adminUrl = process.env.TEST_DATABASE_URL as string
+  const name = `mg_test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE ${name}`)
+  await admin.end()
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  const handle = await connectPostgres(url.toString(), 20)
+  return {
+    handle,
+    async drop() {
+      await handle.close()
+      const cleanup = new pg.Client({ connectionString: adminUrl })
+      await cleanup.connect()
+      await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await cleanup.end()
+    },
+  }
+}
+
+export const TEST_MASTER_KEY = randomBytes(32).toString('hex')
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    ...loadConfig({ APP_ENV: 'development', MASTER_KEY: TEST_MASTER_KEY, PUBLIC_BASE_URL: 'http://gateway.test', LOG_LEVEL: 'info' }),
+    ...overrides,
+  }
+}
+
+export interface TestMerchant {
+  uuid: string
+  keys: Record<Mode, { key_id: string; secret: string }>
+}
+
+export interface TestContext {
+  backend: Backend
+  app: FastifyInstance
+  db: Db
+  config: Config
+  services: Services
+  merchant: TestMerchant
+  other: TestMerchant
+  /** Every log line the app wrote, as text. */
+  logs: string[]
+  /** Every secret the context created: none may appear in a log line. */
+  secrets: string[]
+  /** Responses with status ≥ 500 seen so far (the suites allow none). */
+  serverErrors: { method: string; url: string; status: number }[]
+  newMerchant(name?: string): Promise<TestMerchant>
+  close(): Promise<void>
+}
+
+export const DEMO_TEST_RATES: Record<string, string> = { USD: '1', EUR: '0.92', RUB: '92.15', JPY: '151.2', KWD: '0.307' }
+
+/**
+ * A running app on a fresh database: migrated, with rates, requisites and two merchants. `close()` fails
+ * the suite when any response was a 5xx or any secret reached the logs.
+ */
+export async function createTestContext(backend: Backend, configOverrides: Partial<Config> = {}): Promise<TestContext> {
+  const { handle, drop } = await freshDatabase(backend)
+  await migrateToLatest(handle.db)
+  const config = testConfig(configOverrides)
+  const services = createServices(handle.db, config)
+  const logs: string[] = []
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      logs.push(chunk.toString())
+      done()
+    },
+  })
+  const logger = pino({ level: 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink)
+  const app = await buildApp({ db: handle.db, config, services, logger })
+  const serverErrors: TestContext['serverErrors'] = []
+  app.addHook('onResponse', async (request, reply) => {
+    if (reply.statusCode >= 500) serverErrors.push({ method: request.method, url: request.url, status: reply.statusCode })
+  })
+  await app.ready()
+
+  for (const [currency, rate] of Object.entries(DEMO_TEST_RATES)) await services.rates.setMarketRate(currency, rate)
+  await services.requisites.add('p2p_card', { card_number: '2200700112345678', bank_name: 'Test Bank', holder_name: 'A. Smith' })
+  await services.requisites.add('bank_transfer', { account_number: '40817810099910004312', bank_name: 'Test Bank' })
+
+  const secrets: string[] = [config.masterKey.toString('hex')]
+  const newMerchant = async (name = 'Shop') => {
+    const { merchant, keys } = await services.merchants.createMerchant({ name })
+    secrets.push(keys.test.secret, keys.live.secret)
+    return { uuid: merchant.uuid, keys }
+  }
+  const merchant = await newMerchant('Main Shop')
+  const other = await newMerchant('Other Shop')
+
+  return {
+    backend,
+    app,
+    db: handle.db,
+    config,
+    services,
+    merchant,
+    other,
+    logs,
+    secrets,
+    serverErrors,
+    newMerchant,
+    async close() {
+      await app.close()
+      await drop()
+      if (serverErrors.length) throw new Error(`responses with status >= 500: ${JSON.stringify(serverErrors)}`)
+      const leaked = secrets.filter((s) => logs.some((line) => line.includes(s)))
+      if (leaked.length) throw new Error(`${leaked.length} secret(s) appeared in the logs`)
+    },
+  }
+}
+
+export interface CallOptions {
+  /** Which credentials: a key of `merchant` (default the context's main merchant, test mode). */
+  as?: { merchant?: TestMerchant; mode?: Mode }
+  /** `apiKey` (default), `signature`, or `none`. */
+  auth?: 'apiKey' | 'signature' | 'none'
+  idempotencyKey?: string
+  headers?: Record<string, string>
+  /** Sent as is instead of JSON.stringify(body). */
+  rawBody?: string
+  /** Signature timestamp override (unix seconds). */
+  timestamp?: number
+}
+
+/** One HTTP call through app.inject with the chosen credentials. */
+export async function call(
+  ctx: TestContext,
+  method: InjectOptions['method'],
+  url: string,
+  body?: unknown,
+  options: CallOptions = {},
+): Promise<LightMyRequestResponse & { json<T = any>(): T }> {
+  const merchant = options.as?.merchant ?? ctx.merchant
+  const key = merchant.keys[options.as?.mode ?? 'test']
+  const payload = options.rawBody ?? (body === undefined ? undefined : JSON.stringify(body))
+  const headers: Record<string, string> = { ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) }
+  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey
+  const auth = options.auth ?? 'apiKey'
+  if (auth === 'apiKey') headers['x-api-key'] = key.secret
+  if (auth === 'signature') {
+    const t = options.timestamp ?? Math.floor(Date.now() / 1000)
+    const v1 = sign(key.secret, t, String(method), url, options.idempotencyKey ?? '', payload ?? '')
+    headers['x-signature'] = `key_id=${key.key_id},t=${t},v1=${v1}`
+  }
+  Object.assign(headers, options.headers)
+  return ctx.app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) })
+}
+
+let counter = 0
+/** A unique external_id for a test. */
+export const extId = (prefix = 'ord') => `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}`
+
+export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
+  amount: 150000,
+  currency: 'RUB',
+  payment_method: 'card',
+  external_id: extId(),
+  description: 'Order',
+  ...overrides,
+})
+
+/** Polls `check` until it returns a value or the deadline passes; never a fixed sleep. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 5000, intervalMs = 20): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
