@@ -4,18 +4,27 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Ajv } from 'ajv'
 import addFormats from 'ajv-formats'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify'
 import sjson from 'secure-json-parse'
 import type { Config } from './config.ts'
+import { SimulatorConnector } from './connectors/simulator/index.ts'
 import type { Db } from './db/index.ts'
 import { registerAuth } from './http/auth.ts'
 import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
-import { registerIdempotency } from './http/idempotency.ts'
+import { KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
 import { healthRoutes } from './modules/health/routes.ts'
 import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
 import { createRequisiteService, type RequisiteService } from './modules/requisites/service.ts'
+import { sandboxRoutes } from './modules/sandbox/routes.ts'
+import { createSandboxService, type SandboxService } from './modules/sandbox/service.ts'
 import { transactionRoutes } from './modules/transactions/routes.ts'
 import {
   H2hTransactionResponse,
@@ -23,6 +32,18 @@ import {
   TransactionResponse,
 } from './modules/transactions/schemas.ts'
 import { createTransactionService, type TransactionService } from './modules/transactions/service.ts'
+import { createSender, type Sender } from './modules/webhooks/delivery.ts'
+import { webhookRoutes } from './modules/webhooks/routes.ts'
+import {
+  WebhookConfigResponse,
+  WebhookDeliveryPage,
+  WebhookDeliveryResponse,
+} from './modules/webhooks/schemas.ts'
+import {
+  createWebhookService,
+  type DispatchOptions,
+  type WebhookService,
+} from './modules/webhooks/service.ts'
 
 export const VERSION: string = JSON.parse(
   readFileSync(new URL('../package.json', import.meta.url), 'utf8'),
@@ -33,14 +54,43 @@ export interface Services {
   rates: RateService
   requisites: RequisiteService
   transactions: TransactionService
+  webhooks: WebhookService
+  sandbox: SandboxService
+  /** Releases what the services hold open (the webhook HTTP client's connections). */
+  close(): Promise<void>
 }
 
-export function createServices(db: Db, config: Config): Services {
+export interface ServiceOptions {
+  /** The HTTP client for webhook deliveries (tests pass one with a short timeout). */
+  sender?: Sender
+  /** Retry schedule and jitter source for deliveries (tests scale the schedule down and seed the jitter). */
+  dispatch?: Partial<DispatchOptions>
+}
+
+export function createServices(db: Db, config: Config, options: ServiceOptions = {}): Services {
+  const sender =
+    options.sender ??
+    createSender({
+      allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+      requireHttps: config.appEnv === 'production',
+      timeoutMs: config.webhook.timeoutMs,
+    })
+  const simulator = new SimulatorConnector()
   const merchants = createMerchantService({ db, config })
   const rates = createRateService({ db, config })
   const requisites = createRequisiteService({ db })
-  const transactions = createTransactionService({ db, config, merchants, rates, requisites })
-  return { merchants, rates, requisites, transactions }
+  const webhooks = createWebhookService({ db, config, sender, dispatch: options.dispatch })
+  const transactions = createTransactionService({
+    db,
+    config,
+    merchants,
+    rates,
+    requisites,
+    webhooks,
+    connectors: { [simulator.name]: simulator },
+  })
+  const sandbox = createSandboxService({ config, simulator, transactions })
+  return { merchants, rates, requisites, transactions, webhooks, sandbox, close: () => sender.close() }
 }
 
 export interface AppDeps {
@@ -80,6 +130,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       return typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : crypto.randomUUID()
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // The router's own refusals (a bad %-escape, an over-long path segment) happen before any hook runs:
+    // they get the same envelope and X-Request-Id as every other error.
+    frameworkErrors: (error, request: FastifyRequest, reply: FastifyReply) => {
+      const rendered = renderError(error)
+      return reply
+        .code(rendered.status)
+        .header('x-request-id', request.id)
+        .send({
+          error: { code: rendered.code, message: rendered.message, request_id: request.id, details: null },
+        })
+    },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // Bodies are validated strictly (no coercion, unknown fields refused); query and path values arrive as
@@ -97,6 +158,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const raw = body as Buffer
     request.rawBody = raw
+    // An operation that takes no body, or whose body is optional, accepts an empty one.
+    if (raw.length === 0 && !request.routeOptions.schema?.body) return done(null, undefined)
+    if (raw.length === 0 && request.routeOptions.config.bodyOptional) return done(null, {})
     if (raw.length === 0)
       return done(
         new AppError('malformed_request', 'The request body is empty: send a JSON object.'),
@@ -112,13 +176,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
+  // An optional body that was not sent validates as an empty object.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && request.routeOptions.config.bodyOptional) request.body = {}
+  })
 
   registerErrorSchemas(app)
-  for (const schema of [CursorMeta, TransactionResponse, TransactionCursorPage, H2hTransactionResponse])
+  for (const schema of [
+    CursorMeta,
+    TransactionResponse,
+    TransactionCursorPage,
+    H2hTransactionResponse,
+    WebhookConfigResponse,
+    WebhookDeliveryResponse,
+    WebhookDeliveryPage,
+  ])
     app.addSchema(schema)
 
   app.setErrorHandler((error: Error, request, reply) => {
     const rendered = renderError(error)
+    if (request.idempotency && KEY_RELEASING_CODES.has(rendered.code)) request.idempotency.release = true
     if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ code: rendered.code, status: rendered.status }, 'request refused')
     return reply
@@ -176,6 +253,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       tags: [
         { name: 'Health', description: 'Liveness of the API and its database.' },
         { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
+        {
+          name: 'Sandbox',
+          description: 'Simulated provider callbacks, for test keys (or any key outside production).',
+        },
+        {
+          name: 'Webhooks',
+          description: 'Signed callbacks: configuration, secret rotation, the delivery log.',
+        },
       ],
       components: {
         securitySchemes: {
@@ -209,6 +294,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerAuth(app, services.merchants)
   registerIdempotency(app, db)
   await app.register(transactionRoutes, { transactions: services.transactions })
+  await app.register(sandboxRoutes, { sandbox: services.sandbox })
+  await app.register(webhookRoutes, { webhooks: services.webhooks })
 
   return app
 }

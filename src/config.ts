@@ -20,6 +20,36 @@ export interface Config {
   webhookAllowPrivateNetworks: boolean
   /** How long an API key lookup is trusted in process before the database is asked again. */
   keyCacheTtlMs: number
+  webhook: {
+    /** Delays before attempts 2…n, seconds (default the Standard Webhooks schedule: 10 attempts in all). */
+    retrySchedule: number[]
+    /** The whole HTTP exchange of one attempt. */
+    timeoutMs: number
+    /** How long a worker's claim on a delivery holds; longer than the timeout. */
+    leaseMs: number
+  }
+}
+
+/** The Standard Webhooks schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h. */
+export const STANDARD_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+
+function parseSchedule(value: string | undefined): number[] {
+  if (!value) return STANDARD_RETRY_SCHEDULE
+  const delays = value.split(',').map((part) => Number(part.trim()))
+  if (delays.length === 0 || delays.some((d) => !Number.isFinite(d) || d < 0)) {
+    throw new ConfigError(
+      `WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds such as 5,300,1800; got "${value}"`,
+    )
+  }
+  return delays
+}
+
+function parsePositive(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isFinite(n) || n <= 0)
+    throw new ConfigError(`${name} must be a positive number, got "${value}"`)
+  return n
 }
 
 export class ConfigError extends Error {}
@@ -120,5 +150,10 @@ export function loadConfig(env: Env = process.env): Config {
       !production,
     ),
     keyCacheTtlMs: 5000,
+    webhook: {
+      retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),
+      timeoutMs: parsePositive('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 15_000),
+      leaseMs: parsePositive('WEBHOOK_LEASE_MS', env.WEBHOOK_LEASE_MS, 60_000),
+    },
   }
 }

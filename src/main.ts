@@ -8,7 +8,7 @@ import { seedDemo } from './db/seed.ts'
 import type { Mode } from './db/types.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
-import { startMaintenance } from './workers/maintenance.ts'
+import { startWorkers } from './workers/index.ts'
 
 const out = (line: string): void => {
   process.stdout.write(`${line}\n`)
@@ -50,7 +50,7 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
   const demo = handle.kind === 'pglite' ? await seedDemo(handle.db, services) : null
 
   const app = await buildApp({ db: handle.db, config, services, logger })
-  const maintenance = role !== 'api' ? startMaintenance(handle.db, logger) : null
+  const workers = role !== 'api' ? startWorkers(handle, services, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
 
   if (demo) {
@@ -78,8 +78,10 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     logger.info({ signal }, 'shutting down')
     const force = setTimeout(() => process.exit(1), 10_000)
     force.unref()
-    maintenance?.stop()
+    // Stop taking requests and finish those in flight, then let the workers finish and give back their claims.
     await app.close()
+    await workers?.stop()
+    await services.close()
     await handle.close()
     process.exit(0)
   }

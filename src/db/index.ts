@@ -7,6 +7,7 @@ import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely'
 import pg from 'pg'
 import lockfile from 'proper-lockfile'
 import * as foundation from './migrations/0001_foundation.ts'
+import * as lifecycle from './migrations/0002_lifecycle.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -17,6 +18,8 @@ export type Executor = Db | Trx
 export interface DbHandle {
   db: Db
   kind: 'postgres' | 'pglite'
+  /** Calls `onNotify` on every NOTIFY on `channel` (from any process on PostgreSQL); returns the unsubscribe. */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
   close(): Promise<void>
 }
 
@@ -34,7 +37,22 @@ const types = {
 export async function connectPostgres(url: string, poolSize = 10): Promise<DbHandle> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-  return { db, kind: 'postgres', close: () => db.destroy() }
+  return {
+    db,
+    kind: 'postgres',
+    async listen(channel, onNotify) {
+      // LISTEN needs a session of its own, outside the pool.
+      const client = new pg.Client({ connectionString: url })
+      client.on('error', () => {})
+      await client.connect()
+      client.on('notification', (message) => {
+        if (message.channel === channel) onNotify()
+      })
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+      return () => client.end()
+    },
+    close: () => db.destroy(),
+  }
 }
 
 /**
@@ -71,6 +89,9 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
   return {
     db,
     kind: 'pglite',
+    async listen(channel, onNotify) {
+      return pglite.listen(channel, () => onNotify())
+    },
     async close() {
       await db.destroy()
       await pglite.close()
@@ -86,7 +107,7 @@ export function connect(options: { databaseUrl: string | null; dataDir: string |
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '0001_foundation': foundation }) },
+    provider: { getMigrations: async () => ({ '0001_foundation': foundation, '0002_lifecycle': lifecycle }) },
   })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error

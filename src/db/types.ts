@@ -99,6 +99,8 @@ export interface IdempotencyKeysTable {
   key: string
   fingerprint: string
   state: 'running' | 'done'
+  /** A token of the request that holds the key: only it may store or release the outcome. */
+  owner: string
   locked_until: Timestamp
   response_status: number | null
   response_headers: Json<Record<string, string>> | null
@@ -115,6 +117,11 @@ export interface Database {
   requisites: RequisitesTable
   transactions: TransactionsTable
   idempotency_keys: IdempotencyKeysTable
+  provider_callbacks: ProviderCallbacksTable
+  events: EventsTable
+  webhook_configs: WebhookConfigsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
 }
 
 export type Merchant = Selectable<MerchantsTable>
@@ -122,3 +129,80 @@ export type ApiKey = Selectable<ApiKeysTable>
 export type TransactionRow = Selectable<TransactionsTable>
 export type NewTransaction = Insertable<TransactionsTable>
 export type TransactionUpdate = Updateable<TransactionsTable>
+
+export interface ProviderCallbacksTable {
+  uuid: string
+  connector: string
+  transaction_uuid: string
+  outcome: string
+  provider_reference: string | null
+  result: 'applied' | 'duplicate' | 'stale'
+  from_status: string
+  to_status: string
+  received_at: Timestamp
+}
+
+export interface EventsTable {
+  uuid: string
+  merchant_uuid: string
+  mode: Mode
+  event: string
+  aggregate_type: 'transaction' | 'payout'
+  aggregate_uuid: string
+  aggregate_version: number
+  /** The callback body exactly as delivered, every attempt. */
+  body: string
+  occurred_at: Timestamp
+}
+
+export interface WebhookConfigsTable {
+  merchant_uuid: string
+  mode: Mode
+  url: string | null
+  enabled: boolean
+  events: Json<string[]>
+  secret_sealed: string
+  previous_secret_sealed: string | null
+  previous_secret_expires_at: Timestamp | null
+  disabled_reason: string | null
+  updated_at: Timestamp
+}
+
+export interface WebhookDeliveriesTable {
+  uuid: string
+  event_id: string
+  merchant_uuid: string
+  mode: Mode
+  event: string
+  url: string
+  target: string
+  body: string
+  status: 'pending' | 'succeeded' | 'failed'
+  attempts: number
+  next_attempt_at: Timestamp | null
+  locked_until: Timestamp | null
+  locked_by: string | null
+  last_attempt_at: Timestamp | null
+  response_status: number | null
+  response_body: string | null
+  duration_ms: number | null
+  error: string | null
+  is_test: boolean
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface WebhookAttemptsTable {
+  uuid: string
+  delivery_uuid: string
+  attempt: number
+  worker: string
+  started_at: Timestamp
+  duration_ms: number
+  response_status: number | null
+  response_body: string | null
+  error: string | null
+}
+
+export type WebhookDelivery = Selectable<WebhookDeliveriesTable>
+export type WebhookConfig = Selectable<WebhookConfigsTable>

@@ -70,29 +70,52 @@ export const StructuredError = Type.Object(
       description: 'Stable machine-readable code (see docs/API.md).',
       examples: ['not_found'],
     }),
-    message: Type.String({ description: 'Human-readable explanation.' }),
-    request_id: Type.String({ description: 'The X-Request-Id of the request.' }),
-    details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    message: Type.String({
+      description: 'Human-readable explanation.',
+      examples: ['No such transaction.'],
+    }),
+    request_id: Type.String({
+      description: 'The X-Request-Id of the request.',
+      examples: ['0b6f2c1e-5d7a-4e39-9c1a-2f8e7d6c5b4a'],
+    }),
+    details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+      description: 'Machine-readable specifics, or null.',
+      examples: [{ refundable_minor: 500 }],
+    }),
   },
-  { $id: 'StructuredError' },
+  { $id: 'StructuredError', description: 'One error: a stable code, a message, and the request id.' },
 )
-export const ErrorResponse = Type.Object({ error: Type.Ref('StructuredError') }, { $id: 'ErrorResponse' })
+export const ErrorResponse = Type.Object(
+  { error: Type.Ref('StructuredError') },
+  { $id: 'ErrorResponse', description: 'The envelope of every error but validation errors.' },
+)
 export const ValidationErrorResponse = Type.Object(
   {
     error: Type.Object({
-      code: Type.String({ examples: ['validation_failed'] }),
-      message: Type.String(),
-      request_id: Type.String(),
+      code: Type.String({
+        description: 'Stable machine-readable code (see docs/API.md).',
+        examples: ['validation_failed'],
+      }),
+      message: Type.String({
+        description: 'Human-readable explanation.',
+        examples: ['The request is invalid.'],
+      }),
+      request_id: Type.String({ description: 'The X-Request-Id of the request.' }),
       errors: Type.Optional(
         Type.Record(Type.String(), Type.Array(Type.String()), {
           description: 'Field path → messages; present when code is validation_failed.',
           examples: [{ amount: ['must be <= 100000000000'] }],
         }),
       ),
-      details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+      details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+        description: 'Machine-readable specifics, or null.',
+      }),
     }),
   },
-  { $id: 'ValidationErrorResponse' },
+  {
+    $id: 'ValidationErrorResponse',
+    description: 'The error envelope of a 422: `errors` maps each invalid field to its messages.',
+  },
 )
 
 const DESCRIPTIONS: Record<number, string> = {
@@ -103,10 +126,10 @@ const DESCRIPTIONS: Record<number, string> = {
   409: 'Conflict: duplicate external_id, a request with this Idempotency-Key still running, or an invalid state.',
   413: 'Request body larger than 64 KiB.',
   415: 'Request body is not application/json.',
-  422: 'Validation failed.',
+  422: 'Validation failed (`errors` names the fields), or a business rule refused the request (see `error.code`).',
   429: 'Rate limit exceeded.',
   500: 'Internal error.',
-  503: 'Temporarily unavailable.',
+  503: 'Temporarily unavailable, or the FX rate is out of date (`fx_rate_unavailable`): retry later.',
 }
 
 /** The shared block of error responses every route declares (OpenAPI and serialization). */
@@ -132,15 +155,26 @@ interface AjvIssue {
   keyword: string
   message?: string
   params: Record<string, unknown>
+  /** Set when the issue is with an object key (`propertyNames`), not its value. */
+  propertyName?: string
 }
 
 /** Ajv's issues → `{ "metadata.order": ["must be string"] }`, with query parameters named as sent. */
 function fieldErrors(issues: AjvIssue[]): FieldErrors {
   const out: FieldErrors = {}
-  for (const issue of issues) {
+  // A nullable field that fails its schema also fails the `null` branch of its anyOf, and the anyOf itself:
+  // those two say nothing the real issue does not, and would name a parent of the offending path.
+  const noise = (i: AjvIssue) => i.keyword === 'anyOf' || (i.keyword === 'type' && i.params.type === 'null')
+  const informative = issues.filter((i) => !noise(i))
+  for (const issue of informative.length ? informative : issues) {
+    // The key's own issue (propertyName set) says what is wrong; this one only says "invalid name".
+    if (issue.keyword === 'propertyNames') continue
     let path = issue.instancePath.replace(/^\//, '').replace(/\//g, '.')
     let message = issue.message ?? 'is invalid'
-    if (issue.keyword === 'required') {
+    if (issue.propertyName !== undefined) {
+      path = [path, issue.propertyName].filter(Boolean).join('.')
+      message = `key ${message}`
+    } else if (issue.keyword === 'required') {
       path = [path, String(issue.params.missingProperty)].filter(Boolean).join('.')
       message = 'is required'
     } else if (issue.keyword === 'additionalProperties') {
@@ -205,6 +239,9 @@ export function renderError(error: FastifyError | AppError | Error): RenderedErr
         code: 'payload_too_large',
         message: 'The request body is larger than 64 KiB.',
       }
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // No identifier is that long: the path names nothing.
+      return { ...base, status: 404, code: 'not_found', message: 'No such resource.' }
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
     case 'FST_ERR_BAD_URL':

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Db } from '../db/index.ts'
 import type { Mode } from '../db/types.ts'
 import { sha256Hex } from '../lib/crypto.ts'
+import { newId } from '../lib/ids.ts'
 import { AppError } from './errors.ts'
 
 export type IdempotencyRequirement = 'optional' | 'required'
@@ -10,9 +11,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route takes an Idempotency-Key (contract §4); `required` refuses requests without one. */
     idempotency?: IdempotencyRequirement
+    /** The body may be left out; it then validates as `{}`. */
+    bodyOptional?: boolean
   }
   interface FastifyRequest {
-    idempotency: { key: string; merchantUuid: string; mode: Mode } | null
+    idempotency: { key: string; merchantUuid: string; mode: Mode; owner: string; release: boolean } | null
   }
 }
 
@@ -20,6 +23,16 @@ const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
 const RETENTION_MS = 7 * 24 * 3600 * 1000
 /** How long a running request holds its key; past this a crashed request's key can be taken over. */
 const LEASE_MS = 60_000
+/**
+ * Refusals of the request's content, found by the service rather than the schema, are validation too: like a
+ * schema refusal they do not keep the key, so the corrected request may use it.
+ */
+export const KEY_RELEASING_CODES: ReadonlySet<string> = new Set([
+  'validation_failed',
+  'unsupported_currency',
+  'unsupported_payment_method',
+])
+
 /** Headers a replay must repeat besides the body. */
 const REPLAYED_HEADERS = ['content-type', 'location']
 
@@ -60,6 +73,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
     const scope = { merchantUuid: request.auth.merchant.uuid, mode: request.auth.mode }
     const print = fingerprint(request)
     const now = new Date()
+    const owner = newId()
 
     // Claim the key, or take over one whose retention has run out.
     const claimed = await db
@@ -70,6 +84,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
         key,
         fingerprint: print,
         state: 'running',
+        owner,
         locked_until: new Date(now.getTime() + LEASE_MS),
         created_at: now,
         expires_at: new Date(now.getTime() + RETENTION_MS),
@@ -80,6 +95,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
           .doUpdateSet((eb) => ({
             fingerprint: eb.ref('excluded.fingerprint'),
             state: 'running',
+            owner: eb.ref('excluded.owner'),
             locked_until: eb.ref('excluded.locked_until'),
             response_status: null,
             response_headers: null,
@@ -92,7 +108,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
       .returning('key')
       .executeTakeFirst()
     if (claimed) {
-      request.idempotency = { key, ...scope }
+      request.idempotency = { key, ...scope, owner, release: false }
       return
     }
 
@@ -124,7 +140,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
     // Still running; unless its lease ran out (its process died), in which case this request takes it over.
     const takenOver = await db
       .updateTable('idempotency_keys')
-      .set({ locked_until: new Date(now.getTime() + LEASE_MS) })
+      .set({ owner, locked_until: new Date(now.getTime() + LEASE_MS) })
       .where('merchant_uuid', '=', scope.merchantUuid)
       .where('mode', '=', scope.mode)
       .where('key', '=', key)
@@ -143,19 +159,21 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
         },
       )
     }
-    request.idempotency = { key, ...scope }
+    request.idempotency = { key, ...scope, owner, release: false }
   })
 
   app.addHook('onSend', async (request, reply, payload) => {
     const owned = request.idempotency
     if (!owned) return payload
     request.idempotency = null
-    if (reply.statusCode >= 500) {
+    // Only the current owner writes: a request whose lease was taken over must not overwrite its successor.
+    if (reply.statusCode >= 500 || owned.release) {
       await db
         .deleteFrom('idempotency_keys')
         .where('merchant_uuid', '=', owned.merchantUuid)
         .where('mode', '=', owned.mode)
         .where('key', '=', owned.key)
+        .where('owner', '=', owned.owner)
         .execute()
       return payload
     }
@@ -175,6 +193,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
       .where('merchant_uuid', '=', owned.merchantUuid)
       .where('mode', '=', owned.mode)
       .where('key', '=', owned.key)
+      .where('owner', '=', owned.owner)
       .execute()
     return payload
   })

@@ -49,6 +49,13 @@ export function encodeCursor(cursor: Cursor, digest: string): string {
   ).toString('base64url')
 }
 
+/** Exactly what `encodeCursor` writes: a lenient parse would let year 0 or ±275760 reach the database. */
+const isIssuedTimestamp = (text: string): boolean =>
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(text) &&
+  !text.startsWith('0000') &&
+  !Number.isNaN(Date.parse(text)) &&
+  new Date(text).toISOString() === text
+
 export function decodeCursor(text: string, digest: string): Cursor {
   let parsed: unknown
   try {
@@ -61,7 +68,7 @@ export function decodeCursor(text: string, digest: string): Cursor {
     parsed.length !== 4 ||
     (parsed[0] !== 'n' && parsed[0] !== 'p') ||
     typeof parsed[1] !== 'string' ||
-    Number.isNaN(Date.parse(parsed[1])) ||
+    !isIssuedTimestamp(parsed[1]) ||
     typeof parsed[2] !== 'string' ||
     !isUuid(parsed[2])
   ) {

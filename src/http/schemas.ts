@@ -24,12 +24,21 @@ export const HttpUrl = (description: string) =>
     examples: ['https://shop.example/payments/callback'],
   })
 
+/** PostgreSQL text and jsonb cannot hold U+0000: refuse it at the edge (422) rather than fail in the query. */
+export const NO_NUL_PATTERN = '^[^\\u0000]*$'
+
 /** ≤ 20 string pairs, keys ≤ 40 characters, values ≤ 500. */
-export const Metadata = Type.Record(Type.String({ maxLength: 40 }), Type.String({ maxLength: 500 }), {
-  maxProperties: 20,
-  description: 'Up to 20 string pairs of your own; keys up to 40 characters, values up to 500.',
-  examples: [{ order: 'A-1001' }],
-})
+export const Metadata = Type.Record(
+  Type.String({ maxLength: 40 }),
+  Type.String({ maxLength: 500, pattern: NO_NUL_PATTERN }),
+  {
+    maxProperties: 20,
+    // Type.Record drops the key schema's maxLength (it becomes a `^.*$` pattern): bound the keys here.
+    propertyNames: { maxLength: 40, pattern: NO_NUL_PATTERN },
+    description: 'Up to 20 string pairs of your own; keys up to 40 characters, values up to 500.',
+    examples: [{ order: 'A-1001' }],
+  },
+)
 
 export const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description })
 
@@ -37,7 +46,6 @@ export const StringMap = (description: string) => Type.Record(Type.String(), Typ
 export const UuidParams = Type.Object(
   {
     uuid: Type.String({
-      maxLength: 64,
       description: 'The resource uuid.',
       examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
     }),

@@ -3,9 +3,15 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import pino from 'pino'
-import { buildApp, createServices, REDACTED_PATHS, type Services } from '../../src/app.ts'
+import { buildApp, createServices, REDACTED_PATHS, type ServiceOptions, type Services } from '../../src/app.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
-import { connectPglite, connectPostgres, type Db, type DbHandle, migrateToLatest } from '../../src/db/index.ts'
+import {
+  connectPglite,
+  connectPostgres,
+  type Db,
+  type DbHandle,
+  migrateToLatest,
+} from '../../src/db/index.ts'
 import type { Mode } from '../../src/db/types.ts'
 import { sign } from '../../src/http/auth.ts'
 
@@ -47,7 +53,12 @@ export const TEST_MASTER_KEY = randomBytes(32).toString('hex')
 
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return {
-    ...loadConfig({ APP_ENV: 'development', MASTER_KEY: TEST_MASTER_KEY, PUBLIC_BASE_URL: 'http://gateway.test', LOG_LEVEL: 'info' }),
+    ...loadConfig({
+      APP_ENV: 'development',
+      MASTER_KEY: TEST_MASTER_KEY,
+      PUBLIC_BASE_URL: 'http://gateway.test',
+      LOG_LEVEL: 'info',
+    }),
     ...overrides,
   }
 }
@@ -59,6 +70,7 @@ export interface TestMerchant {
 
 export interface TestContext {
   backend: Backend
+  handle: DbHandle
   app: FastifyInstance
   db: Db
   config: Config
@@ -75,17 +87,27 @@ export interface TestContext {
   close(): Promise<void>
 }
 
-export const DEMO_TEST_RATES: Record<string, string> = { USD: '1', EUR: '0.92', RUB: '92.15', JPY: '151.2', KWD: '0.307' }
+export const DEMO_TEST_RATES: Record<string, string> = {
+  USD: '1',
+  EUR: '0.92',
+  RUB: '92.15',
+  JPY: '151.2',
+  KWD: '0.307',
+}
 
 /**
  * A running app on a fresh database: migrated, with rates, requisites and two merchants. `close()` fails
  * the suite when any response was a 5xx or any secret reached the logs.
  */
-export async function createTestContext(backend: Backend, configOverrides: Partial<Config> = {}): Promise<TestContext> {
+export async function createTestContext(
+  backend: Backend,
+  configOverrides: Partial<Config> = {},
+  serviceOptions: ServiceOptions = {},
+): Promise<TestContext> {
   const { handle, drop } = await freshDatabase(backend)
   await migrateToLatest(handle.db)
   const config = testConfig(configOverrides)
-  const services = createServices(handle.db, config)
+  const services = createServices(handle.db, config, serviceOptions)
   const logs: string[] = []
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -97,13 +119,22 @@ export async function createTestContext(backend: Backend, configOverrides: Parti
   const app = await buildApp({ db: handle.db, config, services, logger })
   const serverErrors: TestContext['serverErrors'] = []
   app.addHook('onResponse', async (request, reply) => {
-    if (reply.statusCode >= 500) serverErrors.push({ method: request.method, url: request.url, status: reply.statusCode })
+    if (reply.statusCode >= 500)
+      serverErrors.push({ method: request.method, url: request.url, status: reply.statusCode })
   })
   await app.ready()
 
-  for (const [currency, rate] of Object.entries(DEMO_TEST_RATES)) await services.rates.setMarketRate(currency, rate)
-  await services.requisites.add('p2p_card', { card_number: '2200700112345678', bank_name: 'Test Bank', holder_name: 'A. Smith' })
-  await services.requisites.add('bank_transfer', { account_number: '40817810099910004312', bank_name: 'Test Bank' })
+  for (const [currency, rate] of Object.entries(DEMO_TEST_RATES))
+    await services.rates.setMarketRate(currency, rate)
+  await services.requisites.add('p2p_card', {
+    card_number: '2200700112345678',
+    bank_name: 'Test Bank',
+    holder_name: 'A. Smith',
+  })
+  await services.requisites.add('bank_transfer', {
+    account_number: '40817810099910004312',
+    bank_name: 'Test Bank',
+  })
 
   const secrets: string[] = [config.masterKey.toString('hex')]
   const newMerchant = async (name = 'Shop') => {
@@ -116,6 +147,7 @@ export async function createTestContext(backend: Backend, configOverrides: Parti
 
   return {
     backend,
+    handle,
     app,
     db: handle.db,
     config,
@@ -128,8 +160,10 @@ export async function createTestContext(backend: Backend, configOverrides: Parti
     newMerchant,
     async close() {
       await app.close()
+      await services.close()
       await drop()
-      if (serverErrors.length) throw new Error(`responses with status >= 500: ${JSON.stringify(serverErrors)}`)
+      if (serverErrors.length)
+        throw new Error(`responses with status >= 500: ${JSON.stringify(serverErrors)}`)
       const leaked = secrets.filter((s) => logs.some((line) => line.includes(s)))
       if (leaked.length) throw new Error(`${leaked.length} secret(s) appeared in the logs`)
     },
@@ -160,7 +194,9 @@ export async function call(
   const merchant = options.as?.merchant ?? ctx.merchant
   const key = merchant.keys[options.as?.mode ?? 'test']
   const payload = options.rawBody ?? (body === undefined ? undefined : JSON.stringify(body))
-  const headers: Record<string, string> = { ...(payload !== undefined ? { 'content-type': 'application/json' } : {}) }
+  const headers: Record<string, string> = {
+    ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+  }
   if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey
   const auth = options.auth ?? 'apiKey'
   if (auth === 'apiKey') headers['x-api-key'] = key.secret
@@ -187,12 +223,115 @@ export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
 })
 
 /** Polls `check` until it returns a value or the deadline passes; never a fixed sleep. */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 5000, intervalMs = 20): Promise<T> {
+export async function eventually<T>(
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 5000,
+  intervalMs = 20,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
     if (value) return value
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`)
     await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
+
+type NewTransactionRow = import('../../src/db/types.ts').NewTransaction
+
+let rowCounter = 0
+/**
+ * A complete `transactions` row for direct inserts through `ctx.db`, when a test needs to control columns the
+ * API sets itself (created_at, status, uuid). Defaults: a pending 1000.00 RUB card payment in test mode.
+ */
+export function transactionRow(
+  merchantUuid: string,
+  overrides: Partial<NewTransactionRow> = {},
+): NewTransactionRow {
+  const n = rowCounter++
+  const createdAt = overrides.created_at ?? new Date()
+  return {
+    uuid: globalThis.crypto.randomUUID(),
+    merchant_uuid: merchantUuid,
+    mode: 'test',
+    type: 'payment',
+    external_id: `row-${n}-${randomBytes(4).toString('hex')}`,
+    amount: 100000,
+    gross_amount: 100000,
+    net_amount: 100000,
+    fee_amount: 0,
+    fee_bps: 0,
+    fee_payer: 'merchant',
+    merchant_fee_share_bps: 10000,
+    merchant_fee_merchant_amount: 0,
+    merchant_fee_customer_amount: 0,
+    currency: 'RUB',
+    settlement_currency: 'USDT',
+    settlement_amount: 10851871,
+    fx_rate: '92.15',
+    fx_rate_updated_at: createdAt,
+    payment_method: 'card',
+    status: 'pending',
+    description: null,
+    metadata: null,
+    callback_url: null,
+    success_url: null,
+    fail_url: null,
+    payment_token: randomBytes(16).toString('base64url'),
+    requisites: null,
+    requisite_uuid: null,
+    expires_at: new Date(new Date(createdAt).getTime() + 30 * 60 * 1000),
+    paid_at: null,
+    settle_available_at: null,
+    aggregate_version: 1,
+    created_at: createdAt,
+    updated_at: createdAt,
+    ...overrides,
+  }
+}
+
+/** One request a receiver got. */
+export interface Received {
+  headers: Record<string, string | string[] | undefined>
+  body: string
+  at: number
+}
+
+/**
+ * A real HTTP server on 127.0.0.1 that records what it receives. `respond` decides each reply
+ * (status, optional headers, or `'hang'` to never answer).
+ */
+export async function startReceiver(
+  respond: (req: Received, index: number) => { status: number; headers?: Record<string, string>; body?: string } | 'hang' = () => ({ status: 200 }),
+) {
+  const { createServer } = await import('node:http')
+  const received: Received[] = []
+  const hanging = new Set<import('node:http').ServerResponse>()
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const entry = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() }
+      received.push(entry)
+      const answer = respond(entry, received.length - 1)
+      if (answer === 'hang') {
+        hanging.add(res)
+        return
+      }
+      res.writeHead(answer.status, answer.headers).end(answer.body ?? '')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as import('node:net').AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    /** The parsed bodies received so far. */
+    events: () => received.map((r) => JSON.parse(r.body)),
+    async close() {
+      for (const res of hanging) res.destroy()
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
   }
 }

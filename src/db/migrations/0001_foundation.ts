@@ -108,6 +108,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX transactions_status_idx ON transactions (merchant_uuid, mode, status, created_at DESC, uuid DESC)`.execute(
     db,
   )
+  await sql`CREATE INDEX transactions_method_idx ON transactions (merchant_uuid, mode, payment_method, created_at DESC, uuid DESC)`.execute(
+    db,
+  )
+  await sql`CREATE INDEX transactions_currency_idx ON transactions (merchant_uuid, mode, currency, created_at DESC, uuid DESC)`.execute(
+    db,
+  )
   // search: a case-insensitive prefix of external_id, a substring of description (trigram indexes).
   await sql`CREATE INDEX transactions_external_id_prefix_idx ON transactions (merchant_uuid, mode, lower(external_id) text_pattern_ops)`.execute(
     db,
@@ -126,6 +132,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('key', 'text', (c) => c.notNull())
     .addColumn('fingerprint', 'text', (c) => c.notNull())
     .addColumn('state', 'text', (c) => c.notNull())
+    .addColumn('owner', 'text', (c) => c.notNull())
     .addColumn('locked_until', sql`timestamptz(3)`, (c) => c.notNull())
     .addColumn('response_status', 'integer')
     .addColumn('response_headers', 'jsonb')

@@ -29,7 +29,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; version: string }
         tags: ['Health'],
         security: [],
         response: {
-          200: Type.Ref('HealthResponse'),
+          200: { ...Type.Ref('HealthResponse'), description: 'The API and its database are up.' },
           503: { ...Type.Ref('HealthResponse'), description: 'The database is unreachable.' },
         },
       },

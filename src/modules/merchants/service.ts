@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../../config.ts'
-import type { Db } from '../../db/index.ts'
+import type { Db, Executor } from '../../db/index.ts'
 import type { Merchant, Mode } from '../../db/types.ts'
 import { decryptSecret, encryptSecret, sha256Hex } from '../../lib/crypto.ts'
 import { newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
@@ -124,7 +124,7 @@ export function createMerchantService(deps: { db: Db; config: Config }) {
       return updated ?? null
     },
 
-    getMerchant: (uuid: string) => repo.findMerchant(db, uuid),
+    getMerchant: (uuid: string, executor: Executor = db) => repo.findMerchant(executor, uuid),
     listMerchants: () => repo.listMerchants(db),
 
     async createKey(merchantUuid: string, mode: Mode): Promise<ApiKeyCredentials | null> {

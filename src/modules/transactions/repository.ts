@@ -1,6 +1,12 @@
-import { type ExpressionBuilder, sql } from 'kysely'
+import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import type { Database, Mode, NewTransaction } from '../../db/types.ts'
+import type {
+  Database,
+  Mode,
+  NewTransaction,
+  ProviderCallbacksTable,
+  TransactionUpdate,
+} from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
 export interface Scope {
@@ -71,3 +77,39 @@ export function listPage(
   const order = forward ? 'desc' : 'asc'
   return query.orderBy('created_at', order).orderBy('uuid', order).limit(limit).execute()
 }
+
+/** The transaction row, locked for the rest of the caller's transaction. */
+export const lockByUuid = (db: Executor, uuid: string) =>
+  db.selectFrom('transactions').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()
+
+/** Overdue pending transactions, locked; rows another worker holds are skipped, so workers never collide. */
+export const lockOverdue = (db: Executor, now: Date, limit: number) =>
+  db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('status', '=', 'pending')
+    .where('expires_at', '<=', now)
+    .orderBy('expires_at')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute()
+
+export const updateTransaction = (db: Executor, uuid: string, changes: TransactionUpdate) =>
+  db
+    .updateTable('transactions')
+    .set(changes)
+    .where('uuid', '=', uuid)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+
+export const insertProviderCallback = (db: Executor, row: Insertable<ProviderCallbacksTable>) =>
+  db.insertInto('provider_callbacks').values(row).execute()
+
+export const listProviderCallbacks = (db: Executor, transactionUuid: string) =>
+  db
+    .selectFrom('provider_callbacks')
+    .selectAll()
+    .where('transaction_uuid', '=', transactionUuid)
+    .orderBy('received_at')
+    .execute()

@@ -25,13 +25,25 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
         tags,
         security,
         headers: Type.Object({
-          'idempotency-key': Type.Optional(Type.String({ description: '1-255 printable ASCII characters.' })),
+          'idempotency-key': Type.Optional(
+            Type.String({
+              description:
+                'Optional: makes retries safe. 1-255 printable ASCII characters; kept 7 days per merchant and mode.',
+              examples: ['order-1001-create'],
+            }),
+          ),
         }),
         body: CreateTransactionRequest,
         response: {
           201: {
             ...Type.Ref('TransactionResponse'),
             description: 'Created. `Location` names the new transaction.',
+            headers: {
+              location: {
+                type: 'string',
+                description: 'The new transaction: /integration/transactions/{uuid}.',
+              },
+            },
           },
           ...errorResponses(400, 401, 409, 413, 415, 422, 503),
         },
@@ -54,7 +66,10 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
         tags,
         security,
         querystring: ListTransactionsQuery,
-        response: { 200: Type.Ref('TransactionCursorPage'), ...errorResponses(401, 422) },
+        response: {
+          200: { ...Type.Ref('TransactionCursorPage'), description: 'A page of transactions, newest first.' },
+          ...errorResponses(401, 422),
+        },
       },
     },
     (request) => transactions.list(authOf(request), request.query),
@@ -67,10 +82,14 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
       schema: {
         operationId: 'getTransactionByExternalId',
         summary: 'Get a transaction by your external_id',
+        description: 'Looks the transaction up by the external_id you gave it, within the mode of your key.',
         tags,
         security,
         params: ExternalIdParams,
-        response: { 200: Type.Ref('TransactionResponse'), ...errorResponses(401, 404) },
+        response: {
+          200: { ...Type.Ref('TransactionResponse'), description: 'The transaction.' },
+          ...errorResponses(401, 404),
+        },
       },
     },
     (request) => transactions.getByExternalId(authOf(request), request.params.externalId),
@@ -83,10 +102,14 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
       schema: {
         operationId: 'getTransaction',
         summary: 'Get a transaction',
+        description: 'By its uuid, within the mode of your key. A malformed uuid names nothing: 404.',
         tags,
         security,
         params: UuidParams,
-        response: { 200: Type.Ref('TransactionResponse'), ...errorResponses(401, 404) },
+        response: {
+          200: { ...Type.Ref('TransactionResponse'), description: 'The transaction.' },
+          ...errorResponses(401, 404),
+        },
       },
     },
     (request) => transactions.get(authOf(request), request.params.uuid),
@@ -103,7 +126,10 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
         tags,
         security,
         params: UuidParams,
-        response: { 200: Type.Ref('H2hTransactionResponse'), ...errorResponses(401, 404) },
+        response: {
+          200: { ...Type.Ref('H2hTransactionResponse'), description: 'Where the customer transfers to.' },
+          ...errorResponses(401, 404),
+        },
       },
     },
     (request) => transactions.h2h(authOf(request), request.params.uuid),

@@ -1,6 +1,14 @@
 import { type Static, Type } from 'typebox'
 import { PaginationQuery } from '../../http/pagination.ts'
-import { HttpUrl, Metadata, Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts'
+import {
+  HttpUrl,
+  Metadata,
+  NO_NUL_PATTERN,
+  Nullable,
+  StringMap,
+  Timestamp,
+  Uuid,
+} from '../../http/schemas.ts'
 
 export const TRANSACTION_STATUSES = [
   'pending',
@@ -40,7 +48,9 @@ export const CreateTransactionRequest = Type.Object(
       description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
       examples: ['order-1001'],
     }),
-    description: Type.Optional(Nullable(Type.String({ maxLength: 500, examples: ['Order #1001'] }))),
+    description: Type.Optional(
+      Nullable(Type.String({ maxLength: 500, pattern: NO_NUL_PATTERN, examples: ['Order #1001'] })),
+    ),
     metadata: Type.Optional(Nullable(Metadata)),
     callback_url: Type.Optional(
       Nullable(HttpUrl('Where status callbacks for this transaction go (overrides the webhook URL).')),
@@ -130,8 +140,16 @@ export const ListTransactionsQuery = Type.Object(
         examples: ['paid,partially_refunded'],
       }),
     ),
-    payment_method: Type.Optional(Type.String({ enum: [...PAYMENT_METHODS] })),
-    currency: Type.Optional(Type.String({ minLength: 1, maxLength: 8 })),
+    payment_method: Type.Optional(
+      Type.String({
+        enum: [...PAYMENT_METHODS],
+        description: 'Only this payment method.',
+        examples: ['card'],
+      }),
+    ),
+    currency: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['RUB'] }),
+    ),
     date_from: Type.Optional(
       Type.String({
         description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
@@ -148,16 +166,25 @@ export const ListTransactionsQuery = Type.Object(
       Type.String({
         minLength: 1,
         maxLength: 100,
+        pattern: NO_NUL_PATTERN,
         description:
           'Case-insensitive: equals the uuid, is a prefix of external_id, or a substring of description.',
+        examples: ['order-10'],
       }),
     ),
   },
   { additionalProperties: false },
 )
 
+// Like a malformed uuid, an external_id that could never have been accepted simply names nothing: 404.
 export const ExternalIdParams = Type.Object(
-  { externalId: Type.String({ minLength: 1, maxLength: 64 }) },
+  {
+    externalId: Type.String({
+      minLength: 1,
+      description: 'The external_id you gave the transaction.',
+      examples: ['order-1001'],
+    }),
+  },
   { additionalProperties: false },
 )
 

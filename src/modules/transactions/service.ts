@@ -1,5 +1,6 @@
 import type { Config } from '../../config.ts'
-import type { Db } from '../../db/index.ts'
+import type { PaymentConnector, ProviderCallback } from '../../connectors/types.ts'
+import type { Db, Executor } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
@@ -8,14 +9,18 @@ import { computeFees, convertFloor, formatMinor } from '../../lib/money.ts'
 import type { AuthContext, MerchantService } from '../merchants/service.ts'
 import type { RateService } from '../rates/service.ts'
 import { isH2hMethod, type RequisiteService } from '../requisites/service.ts'
+import type { WebhookService } from '../webhooks/service.ts'
 import * as repo from './repository.ts'
 import {
   type CreateTransactionInput,
+  EXTERNAL_ID_PATTERN,
   type ListTransactionsInput,
   PAYMENT_METHODS,
   type TransactionView,
 } from './schemas.ts'
+import { type ProviderOutcome, type TransactionStatus, transition } from './state-machine.ts'
 
+const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
 const iso = (d: Date) => d.toISOString()
 const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null)
 
@@ -45,8 +50,10 @@ export function createTransactionService(deps: {
   merchants: MerchantService
   rates: RateService
   requisites: RequisiteService
+  webhooks: WebhookService
+  connectors: Record<string, PaymentConnector>
 }) {
-  const { db, config, merchants, rates, requisites } = deps
+  const { db, config, merchants, rates, requisites, webhooks, connectors } = deps
   const scopeOf = (auth: AuthContext): repo.Scope => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
 
   function toView(row: TransactionRow): TransactionView {
@@ -94,8 +101,99 @@ export function createTransactionService(deps: {
     return row
   }
 
+  /**
+   * The one place a transaction's status changes (contract §6.1): under the row lock the caller holds, the
+   * outcome is recorded, and when the state machine applies it the row moves on, its aggregate_version grows
+   * and the event goes to the outbox, all in the caller's database transaction.
+   */
+  async function applyOutcome(
+    trx: Executor,
+    row: TransactionRow,
+    outcome: ProviderOutcome,
+    source: { connector: string; reference: string | null },
+  ) {
+    const now = new Date()
+    const result = transition(row.status as TransactionStatus, outcome)
+    await repo.insertProviderCallback(trx, {
+      uuid: newId(),
+      connector: source.connector,
+      transaction_uuid: row.uuid,
+      outcome,
+      provider_reference: source.reference,
+      result: result.kind,
+      from_status: row.status,
+      to_status: result.kind === 'applied' ? result.to : row.status,
+      received_at: now,
+    })
+    if (result.kind !== 'applied') return { row, applied: false }
+    let paidFields = {}
+    if (result.to === 'paid') {
+      const merchant = await merchants.getMerchant(row.merchant_uuid, trx)
+      // Test mode has no hold, so that payouts can be tried at once.
+      const holdSeconds = row.mode === 'test' ? 0 : (merchant?.settlement_hold_seconds ?? 86400)
+      paidFields = { paid_at: now, settle_available_at: new Date(now.getTime() + holdSeconds * 1000) }
+    }
+    const updated = await repo.updateTransaction(trx, row.uuid, {
+      status: result.to,
+      ...paidFields,
+      aggregate_version: row.aggregate_version + 1,
+      updated_at: now,
+    })
+    await webhooks.recordEvent(trx, {
+      merchantUuid: updated.merchant_uuid,
+      mode: updated.mode,
+      event: result.event,
+      aggregateType: 'transaction',
+      aggregateUuid: updated.uuid,
+      aggregateVersion: updated.aggregate_version,
+      resource: toView(updated),
+      callbackUrl: updated.callback_url,
+      occurredAt: now,
+    })
+    return { row: updated, applied: true }
+  }
+
+  /** A provider callback, parsed: applied to its transaction in one database transaction. */
+  async function handleCallback(callback: ProviderCallback): Promise<TransactionRow> {
+    return db.transaction().execute(async (trx) => {
+      const row = isUuid(callback.transactionUuid)
+        ? await repo.lockByUuid(trx, callback.transactionUuid)
+        : undefined
+      if (!row) throw notFound('transaction')
+      return (await applyOutcome(trx, row, callback.outcome, callback)).row
+    })
+  }
+
   return {
     toView,
+
+    /** Where every provider's callback enters: parsed by its connector, then the one handler. */
+    async receiveProviderCallback(connectorName: string, body: unknown): Promise<TransactionRow> {
+      const connector = connectors[connectorName]
+      if (!connector) throw notFound('payment provider')
+      let callback: ProviderCallback
+      try {
+        callback = connector.parseCallback(body)
+      } catch (error) {
+        throw new AppError('malformed_request', (error as Error).message)
+      }
+      return handleCallback(callback)
+    },
+
+    /** The transaction of the caller, or 404: what the sandbox checks before it simulates anything. */
+    getOwned: get,
+
+    /** Expires up to `limit` overdue pending transactions; any number of workers may run it at once. */
+    async expireOverdue(limit = 100, now = new Date()): Promise<number> {
+      return db.transaction().execute(async (trx) => {
+        const overdue = await repo.lockOverdue(trx, now, limit)
+        for (const row of overdue)
+          await applyOutcome(trx, row, 'expired', { connector: 'expiry', reference: null })
+        return overdue.length
+      })
+    },
+
+    listProviderCallbacks: (uuid: string) => repo.listProviderCallbacks(db, uuid),
 
     async create(auth: AuthContext, input: CreateTransactionInput): Promise<TransactionView> {
       const { merchant } = auth
@@ -108,6 +206,8 @@ export function createTransactionService(deps: {
           },
         )
       }
+      // Refused here (422) as the configured webhook URL is, not first at delivery time.
+      if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
       const rate = await rates.merchantRate(
         input.currency,
         merchant.settlement_currency,
@@ -189,7 +289,10 @@ export function createTransactionService(deps: {
     get: async (auth: AuthContext, uuid: string) => toView(await get(auth, uuid)),
 
     async getByExternalId(auth: AuthContext, externalId: string) {
-      const row = await repo.findByExternalId(db, scopeOf(auth), externalId)
+      // An id that could never have been accepted names nothing (and may hold bytes the database refuses).
+      const row = EXTERNAL_ID_REGEX.test(externalId)
+        ? await repo.findByExternalId(db, scopeOf(auth), externalId)
+        : undefined
       if (!row) throw notFound('transaction')
       return toView(row)
     },
@@ -215,8 +318,9 @@ export function createTransactionService(deps: {
 
     async list(auth: AuthContext, query: ListTransactionsInput) {
       const perPage = query.per_page ?? 25
-      const from = query.date_from ? parseDateFilter('date_from', query.date_from, false) : undefined
-      const to = query.date_to ? parseDateFilter('date_to', query.date_to, true) : undefined
+      const from =
+        query.date_from !== undefined ? parseDateFilter('date_from', query.date_from, false) : undefined
+      const to = query.date_to !== undefined ? parseDateFilter('date_to', query.date_to, true) : undefined
       if (from && to && from > to) throw validationError('date_from', 'must not be after date_to')
       const statuses = query.status ? [...new Set(query.status.split(','))].sort() : undefined
       const filters: repo.TransactionFilters = {

@@ -44,14 +44,28 @@ for (const backend of backends()) {
     })
 
     it('assigns requisites to host-to-host methods and serves them on the h2h view', async () => {
-      const res = await call(ctx, 'POST', '/integration/transactions', newTransaction({ payment_method: 'p2p_card' }))
+      const res = await call(
+        ctx,
+        'POST',
+        '/integration/transactions',
+        newTransaction({ payment_method: 'p2p_card' }),
+      )
       assert.equal(res.statusCode, 201, res.body)
       const tx = res.json()
       assert.equal(tx.requisites.card_number, '2200700112345678')
       assert.equal(tx.h2h_url, `http://gateway.test/integration/transactions/${tx.uuid}/h2h`)
       const h2h = await call(ctx, 'GET', `/integration/transactions/${tx.uuid}/h2h`)
       assert.equal(h2h.statusCode, 200)
-      assert.deepEqual(Object.keys(h2h.json()).sort(), ['amount', 'currency', 'expires_at', 'gross_amount', 'payment_method', 'requisites', 'status', 'uuid'])
+      assert.deepEqual(Object.keys(h2h.json()).sort(), [
+        'amount',
+        'currency',
+        'expires_at',
+        'gross_amount',
+        'payment_method',
+        'requisites',
+        'status',
+        'uuid',
+      ])
       assert.deepEqual(h2h.json().requisites, tx.requisites)
     })
   })

@@ -1,0 +1,129 @@
+import { type Kysely, sql } from 'kysely'
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  // Every provider callback as received, and what it did: applied, or recorded as a duplicate or a stale one.
+  await db.schema
+    .createTable('provider_callbacks')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('connector', 'text', (c) => c.notNull())
+    .addColumn('transaction_uuid', 'uuid', (c) => c.notNull().references('transactions.uuid'))
+    .addColumn('outcome', 'text', (c) => c.notNull())
+    .addColumn('provider_reference', 'text')
+    .addColumn('result', 'text', (c) => c.notNull().check(sql`result IN ('applied', 'duplicate', 'stale')`))
+    .addColumn('from_status', 'text', (c) => c.notNull())
+    .addColumn('to_status', 'text', (c) => c.notNull())
+    .addColumn('received_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .execute()
+  await db.schema
+    .createIndex('provider_callbacks_tx_idx')
+    .on('provider_callbacks')
+    .columns(['transaction_uuid', 'received_at'])
+    .execute()
+
+  // The transactional outbox: one row per event, written in the transaction of the change that caused it.
+  await db.schema
+    .createTable('events')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
+    .addColumn('mode', 'text', (c) => c.notNull())
+    .addColumn('event', 'text', (c) => c.notNull())
+    .addColumn('aggregate_type', 'text', (c) => c.notNull())
+    .addColumn('aggregate_uuid', 'uuid', (c) => c.notNull())
+    .addColumn('aggregate_version', 'integer', (c) => c.notNull())
+    .addColumn('body', 'text', (c) => c.notNull())
+    .addColumn('occurred_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .addUniqueConstraint('events_aggregate_version_key', [
+      'aggregate_type',
+      'aggregate_uuid',
+      'aggregate_version',
+    ])
+    .execute()
+  await db.schema
+    .createIndex('events_merchant_idx')
+    .on('events')
+    .columns(['merchant_uuid', 'mode', 'occurred_at'])
+    .execute()
+
+  await db.schema
+    .createTable('webhook_configs')
+    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
+    .addColumn('mode', 'text', (c) => c.notNull())
+    .addColumn('url', 'text')
+    .addColumn('enabled', 'boolean', (c) => c.notNull().defaultTo(true))
+    .addColumn('events', 'jsonb', (c) => c.notNull())
+    .addColumn('secret_sealed', 'text', (c) => c.notNull())
+    .addColumn('previous_secret_sealed', 'text')
+    .addColumn('previous_secret_expires_at', sql`timestamptz(3)`)
+    .addColumn('disabled_reason', 'text')
+    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .addPrimaryKeyConstraint('webhook_configs_pk', ['merchant_uuid', 'mode'])
+    .execute()
+
+  // The work queue of deliveries, claimed by workers with FOR UPDATE SKIP LOCKED and a lease.
+  await db.schema
+    .createTable('webhook_deliveries')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('event_id', 'uuid', (c) => c.notNull())
+    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
+    .addColumn('mode', 'text', (c) => c.notNull())
+    .addColumn('event', 'text', (c) => c.notNull())
+    .addColumn('url', 'text', (c) => c.notNull())
+    /** host:port of the url: the unit of the per-target concurrency cap. */
+    .addColumn('target', 'text', (c) => c.notNull())
+    .addColumn('body', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull().check(sql`status IN ('pending', 'succeeded', 'failed')`))
+    .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('next_attempt_at', sql`timestamptz(3)`)
+    .addColumn('locked_until', sql`timestamptz(3)`)
+    .addColumn('locked_by', 'text')
+    .addColumn('last_attempt_at', sql`timestamptz(3)`)
+    .addColumn('response_status', 'integer')
+    .addColumn('response_body', 'text')
+    .addColumn('duration_ms', 'integer')
+    .addColumn('error', 'text')
+    .addColumn('is_test', 'boolean', (c) => c.notNull().defaultTo(false))
+    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .execute()
+  await sql`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`.execute(
+    db,
+  )
+  await sql`CREATE INDEX webhook_deliveries_list_idx ON webhook_deliveries (merchant_uuid, mode, created_at DESC, uuid DESC)`.execute(
+    db,
+  )
+  await db.schema
+    .createIndex('webhook_deliveries_event_idx')
+    .on('webhook_deliveries')
+    .column('event_id')
+    .execute()
+
+  await db.schema
+    .createTable('webhook_attempts')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('delivery_uuid', 'uuid', (c) => c.notNull().references('webhook_deliveries.uuid'))
+    .addColumn('attempt', 'integer', (c) => c.notNull())
+    .addColumn('worker', 'text', (c) => c.notNull())
+    .addColumn('started_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .addColumn('duration_ms', 'integer', (c) => c.notNull())
+    .addColumn('response_status', 'integer')
+    .addColumn('response_body', 'text')
+    .addColumn('error', 'text')
+    .execute()
+  await db.schema
+    .createIndex('webhook_attempts_delivery_idx')
+    .on('webhook_attempts')
+    .columns(['delivery_uuid', 'attempt'])
+    .execute()
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  for (const table of [
+    'webhook_attempts',
+    'webhook_deliveries',
+    'webhook_configs',
+    'events',
+    'provider_callbacks',
+  ]) {
+    await db.schema.dropTable(table).ifExists().execute()
+  }
+}

@@ -1,0 +1,54 @@
+import type { Config } from '../../config.ts'
+import type { SimulatorConnector } from '../../connectors/simulator/index.ts'
+import { AppError } from '../../http/errors.ts'
+import type { AuthContext } from '../merchants/service.ts'
+import type { TransactionService } from '../transactions/service.ts'
+import type { ProviderOutcome } from '../transactions/state-machine.ts'
+
+export const SIMULATIONS = ['paid', 'failed', 'expired', 'failed-then-paid'] as const
+export type Simulation = (typeof SIMULATIONS)[number]
+
+const CALLBACKS: Record<Simulation, ProviderOutcome[]> = {
+  paid: ['paid'],
+  failed: ['failed'],
+  expired: ['expired'],
+  'failed-then-paid': ['failed', 'paid'],
+}
+
+export type SandboxService = ReturnType<typeof createSandboxService>
+
+/**
+ * The sandbox makes the simulated provider send its callbacks, and they enter through the same handler a
+ * real provider's callbacks do: nothing here writes a status.
+ */
+export function createSandboxService(deps: {
+  config: Config
+  simulator: SimulatorConnector
+  transactions: TransactionService
+}) {
+  const { config, simulator, transactions } = deps
+
+  /** Contract §2: a test key, or a server that is not in production. */
+  function assertSandbox(auth: AuthContext): void {
+    if (auth.mode !== 'test' && config.appEnv === 'production') {
+      throw new AppError('sandbox_unavailable', 'Sandbox operations need a test key in production.')
+    }
+  }
+
+  return {
+    assertSandbox,
+
+    async simulateTransaction(auth: AuthContext, uuid: string, simulation: Simulation) {
+      assertSandbox(auth)
+      const owned = await transactions.getOwned(auth, uuid)
+      let row = owned
+      for (const outcome of CALLBACKS[simulation]) {
+        row = await transactions.receiveProviderCallback(
+          simulator.name,
+          simulator.callbackFor(owned.uuid, outcome),
+        )
+      }
+      return transactions.toView(row)
+    },
+  }
+}

@@ -1,0 +1,230 @@
+import { type Insertable, sql } from 'kysely'
+import type { Executor } from '../../db/index.ts'
+import type { Mode, WebhookConfigsTable, WebhookDeliveriesTable, WebhookDelivery } from '../../db/types.ts'
+import type { Cursor } from '../../http/pagination.ts'
+
+export interface Scope {
+  merchantUuid: string
+  mode: Mode
+}
+
+export const findConfig = (db: Executor, scope: Scope) =>
+  db
+    .selectFrom('webhook_configs')
+    .selectAll()
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .executeTakeFirst()
+
+/** Creates the configuration with its first secret unless it exists; returns the stored one either way. */
+export async function ensureConfig(
+  db: Executor,
+  scope: Scope,
+  secretSealed: string,
+  events: string[],
+  at: Date,
+) {
+  await db
+    .insertInto('webhook_configs')
+    .values({
+      merchant_uuid: scope.merchantUuid,
+      mode: scope.mode,
+      url: null,
+      enabled: true,
+      events: JSON.stringify(events),
+      secret_sealed: secretSealed,
+      updated_at: at,
+    })
+    .onConflict((oc) => oc.columns(['merchant_uuid', 'mode']).doNothing())
+    .execute()
+  return (await findConfig(db, scope)) as NonNullable<Awaited<ReturnType<typeof findConfig>>>
+}
+
+export const updateConfig = (
+  db: Executor,
+  scope: Scope,
+  changes: Partial<Record<keyof WebhookConfigsTable, unknown>>,
+) =>
+  db
+    .updateTable('webhook_configs')
+    .set(changes as never)
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+
+export const insertEvent = (
+  db: Executor,
+  row: {
+    uuid: string
+    merchant_uuid: string
+    mode: Mode
+    event: string
+    aggregate_type: 'transaction' | 'payout'
+    aggregate_uuid: string
+    aggregate_version: number
+    body: string
+    occurred_at: Date
+  },
+) => db.insertInto('events').values(row).execute()
+
+export const insertDelivery = (db: Executor, row: Insertable<WebhookDeliveriesTable>) =>
+  db.insertInto('webhook_deliveries').values(row).returningAll().executeTakeFirstOrThrow()
+
+export const findDelivery = (db: Executor, scope: Scope, uuid: string) =>
+  db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where('uuid', '=', uuid)
+    .executeTakeFirst()
+
+export function listDeliveries(
+  db: Executor,
+  scope: Scope,
+  filters: { status?: string; event?: string },
+  cursor: Cursor | null,
+  limit: number,
+) {
+  let query = db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+  if (filters.status) query = query.where('status', '=', filters.status as WebhookDeliveriesTable['status'])
+  if (filters.event) query = query.where('event', '=', filters.event)
+  const forward = cursor?.direction !== 'prev'
+  if (cursor) {
+    query = query.where(
+      sql<boolean>`(created_at, uuid) ${sql.raw(forward ? '<' : '>')} (${cursor.createdAt}::timestamptz, ${cursor.uuid}::uuid)`,
+    )
+  }
+  const order = forward ? 'desc' : 'asc'
+  return query.orderBy('created_at', order).orderBy('uuid', order).limit(limit).execute()
+}
+
+/**
+ * Claims up to `limit` due deliveries for `worker` until `leaseUntil`. SKIP LOCKED lets any number of
+ * workers claim side by side; the lease lets another worker take over the claims of one that died.
+ */
+/** A claimed delivery with what signing it needs: its merchant's configuration, read in the same statement. */
+export type ClaimedDelivery = WebhookDelivery & {
+  secret_sealed: string | null
+  previous_secret_sealed: string | null
+  previous_secret_expires_at: Date | null
+  config_url: string | null
+  config_enabled: boolean | null
+}
+
+/**
+ * Claims up to `limit` due deliveries for `worker` until `leaseUntil`. SKIP LOCKED lets any number of
+ * workers claim side by side; the lease lets another worker take over the claims of one that died.
+ */
+export async function claimDue(
+  db: Executor,
+  worker: string,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+  excludeTargets: string[],
+): Promise<ClaimedDelivery[]> {
+  const result = await sql<ClaimedDelivery>`
+    WITH claimed AS (
+      UPDATE webhook_deliveries SET locked_until = ${leaseUntil}, locked_by = ${worker}
+      WHERE uuid IN (
+        SELECT uuid FROM webhook_deliveries
+        WHERE status = 'pending' AND next_attempt_at <= ${now}
+          AND (locked_until IS NULL OR locked_until < ${now})
+          ${excludeTargets.length ? sql`AND NOT (target = ANY(${excludeTargets}::text[]))` : sql``}
+        ORDER BY next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED)
+      RETURNING *)
+    SELECT claimed.*, c.secret_sealed, c.previous_secret_sealed, c.previous_secret_expires_at, c.url AS config_url, c.enabled AS config_enabled
+    FROM claimed LEFT JOIN webhook_configs c ON c.merchant_uuid = claimed.merchant_uuid AND c.mode = claimed.mode`.execute(
+    db,
+  )
+  return result.rows
+}
+
+export interface AttemptRecord {
+  uuid: string
+  deliveryUuid: string
+  attempt: number
+  worker: string
+  startedAt: Date
+  durationMs: number
+  status: number | null
+  body: string | null
+  error: string | null
+  next: { status: 'pending' | 'succeeded' | 'failed'; nextAttemptAt: Date | null }
+}
+
+/**
+ * Records finished attempts, many at once: one INSERT of the attempts and one UPDATE of their deliveries.
+ * A delivery whose claim this worker no longer holds (its lease ran out and another worker took it) is
+ * left to that worker; its attempt is still logged.
+ */
+export async function recordAttempts(db: Executor, records: AttemptRecord[]): Promise<void> {
+  if (records.length === 0) return
+  await db
+    .insertInto('webhook_attempts')
+    .values(
+      records.map((r) => ({
+        uuid: r.uuid,
+        delivery_uuid: r.deliveryUuid,
+        attempt: r.attempt,
+        worker: r.worker,
+        started_at: r.startedAt,
+        duration_ms: r.durationMs,
+        response_status: r.status,
+        response_body: r.body,
+        error: r.error,
+      })),
+    )
+    .execute()
+  const rows = records.map(
+    (r) =>
+      sql`(${r.deliveryUuid}::uuid, ${r.worker}::text, ${r.attempt}::int, ${r.next.status}::text, ${r.next.nextAttemptAt}::timestamptz,
+        ${r.startedAt}::timestamptz, ${r.status}::int, ${r.body}::text, ${r.durationMs}::int, ${r.error}::text)`,
+  )
+  await sql`
+    UPDATE webhook_deliveries d SET
+      attempts = v.attempt, status = v.status, next_attempt_at = v.next_attempt_at, last_attempt_at = v.started_at,
+      response_status = v.response_status, response_body = v.response_body, duration_ms = v.duration_ms, error = v.error,
+      locked_until = NULL, locked_by = NULL, updated_at = now()
+    FROM (VALUES ${sql.join(rows)}) AS v(uuid, worker, attempt, status, next_attempt_at, started_at, response_status, response_body, duration_ms, error)
+    WHERE d.uuid = v.uuid AND d.locked_by = v.worker`.execute(db)
+}
+
+/** Gives claims back (some, or all at shutdown): the deliveries are due again at once for any worker. */
+export function releaseClaims(db: Executor, worker: string, uuids?: string[]) {
+  let query = db
+    .updateTable('webhook_deliveries')
+    .set({ locked_until: null, locked_by: null })
+    .where('locked_by', '=', worker)
+    .where('status', '=', 'pending')
+  if (uuids) query = query.where('uuid', 'in', uuids)
+  return query.execute()
+}
+
+export const listAttempts = (db: Executor, deliveryUuid: string) =>
+  db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_uuid', '=', deliveryUuid)
+    .orderBy('attempt')
+    .execute()
+
+/** Deliveries waiting, and the age of the oldest (for metrics and tests). */
+export const pendingCount = async (db: Executor) =>
+  Number(
+    (
+      await db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirstOrThrow()
+    ).n,
+  )

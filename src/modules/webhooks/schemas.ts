@@ -1,0 +1,110 @@
+import { type Static, Type } from 'typebox'
+import { PaginationQuery } from '../../http/pagination.ts'
+import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
+
+export const TRANSACTION_EVENTS = [
+  'transaction.paid',
+  'transaction.failed',
+  'transaction.expired',
+  'transaction.partially_refunded',
+  'transaction.refunded',
+] as const
+export const PAYOUT_EVENTS = ['payout.processing', 'payout.completed', 'payout.failed'] as const
+/** The events a configuration can subscribe to; `webhook.test` is sent on request only. */
+export const EVENT_NAMES = [...TRANSACTION_EVENTS, ...PAYOUT_EVENTS] as const
+export type EventName = (typeof EVENT_NAMES)[number] | 'webhook.test'
+
+export const WebhookConfigResponse = Type.Object(
+  {
+    url: Nullable(Type.String({ format: 'uri', examples: ['https://shop.example/webhooks/gateway'] })),
+    enabled: Type.Boolean(),
+    events: Type.Array(Type.String({ enum: [...EVENT_NAMES] })),
+    secret: Type.String({
+      description: 'The signing secret, whsec_<base64 of 32 bytes>.',
+      examples: ['whsec_AJ4k9QNeSw32TRnvKWmkneN07NLySOcxqravJAmFPgA='],
+    }),
+    previous_secret_expires_at: Nullable(
+      Timestamp('Until then deliveries also carry a signature with the previous secret.'),
+    ),
+    disabled_reason: Nullable(
+      Type.String({ description: 'Why deliveries were switched off (e.g. the endpoint answered 410).' }),
+    ),
+    updated_at: Timestamp(),
+  },
+  { $id: 'WebhookConfig' },
+)
+
+export const UpdateWebhookConfigRequest = Type.Object(
+  {
+    url: Nullable(
+      Type.String({
+        format: 'uri',
+        pattern: '^https?://',
+        maxLength: 2048,
+        description: 'Where events are POSTed; null removes it.',
+        examples: ['https://shop.example/webhooks/gateway'],
+      }),
+    ),
+    enabled: Type.Optional(Type.Boolean({ default: true })),
+    events: Type.Optional(
+      Type.Array(Type.String({ enum: [...EVENT_NAMES] }), {
+        uniqueItems: true,
+        maxItems: EVENT_NAMES.length,
+        description: 'Subscribed events; default all.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const RotateSecretRequest = Type.Object(
+  {
+    overlap_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 604800,
+        default: 86400,
+        description: 'How long the previous secret keeps signing too.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const WebhookDeliveryResponse = Type.Object(
+  {
+    uuid: Uuid(),
+    event_id: Uuid('The webhook-id header: the same on every attempt.'),
+    event: Type.String({ examples: ['transaction.paid'] }),
+    url: Type.String(),
+    status: Type.String({ enum: ['pending', 'succeeded', 'failed'] }),
+    attempts: Type.Integer({ minimum: 0 }),
+    last_attempt_at: Nullable(Timestamp()),
+    next_attempt_at: Nullable(Timestamp()),
+    response_status: Nullable(Type.Integer()),
+    response_body: Nullable(Type.String({ description: 'The first 4 KiB of the last reply.' })),
+    duration_ms: Nullable(Type.Integer()),
+    error: Nullable(Type.String()),
+    is_test: Type.Boolean(),
+    created_at: Timestamp(),
+  },
+  { $id: 'WebhookDelivery' },
+)
+
+export const WebhookDeliveryPage = Type.Object(
+  { data: Type.Array(Type.Ref('WebhookDelivery')), meta: Type.Ref('CursorMeta') },
+  { $id: 'WebhookDeliveryPage' },
+)
+
+export const ListDeliveriesQuery = Type.Object(
+  {
+    ...PaginationQuery,
+    status: Type.Optional(Type.String({ enum: ['pending', 'succeeded', 'failed'] })),
+    event: Type.Optional(Type.String({ enum: [...EVENT_NAMES, 'webhook.test'] })),
+  },
+  { additionalProperties: false },
+)
+
+export type WebhookConfigView = Static<typeof WebhookConfigResponse>
+export type WebhookDeliveryView = Static<typeof WebhookDeliveryResponse>
+export type UpdateWebhookConfigInput = Static<typeof UpdateWebhookConfigRequest>

@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict'
+import type { InjectOptions } from 'fastify'
+import type { Mode } from '../../../src/db/types.ts'
+import { call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
+
+/**
+ * Every authenticated operation, for the shared security suite (auth.security.test.ts), in the spirit of
+ * unkey's runCommonRouteTests. A new authenticated route gets one entry here and inherits every case:
+ * no, wrong, revoked, malformed, expired and tampered credentials, and merchant and mode isolation.
+ */
+export interface SecurityRoute<R = unknown> {
+  /** Shown in test names, e.g. `GET /integration/transactions/{uuid}`. */
+  name: string
+  method: NonNullable<InjectOptions['method']>
+  /** `key`: X-Api-Key or X-Signature; `signature`: X-Signature only (money-moving operations). */
+  auth: 'key' | 'signature'
+  /** `required`: every request carries a fresh Idempotency-Key; `optional`: the route accepts one. */
+  idempotency?: 'optional' | 'required'
+  /**
+   * Creates what the route needs, owned by `merchant` in `mode` (a transaction to read, to refund…).
+   * Called once per test, so a route that consumes its resource gets a fresh one every time.
+   */
+  setup(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<R>
+  /** Path and query as sent. */
+  url(resource: R): string
+  /** The JSON body of a valid request; called once per request, so unique fields stay unique. */
+  body?(resource: R): unknown
+  /** The status of a successful request. */
+  status: number
+  /**
+   * How the route keeps merchants and modes apart:
+   * - `resource`: another merchant's resource, or one of the other mode, answers 404 `not_found`;
+   * - `list`: the listing shows the caller's own resource and never another merchant's or mode's;
+   * - `none`: nothing to read across (e.g. a create with no reference to an existing resource).
+   */
+  isolation:
+    | { kind: 'resource' }
+    | { kind: 'list'; includes(json: unknown, resource: R): boolean }
+    | { kind: 'none' }
+}
+
+/** Keeps each entry's resource type checked while the table holds them side by side. */
+export const defineRoute = <R>(route: SecurityRoute<R>): SecurityRoute => route as unknown as SecurityRoute
+
+export interface CreatedTransaction {
+  uuid: string
+  external_id: string
+}
+
+/** A pending transaction of `merchant` in `mode`, created over HTTP (p2p_card, so it has requisites). */
+export async function createTransaction(
+  ctx: TestContext,
+  merchant: TestMerchant,
+  mode: Mode,
+  overrides: Record<string, unknown> = {},
+): Promise<CreatedTransaction> {
+  const res = await call(
+    ctx,
+    'POST',
+    '/integration/transactions',
+    newTransaction({ payment_method: 'p2p_card', ...overrides }),
+    { as: { merchant, mode } },
+  )
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
+const listIncludes = (json: unknown, uuid: string): boolean =>
+  ((json as { data?: { uuid: string }[] }).data ?? []).some((item) => item.uuid === uuid)
+
+/** Points `merchant`'s `mode` webhook at `url` (a closed port by default: attempts fail at once, no server needed). */
+async function configureWebhook(ctx: TestContext, merchant: TestMerchant, mode: Mode, url = UNREACHABLE) {
+  const res = await call(ctx, 'PUT', '/integration/webhook', { url }, { as: { merchant, mode } })
+  assert.equal(res.statusCode, 200, res.body)
+}
+
+/** Port 9 (discard) on loopback: nothing listens there, so a delivery attempt is refused at once. */
+const UNREACHABLE = 'http://127.0.0.1:9/hooks'
+
+export interface CreatedDelivery {
+  uuid: string
+}
+
+/** A webhook.test delivery of `merchant` in `mode`, made over HTTP. */
+async function createTestDelivery(
+  ctx: TestContext,
+  merchant: TestMerchant,
+  mode: Mode,
+): Promise<CreatedDelivery> {
+  await configureWebhook(ctx, merchant, mode)
+  const res = await call(ctx, 'POST', '/integration/webhook/test', undefined, { as: { merchant, mode } })
+  assert.equal(res.statusCode, 200, res.body)
+  return res.json()
+}
+
+/**
+ * An event delivery (redeliver refuses test deliveries) of `merchant` in `mode`: a transaction with a callback_url,
+ * paid through the sandbox. No dispatcher runs in the security suite, so it stays pending.
+ */
+async function createEventDelivery(
+  ctx: TestContext,
+  merchant: TestMerchant,
+  mode: Mode,
+): Promise<CreatedDelivery> {
+  const tx = await createTransaction(ctx, merchant, mode, { callback_url: UNREACHABLE })
+  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+    as: { merchant, mode },
+  })
+  assert.equal(paid.statusCode, 200, paid.body)
+  const row = await ctx.db
+    .selectFrom('webhook_deliveries')
+    .innerJoin('events', 'events.uuid', 'webhook_deliveries.event_id')
+    .select('webhook_deliveries.uuid')
+    .where('events.aggregate_uuid', '=', tx.uuid)
+    .executeTakeFirstOrThrow()
+  return { uuid: row.uuid }
+}
+
+export const SECURITY_ROUTES: SecurityRoute[] = [
+  defineRoute<null>({
+    name: 'POST /integration/transactions',
+    method: 'POST',
+    auth: 'key',
+    idempotency: 'optional',
+    setup: async () => null,
+    url: () => '/integration/transactions',
+    body: () => newTransaction(),
+    status: 201,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<CreatedTransaction>({
+    name: 'GET /integration/transactions',
+    method: 'GET',
+    auth: 'key',
+    setup: createTransaction,
+    // per_page=100 so the resource under test is on the page however many the suite created before it.
+    url: () => '/integration/transactions?per_page=100',
+    status: 200,
+    isolation: { kind: 'list', includes: (json, tx) => listIncludes(json, tx.uuid) },
+  }),
+  defineRoute<CreatedTransaction>({
+    name: 'GET /integration/transactions/{uuid}',
+    method: 'GET',
+    auth: 'key',
+    setup: createTransaction,
+    url: (tx) => `/integration/transactions/${tx.uuid}`,
+    status: 200,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<CreatedTransaction>({
+    name: 'GET /integration/transactions/{uuid}/h2h',
+    method: 'GET',
+    auth: 'key',
+    setup: createTransaction,
+    url: (tx) => `/integration/transactions/${tx.uuid}/h2h`,
+    status: 200,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<CreatedTransaction>({
+    name: 'GET /integration/transactions/by-external-id/{externalId}',
+    method: 'GET',
+    auth: 'key',
+    setup: createTransaction,
+    url: (tx) => `/integration/transactions/by-external-id/${encodeURIComponent(tx.external_id)}`,
+    status: 200,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<null>({
+    name: 'GET /integration/webhook',
+    method: 'GET',
+    auth: 'key',
+    setup: async () => null,
+    url: () => '/integration/webhook',
+    status: 200,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<null>({
+    name: 'PUT /integration/webhook',
+    method: 'PUT',
+    auth: 'key',
+    setup: async () => null,
+    url: () => '/integration/webhook',
+    body: () => ({ url: 'https://shop.example/hooks', events: ['transaction.paid', 'transaction.failed'] }),
+    status: 200,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<null>({
+    name: 'POST /integration/webhook/secret/rotate',
+    method: 'POST',
+    auth: 'key',
+    idempotency: 'optional',
+    setup: async () => null,
+    url: () => '/integration/webhook/secret/rotate',
+    body: () => ({ overlap_seconds: 3600 }),
+    status: 200,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<null>({
+    name: 'POST /integration/webhook/test',
+    method: 'POST',
+    auth: 'key',
+    setup: async (ctx, merchant, mode) => {
+      await configureWebhook(ctx, merchant, mode)
+      return null
+    },
+    url: () => '/integration/webhook/test',
+    status: 200,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<CreatedDelivery>({
+    name: 'GET /integration/webhook/deliveries',
+    method: 'GET',
+    auth: 'key',
+    setup: createTestDelivery,
+    url: () => '/integration/webhook/deliveries?per_page=100',
+    status: 200,
+    isolation: { kind: 'list', includes: (json, delivery) => listIncludes(json, delivery.uuid) },
+  }),
+  defineRoute<CreatedDelivery>({
+    name: 'GET /integration/webhook/deliveries/{uuid}',
+    method: 'GET',
+    auth: 'key',
+    setup: createTestDelivery,
+    url: (delivery) => `/integration/webhook/deliveries/${delivery.uuid}`,
+    status: 200,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<CreatedDelivery>({
+    name: 'POST /integration/webhook/deliveries/{uuid}/redeliver',
+    method: 'POST',
+    auth: 'key',
+    idempotency: 'optional',
+    setup: createEventDelivery,
+    url: (delivery) => `/integration/webhook/deliveries/${delivery.uuid}/redeliver`,
+    status: 202,
+    isolation: { kind: 'resource' },
+  }),
+  ...(['paid', 'failed', 'expired', 'failed-then-paid'] as const).map((simulation) =>
+    defineRoute<CreatedTransaction>({
+      name: `POST /integration/sandbox/transactions/{uuid}/${simulation}`,
+      method: 'POST',
+      auth: 'key',
+      idempotency: 'optional',
+      setup: createTransaction,
+      url: (tx) => `/integration/sandbox/transactions/${tx.uuid}/${simulation}`,
+      status: 200,
+      isolation: { kind: 'resource' },
+    }),
+  ),
+]

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { eventually } from '../helpers/harness.ts'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+/** Starting the real program compiles it with tsx and opens PGlite: generous, as CI machines can be busy. */
+const START_DEADLINE_MS = 120_000
+const run = promisify(execFile)
+
+/** A port nobody listens on right now: the kernel's pick for port 0. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  assert.ok(address && typeof address === 'object')
+  return address.port
+}
+
+interface Program {
+  child: ChildProcess
+  output(): string
+  exited: Promise<number | null>
+}
+
+/** The program as a user runs it, on the embedded default in `dataDir`; never a PostgreSQL of the caller's. */
+function environment(dataDir: string, port: number): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }
+  for (const name of ['DATABASE_URL', 'MASTER_KEY', 'PUBLIC_BASE_URL', 'APP_ENV', 'REDIS_URL', 'FX_MAX_AGE'])
+    delete env[name]
+  env.LOG_LEVEL = 'warn'
+  return env
+}
+
+function start(dataDir: string, port: number): Program {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: environment(dataDir, port),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let text = ''
+  child.stdout?.on('data', (chunk: Buffer) => {
+    text += chunk.toString()
+  })
+  child.stderr?.on('data', (chunk: Buffer) => {
+    text += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  return { child, output: () => text, exited }
+}
+
+interface Banner {
+  keyId: string
+  secret: string
+  docsUrl: string
+  curl: string
+}
+
+/** Waits for the start banner: the test key, the docs URL and the curl line. */
+async function banner(program: Program): Promise<Banner> {
+  let exitCode: number | null | undefined
+  void program.exited.then((code) => {
+    exitCode = code
+  })
+  return eventually(
+    async () => {
+      if (exitCode !== undefined) throw new Error(`the server exited (${exitCode}):\n${program.output()}`)
+      const text = program.output()
+      const keyId = /Test key id:\s+(mk_test_\w+)/.exec(text)?.[1]
+      const secret = /Test key secret:\s+(sk_test_\w+)/.exec(text)?.[1]
+      const docsUrl = /API docs:\s+(http:\/\/\S+\/docs)\s*$/m.exec(text)?.[1]
+      const curl = /^\s*(curl .+)$/m.exec(text)?.[1]
+      return keyId && secret && docsUrl && curl ? { keyId, secret, docsUrl, curl } : null
+    },
+    START_DEADLINE_MS,
+    100,
+  )
+}
+
+/** SIGTERM, then the exit code (a stuck process is killed and fails the test). */
+async function stop(program: Program): Promise<number | null> {
+  if (program.child.exitCode !== null) return program.child.exitCode
+  program.child.kill('SIGTERM')
+  const timer = setTimeout(() => program.child.kill('SIGKILL'), 20_000)
+  try {
+    return await program.exited
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Runs an operator command with the same environment; resolves with its exit code and output. */
+async function cli(dataDir: string, port: number, ...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+      cwd: ROOT,
+      env: environment(dataDir, port),
+      timeout: START_DEADLINE_MS,
+    })
+    return { code: 0, stdout, stderr }
+  } catch (error) {
+    const failed = error as { code?: number; stdout?: string; stderr?: string }
+    return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' }
+  }
+}
+
+describe('the real program on the embedded default', () => {
+  let dataDir: string
+  let port: number
+  const running: Program[] = []
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'mg-e2e-'))
+    port = await freePort()
+  })
+  after(async () => {
+    for (const program of running) if (program.child.exitCode === null) await stop(program)
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  let first: Banner
+
+  it('starts, prints a test key, the docs URL and a curl command that creates a transaction', async () => {
+    const server = start(dataDir, port)
+    running.push(server)
+    first = await banner(server)
+    assert.equal(first.docsUrl, `http://127.0.0.1:${port}/docs`)
+    assert.match(server.output(), /\(created\)/, 'the first start creates the demo merchant')
+
+    const docs = await fetch(first.docsUrl)
+    assert.equal(docs.status, 200)
+    assert.match(docs.headers.get('content-type') ?? '', /^text\/html/)
+
+    // The printed line, run as a user pastes it, with the status appended on a line of its own.
+    const { stdout } = await run('bash', ['-c', `${first.curl} -w '\\n%{http_code}'`], { timeout: 30_000 })
+    const lines = stdout.trimEnd().split('\n')
+    assert.equal(lines.at(-1), '201', stdout)
+    const tx = JSON.parse(lines.slice(0, -1).join('\n'))
+    assert.equal(tx.status, 'pending')
+    assert.equal(tx.mode, 'test')
+    assert.equal(tx.amount, 150000)
+    assert.equal(tx.currency, 'RUB')
+  })
+
+  it('refuses an operator command while the server holds the embedded database, with a plain message', async () => {
+    const result = await cli(dataDir, port, 'rates', 'list')
+    assert.notEqual(result.code, 0)
+    assert.match(result.stderr, /embedded database .* is in use/)
+    assert.doesNotMatch(result.stderr, /^\s+at /m, 'no stack trace')
+  })
+
+  it('stops on SIGTERM, and a second start reuses the demo data and its test key', async () => {
+    const server = running[0] as Program
+    assert.equal(await stop(server), 0, server.output())
+
+    // With the server gone, the operator commands work on the same data.
+    const rates = await cli(dataDir, port, 'rates', 'list')
+    assert.equal(rates.code, 0, rates.stderr)
+    assert.match(rates.stdout, /^RUB\s+92\.15\s/m)
+
+    const again = start(dataDir, port)
+    running.push(again)
+    const second = await banner(again)
+    assert.equal(second.keyId, first.keyId)
+    assert.equal(second.secret, first.secret)
+    assert.doesNotMatch(again.output(), /\(created\)/, 'the second start finds the demo merchant')
+    assert.equal(await stop(again), 0, again.output())
+  })
+})

@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, describe, it } from 'node:test'
+import { ConfigError, loadConfig, parseDuration } from '../../src/config.ts'
+
+const MASTER_KEY = randomBytes(32).toString('hex')
+const PRODUCTION = { APP_ENV: 'production', DATABASE_URL: 'postgres://db.internal/gateway', MASTER_KEY }
+const DEVELOPMENT = { APP_ENV: 'development', MASTER_KEY }
+
+const refused = (env: Record<string, string>, message: RegExp) =>
+  assert.throws(
+    () => loadConfig(env),
+    (error: unknown) => error instanceof ConfigError && message.test(error.message),
+  )
+
+describe('loadConfig', () => {
+  const dirs: string[] = []
+  after(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('production refuses to start without DATABASE_URL, and says why', () => {
+    refused({ APP_ENV: 'production', MASTER_KEY }, /DATABASE_URL/)
+    refused({ APP_ENV: 'production', MASTER_KEY, DATABASE_URL: '' }, /DATABASE_URL/)
+  })
+
+  it('production refuses to start without MASTER_KEY, and says why', () => {
+    refused({ APP_ENV: 'production', DATABASE_URL: 'postgres://db/gw' }, /MASTER_KEY/)
+  })
+
+  it('refuses an unknown APP_ENV and a malformed MASTER_KEY', () => {
+    refused({ APP_ENV: 'staging', MASTER_KEY }, /APP_ENV/)
+    refused({ ...DEVELOPMENT, MASTER_KEY: 'abc' }, /MASTER_KEY must be 32 bytes/)
+    refused({ ...DEVELOPMENT, MASTER_KEY: 'a'.repeat(62) }, /MASTER_KEY must be 32 bytes/)
+  })
+
+  it('accepts MASTER_KEY as hex or base64', () => {
+    const key = randomBytes(32)
+    assert.deepEqual(loadConfig({ ...DEVELOPMENT, MASTER_KEY: key.toString('hex') }).masterKey, key)
+    assert.deepEqual(loadConfig({ ...DEVELOPMENT, MASTER_KEY: key.toString('base64') }).masterKey, key)
+  })
+
+  it('outside production makes a master key once and keeps it in DATA_DIR', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mg-config-'))
+    dirs.push(dir)
+    const first = loadConfig({ APP_ENV: 'development', DATA_DIR: dir })
+    const second = loadConfig({ APP_ENV: 'development', DATA_DIR: dir })
+    assert.equal(first.masterKey.length, 32)
+    assert.deepEqual(second.masterKey, first.masterKey)
+    const file = join(dir, 'master.key')
+    assert.equal(readFileSync(file, 'utf8').trim(), first.masterKey.toString('hex'))
+    assert.equal(statSync(file).mode & 0o777, 0o600)
+    assert.equal(first.databaseUrl, null)
+    assert.equal(first.dataDir, dir)
+  })
+
+  it('FX_MAX_AGE defaults to 3600 s in production and to no limit otherwise', () => {
+    assert.equal(loadConfig(PRODUCTION).fxMaxAgeSeconds, 3600)
+    assert.equal(loadConfig(DEVELOPMENT).fxMaxAgeSeconds, null)
+    assert.equal(loadConfig({ ...PRODUCTION, FX_MAX_AGE: '' }).fxMaxAgeSeconds, 3600)
+  })
+
+  it('FX_MAX_AGE takes durations, and none/off/0 for no limit', () => {
+    assert.equal(loadConfig({ ...DEVELOPMENT, FX_MAX_AGE: '15m' }).fxMaxAgeSeconds, 900)
+    assert.equal(loadConfig({ ...PRODUCTION, FX_MAX_AGE: '120' }).fxMaxAgeSeconds, 120)
+    for (const value of ['none', 'off', '0']) {
+      assert.equal(loadConfig({ ...PRODUCTION, FX_MAX_AGE: value }).fxMaxAgeSeconds, null, value)
+    }
+    refused({ ...DEVELOPMENT, FX_MAX_AGE: 'soon' }, /FX_MAX_AGE/)
+  })
+
+  it('PORT defaults to 3000 and must be 0-65535', () => {
+    assert.equal(loadConfig(DEVELOPMENT).port, 3000)
+    assert.equal(loadConfig({ ...DEVELOPMENT, PORT: '8080' }).port, 8080)
+    assert.equal(loadConfig({ ...DEVELOPMENT, PORT: '0' }).port, 0)
+    for (const port of ['abc', '65536', '-1', '80.5', '99999'])
+      refused({ ...DEVELOPMENT, PORT: port }, /PORT/)
+  })
+
+  it('PUBLIC_BASE_URL defaults from host and port, loses trailing slashes, and must be absolute', () => {
+    assert.equal(loadConfig({ ...DEVELOPMENT, PORT: '4000' }).publicBaseUrl, 'http://127.0.0.1:4000')
+    assert.equal(loadConfig({ ...DEVELOPMENT, HOST: '0.0.0.0' }).publicBaseUrl, 'http://127.0.0.1:3000')
+    assert.equal(
+      loadConfig({ ...DEVELOPMENT, PUBLIC_BASE_URL: 'https://pay.example.com//' }).publicBaseUrl,
+      'https://pay.example.com',
+    )
+    refused({ ...DEVELOPMENT, PUBLIC_BASE_URL: 'pay.example.com' }, /PUBLIC_BASE_URL/)
+  })
+
+  it('WEBHOOK_ALLOW_PRIVATE_NETWORKS defaults on outside production and off in it', () => {
+    assert.equal(loadConfig(DEVELOPMENT).webhookAllowPrivateNetworks, true)
+    assert.equal(loadConfig(PRODUCTION).webhookAllowPrivateNetworks, false)
+    assert.equal(
+      loadConfig({ ...PRODUCTION, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).webhookAllowPrivateNetworks,
+      true,
+    )
+    assert.equal(
+      loadConfig({ ...DEVELOPMENT, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'off' }).webhookAllowPrivateNetworks,
+      false,
+    )
+    refused({ ...DEVELOPMENT, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'maybe' }, /WEBHOOK_ALLOW_PRIVATE_NETWORKS/)
+  })
+
+  it('reads the rest with their defaults', () => {
+    const config = loadConfig({ ...PRODUCTION, REDIS_URL: 'redis://cache:6379', LOG_LEVEL: 'warn' })
+    assert.equal(config.appEnv, 'production')
+    assert.equal(config.databaseUrl, PRODUCTION.DATABASE_URL)
+    assert.equal(config.redisUrl, 'redis://cache:6379')
+    assert.equal(config.logLevel, 'warn')
+    assert.equal(loadConfig(DEVELOPMENT).redisUrl, null)
+    assert.equal(loadConfig(DEVELOPMENT).logLevel, 'info')
+    assert.equal(loadConfig(DEVELOPMENT).host, '127.0.0.1')
+  })
+})
+
+describe('parseDuration', () => {
+  it('reads seconds, minutes, hours and days', () => {
+    assert.equal(parseDuration('X', '3600'), 3600)
+    assert.equal(parseDuration('X', '90s'), 90)
+    assert.equal(parseDuration('X', '15m'), 900)
+    assert.equal(parseDuration('X', '1h'), 3600)
+    assert.equal(parseDuration('X', '2d'), 172800)
+    assert.equal(parseDuration('X', ' 30 m '), 1800)
+  })
+
+  it('refuses anything else, naming the variable', () => {
+    for (const value of ['', 'abc', '1.5h', '-5', '10w', 'h', '1h30m']) {
+      assert.throws(
+        () => parseDuration('SETTLEMENT_HOLD', value),
+        (error: unknown) => error instanceof ConfigError && /SETTLEMENT_HOLD/.test(error.message),
+        JSON.stringify(value),
+      )
+    }
+  })
+})
