@@ -36,6 +36,9 @@ const types = {
 
 export async function connectPostgres(url: string, poolSize = 10): Promise<DbHandle> {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, types })
+  // An idle connection the server ends (restart, failover, an administrator) leaves the pool and the next
+  // query opens another; without a listener the pool's 'error' event would crash the process.
+  pool.on('error', () => {})
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
   return {
     db,

@@ -131,9 +131,10 @@ export function startDispatcher(deps: {
         again = false
         const free = options.concurrency - running.size - waitingCount()
         if (free <= 0) break
-        // Targets whose waiting line is full are not claimed for until it shortens.
-        const saturated = [...waitingByTarget]
-          .filter(([, q]) => q.length >= options.perTargetCap)
+        // Targets at their cap are left out of the claim: their rows would only be given back, and a backlog
+        // of them could fill every claim ahead of other merchants' deliveries.
+        const saturated = [...inflightByTarget]
+          .filter(([target, n]) => n + (waitingByTarget.get(target)?.length ?? 0) >= options.perTargetCap)
           .map(([target]) => target)
         const now = new Date()
         const claimed = await webhooks.claimDue(

@@ -56,10 +56,6 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     '/integration/webhook/secret/rotate',
     {
       config: { auth: 'key', idempotency: 'optional', bodyOptional: true },
-      // The body is optional: a POST without one rotates with the default overlap (runs after authentication).
-      preValidation: async (request) => {
-        if (request.body === undefined) request.body = {}
-      },
       schema: {
         operationId: 'rotateWebhookSecret',
         summary: 'Rotate the signing secret',
