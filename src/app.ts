@@ -20,7 +20,10 @@ import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
 import { KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
 import { healthRoutes } from './modules/health/routes.ts'
+import { balanceRoutes, IntegrationBalancesResponse, MerchantBalance } from './modules/ledger/routes.ts'
+import { createLedgerService, type LedgerService } from './modules/ledger/service.ts'
 import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
+import { RatesResponse, rateRoutes } from './modules/rates/routes.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
 import { createRequisiteService, type RequisiteService } from './modules/requisites/service.ts'
 import { sandboxRoutes } from './modules/sandbox/routes.ts'
@@ -56,6 +59,7 @@ export interface Services {
   transactions: TransactionService
   webhooks: WebhookService
   sandbox: SandboxService
+  ledger: LedgerService
   /** Releases what the services hold open (the webhook HTTP client's connections). */
   close(): Promise<void>
 }
@@ -80,6 +84,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const rates = createRateService({ db, config })
   const requisites = createRequisiteService({ db })
   const webhooks = createWebhookService({ db, config, sender, dispatch: options.dispatch })
+  const ledger = createLedgerService({ db })
   const transactions = createTransactionService({
     db,
     config,
@@ -87,10 +92,20 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     rates,
     requisites,
     webhooks,
+    ledger,
     connectors: { [simulator.name]: simulator },
   })
   const sandbox = createSandboxService({ config, simulator, transactions })
-  return { merchants, rates, requisites, transactions, webhooks, sandbox, close: () => sender.close() }
+  return {
+    merchants,
+    rates,
+    requisites,
+    transactions,
+    webhooks,
+    sandbox,
+    ledger,
+    close: () => sender.close(),
+  }
 }
 
 export interface AppDeps {
@@ -190,6 +205,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     WebhookConfigResponse,
     WebhookDeliveryResponse,
     WebhookDeliveryPage,
+    MerchantBalance,
+    IntegrationBalancesResponse,
+    RatesResponse,
   ])
     app.addSchema(schema)
 
@@ -253,6 +271,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       tags: [
         { name: 'Health', description: 'Liveness of the API and its database.' },
         { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
+        { name: 'Balances', description: 'What the merchant holds, per currency, from the ledger.' },
+        { name: 'Rates', description: "FX rates with the merchant's markup." },
         {
           name: 'Sandbox',
           description: 'Simulated provider callbacks, for test keys (or any key outside production).',
@@ -295,6 +315,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerIdempotency(app, db)
   await app.register(transactionRoutes, { transactions: services.transactions })
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
+  await app.register(balanceRoutes, { ledger: services.ledger })
+  await app.register(rateRoutes, { rates: services.rates })
   await app.register(webhookRoutes, { webhooks: services.webhooks })
 
   return app

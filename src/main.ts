@@ -76,7 +76,8 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     if (stopping) process.exit(1)
     stopping = true
     logger.info({ signal }, 'shutting down')
-    const force = setTimeout(() => process.exit(1), 10_000)
+    // Long enough for a delivery attempt in flight to end and be recorded.
+    const force = setTimeout(() => process.exit(1), config.webhook.timeoutMs + 10_000)
     force.unref()
     // Stop taking requests and finish those in flight, then let the workers finish and give back their claims.
     await app.close()
@@ -291,6 +292,32 @@ requisites
           `${r.uuid}  ${r.payment_method}  ${r.active ? 'active' : 'inactive'}  used ${r.assigned_count}×  ${JSON.stringify(r.fields)}`,
         )
       }
+    }),
+  )
+
+program
+  .command('ledger')
+  .description('The double-entry ledger')
+  .command('verify')
+  .description(
+    'Recompute every balance from the journal and check every entry balances; exits 1 on any difference',
+  )
+  .action(() =>
+    withDatabase(async (handle, config) => {
+      const report = await createServices(handle.db, config).ledger.verify()
+      for (const m of report.mismatches) {
+        out(
+          `MISMATCH account ${m.uuid} (${m.merchant_uuid} ${m.mode} ${m.currency} ${m.kind}): balance ${m.balance}, journal ${m.journal}`,
+        )
+      }
+      for (const e of report.unbalanced)
+        out(`UNBALANCED entry ${e.uuid}: lines sum to ${e.total} over ${e.currencies} currencies`)
+      out(
+        report.ok
+          ? `ledger ok: ${report.entries} entries, every balance matches the journal`
+          : 'ledger has differences',
+      )
+      if (!report.ok) process.exitCode = 1
     }),
   )
 

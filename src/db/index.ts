@@ -8,6 +8,7 @@ import pg from 'pg'
 import lockfile from 'proper-lockfile'
 import * as foundation from './migrations/0001_foundation.ts'
 import * as lifecycle from './migrations/0002_lifecycle.ts'
+import * as ledger from './migrations/0003_ledger.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -110,7 +111,13 @@ export function connect(options: { databaseUrl: string | null; dataDir: string |
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => ({ '0001_foundation': foundation, '0002_lifecycle': lifecycle }) },
+    provider: {
+      getMigrations: async () => ({
+        '0001_foundation': foundation,
+        '0002_lifecycle': lifecycle,
+        '0003_ledger': ledger,
+      }),
+    },
   })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error

@@ -88,6 +88,8 @@ export interface TransactionsTable {
   expires_at: Timestamp
   paid_at: Timestamp | null
   settle_available_at: Timestamp | null
+  /** When the settlement moved from pending to available (null until then). */
+  settled_at?: Timestamp | null
   aggregate_version: number
   created_at: Timestamp
   updated_at: Timestamp
@@ -122,6 +124,9 @@ export interface Database {
   webhook_configs: WebhookConfigsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_attempts: WebhookAttemptsTable
+  ledger_accounts: LedgerAccountsTable
+  journal_entries: JournalEntriesTable
+  journal_lines: JournalLinesTable
 }
 
 export type Merchant = Selectable<MerchantsTable>
@@ -206,3 +211,39 @@ export interface WebhookAttemptsTable {
 
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>
 export type WebhookConfig = Selectable<WebhookConfigsTable>
+
+/** pending, available, reserved: the merchant's money; clearing and payouts_out: where it comes from and goes. */
+export type AccountKind =
+  | 'pending'
+  | 'available'
+  | 'reserved'
+  | 'provider_clearing'
+  | 'payouts_out'
+  | 'refunds_out'
+
+export interface LedgerAccountsTable {
+  uuid: string
+  merchant_uuid: string
+  mode: Mode
+  currency: string
+  kind: AccountKind
+  balance: number
+  updated_at: Timestamp
+}
+
+export interface JournalEntriesTable {
+  uuid: string
+  merchant_uuid: string
+  mode: Mode
+  kind: string
+  reference_type: string
+  reference_uuid: string
+  created_at: Timestamp
+}
+
+export interface JournalLinesTable {
+  uuid: string
+  entry_uuid: string
+  account_uuid: string
+  amount: number
+}

@@ -45,11 +45,14 @@ export interface Decimal {
   scale: number
 }
 
+/** What an operator may enter as a rate: up to 12 digits either side of the point. */
 export const DECIMAL_PATTERN = '^(0|[1-9][0-9]{0,11})(\\.[0-9]{1,12})?$'
 const decimalRegex = new RegExp(DECIMAL_PATTERN)
+/** Rates the service derives (markups, cross rates) may carry more digits; they stay exact. */
+const derivedDecimalRegex = /^(0|[1-9][0-9]*)(\.[0-9]+)?$/
 
 export function parseDecimal(text: string): Decimal {
-  if (!decimalRegex.test(text)) throw new Error(`not a decimal: ${text}`)
+  if (!derivedDecimalRegex.test(text)) throw new Error(`not a decimal: ${text}`)
   const [whole = '0', fraction = ''] = text.split('.')
   return { units: BigInt(whole + fraction), scale: fraction.length }
 }

@@ -2,16 +2,20 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Services } from '../app.ts'
 import type { DbHandle } from '../db/index.ts'
 import { WAKE_CHANNEL } from '../modules/webhooks/service.ts'
+import { startBatchJob } from './batch-job.ts'
 import { type DispatcherOptions, startDispatcher } from './dispatcher.ts'
-import { startExpiry } from './expiry.ts'
 import { startMaintenance } from './maintenance.ts'
 
 export interface WorkerOptions {
   dispatcher?: Partial<DispatcherOptions>
-  expiryIntervalMs?: number
+  /** How often the expiry and settlement jobs look for work. */
+  jobIntervalMs?: number
 }
 
-/** Everything a `--role worker` process runs: the outbox dispatcher, the expiry job and housekeeping. */
+/**
+ * Everything a `--role worker` process runs: the outbox dispatcher, the expiry and settlement jobs, and
+ * housekeeping.
+ */
 export function startWorkers(
   handle: DbHandle,
   services: Services,
@@ -25,17 +29,27 @@ export function startWorkers(
     listen: (onNotify) => handle.listen(WAKE_CHANNEL, onNotify),
     options: { leaseMs: services.webhooks.leaseMs, ...options.dispatcher },
   })
-  const expiry = startExpiry({
-    transactions: services.transactions,
-    log,
-    intervalMs: options.expiryIntervalMs,
-  })
+  const { transactions } = services
+  const jobs = [
+    startBatchJob({
+      name: 'expiry',
+      step: (n) => transactions.expireOverdue(n),
+      log,
+      intervalMs: options.jobIntervalMs,
+    }),
+    startBatchJob({
+      name: 'settlement',
+      step: (n) => transactions.settleDue(n),
+      log,
+      intervalMs: options.jobIntervalMs,
+    }),
+  ]
   const maintenance = startMaintenance(handle.db, log)
   return {
     dispatcher,
     async stop() {
       maintenance.stop()
-      await Promise.all([expiry.stop(), dispatcher.stop()])
+      await Promise.all([...jobs.map((job) => job.stop()), dispatcher.stop()])
     },
   }
 }

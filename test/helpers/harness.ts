@@ -3,7 +3,13 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import pino from 'pino'
-import { buildApp, createServices, REDACTED_PATHS, type ServiceOptions, type Services } from '../../src/app.ts'
+import {
+  buildApp,
+  createServices,
+  REDACTED_PATHS,
+  type ServiceOptions,
+  type Services,
+} from '../../src/app.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
 import {
   connectPglite,
@@ -302,7 +308,10 @@ export interface Received {
  * (status, optional headers, or `'hang'` to never answer).
  */
 export async function startReceiver(
-  respond: (req: Received, index: number) => { status: number; headers?: Record<string, string>; body?: string } | 'hang' = () => ({ status: 200 }),
+  respond: (
+    req: Received,
+    index: number,
+  ) => { status: number; headers?: Record<string, string>; body?: string } | 'hang' = () => ({ status: 200 }),
 ) {
   const { createServer } = await import('node:http')
   const received: Received[] = []

@@ -280,21 +280,7 @@ describe('parseDecimal / formatDecimal', () => {
   })
 
   it('refuses anything but a plain non-negative decimal', () => {
-    for (const text of [
-      '',
-      '01',
-      '1.',
-      '.5',
-      '-1',
-      '+1',
-      '1e5',
-      ' 1',
-      '1 ',
-      '1,5',
-      'NaN',
-      '1.0000000000001',
-      '1000000000000',
-    ]) {
+    for (const text of ['', '01', '1.', '.5', '-1', '+1', '1e5', ' 1', '1 ', '1,5', 'NaN']) {
       assert.throws(() => parseDecimal(text), /not a decimal/, JSON.stringify(text))
     }
   })
@@ -306,6 +292,10 @@ describe('parseDecimal / formatDecimal', () => {
     assert.equal(isPositiveDecimal('0.000'), false)
     assert.equal(isPositiveDecimal('-1'), false)
     assert.equal(isPositiveDecimal('abc'), false)
+    // Operator input is bounded to 12 digits either side; derived rates may carry more (parseDecimal takes them).
+    assert.equal(isPositiveDecimal('1.0000000000001'), false)
+    assert.equal(isPositiveDecimal('1000000000000'), false)
+    assert.deepEqual(parseDecimal('1.0000000000001'), { units: 10000000000001n, scale: 13 })
   })
 
   it('formats the shortest plain string', () => {
@@ -343,5 +333,15 @@ describe('formatMinor', () => {
   it('keeps the sign of negative amounts', () => {
     assert.equal(formatMinor(-150, 'USD'), '-1.50 USD')
     assert.equal(formatMinor(-1, 'USDT'), '-0.000001 USDT')
+  })
+})
+
+describe('derived rates carry more digits than operator input', () => {
+  it('a markup on a 12-decimal cross rate stays exact and converts', () => {
+    const cross = divideRates('92.15', '0.92')
+    const marked = applyMarkupUp(cross, 100)
+    assert.equal(marked, '101.16467391304361')
+    // floor(1500.00 RUB / 101.16467391304361 RUB per EUR) in cents = 1482
+    assert.equal(convertFloor(150000, 'RUB', marked, 'EUR'), 1482)
   })
 })

@@ -73,6 +73,7 @@ describe('isPublicAddress', () => {
       '::ffff:192.168.1.1',
       '::ffff:169.254.169.254',
     ],
+    'IPv4-compatible IPv6 (::/96, deprecated)': ['::7f00:1', '::a00:1', '::808:808'],
     'IPv6 ranges that embed IPv4 (NAT64, 6to4, Teredo)': [
       '64:ff9b::7f00:1',
       '64:ff9b:1::1',

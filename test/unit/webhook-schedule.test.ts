@@ -2,18 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { STANDARD_RETRY_SCHEDULE } from '../../src/config.ts'
 import { nextAttemptDelayMs } from '../../src/modules/webhooks/delivery.ts'
-
-/** mulberry32: a small seeded generator, so a failing draw can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { seededRandom } from '../helpers/random.ts'
 
 const schedule = STANDARD_RETRY_SCHEDULE
 const noRandom = () => {
@@ -53,7 +42,7 @@ describe('nextAttemptDelayMs: the retry schedule', () => {
   })
 
   it('jitter stays within ±20 % and spreads over the whole band (seeded)', () => {
-    const random = seeded(20261122)
+    const random = seededRandom(20261122)
     schedule.forEach((seconds, i) => {
       const attempt = i + 1
       const base = seconds * 1000

@@ -86,6 +86,22 @@ export function createRateService(deps: { db: Db; config: Config; now?: () => Da
       }
     },
 
+    /** Every currency with a usable rate against `settlement`, the merchant's markup applied; stale ones left out. */
+    async merchantRates(settlement: string, markupBps: number): Promise<MerchantRate[]> {
+      const currencies = [
+        ...new Set([...(await repo.listMarketRates(db)).map((r) => r.currency), QUOTE_CURRENCY]),
+      ]
+      const out: MerchantRate[] = []
+      for (const currency of currencies.filter((c) => c !== settlement).sort()) {
+        try {
+          out.push(await this.merchantRate(currency, settlement, markupBps))
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error
+        }
+      }
+      return out
+    },
+
     /** Operator: set the market rate of a currency, as units per 1 USDT. */
     async setMarketRate(currency: string, rate: string) {
       if (!isKnownCurrency(currency) || currency === QUOTE_CURRENCY)

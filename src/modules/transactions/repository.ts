@@ -113,3 +113,17 @@ export const listProviderCallbacks = (db: Executor, transactionUuid: string) =>
     .where('transaction_uuid', '=', transactionUuid)
     .orderBy('received_at')
     .execute()
+
+/** Paid transactions whose hold has ended and whose money is still pending, locked (others skipped). */
+export const lockSettlementDue = (db: Executor, now: Date, limit: number) =>
+  db
+    .selectFrom('transactions')
+    .selectAll()
+    .where('paid_at', 'is not', null)
+    .where('settled_at', 'is', null)
+    .where('settle_available_at', '<=', now)
+    .orderBy('settle_available_at')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute()

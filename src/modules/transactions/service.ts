@@ -6,6 +6,7 @@ import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
 import { isUuid, newId, newPaymentToken } from '../../lib/ids.ts'
 import { computeFees, convertFloor, formatMinor } from '../../lib/money.ts'
+import type { LedgerService } from '../ledger/service.ts'
 import type { AuthContext, MerchantService } from '../merchants/service.ts'
 import type { RateService } from '../rates/service.ts'
 import { isH2hMethod, type RequisiteService } from '../requisites/service.ts'
@@ -51,9 +52,10 @@ export function createTransactionService(deps: {
   rates: RateService
   requisites: RequisiteService
   webhooks: WebhookService
+  ledger: LedgerService
   connectors: Record<string, PaymentConnector>
 }) {
-  const { db, config, merchants, rates, requisites, webhooks, connectors } = deps
+  const { db, config, merchants, rates, requisites, webhooks, ledger, connectors } = deps
   const scopeOf = (auth: AuthContext): repo.Scope => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
 
   function toView(row: TransactionRow): TransactionView {
@@ -101,6 +103,37 @@ export function createTransactionService(deps: {
     return row
   }
 
+  const money = (row: TransactionRow) => ({
+    merchantUuid: row.merchant_uuid,
+    mode: row.mode,
+    reference: { type: 'transaction' as const, uuid: row.uuid },
+    currency: row.settlement_currency,
+  })
+
+  /** A paid transaction credits the merchant's pending balance by its settlement amount. */
+  const postReceived = (trx: Executor, row: TransactionRow, at: Date) =>
+    ledger.post(trx, {
+      ...money(row),
+      kind: 'payment_received',
+      lines: [
+        { account: 'provider_clearing', amount: -row.settlement_amount },
+        { account: 'pending', amount: row.settlement_amount },
+      ],
+      at,
+    })
+
+  /** At settle_available_at the amount moves from pending to available. */
+  const postSettled = (trx: Executor, row: TransactionRow, at: Date) =>
+    ledger.post(trx, {
+      ...money(row),
+      kind: 'payment_settled',
+      lines: [
+        { account: 'pending', amount: -row.settlement_amount },
+        { account: 'available', amount: row.settlement_amount },
+      ],
+      at,
+    })
+
   /**
    * The one place a transaction's status changes (contract §6.1): under the row lock the caller holds, the
    * outcome is recorded, and when the state machine applies it the row moves on, its aggregate_version grows
@@ -127,11 +160,17 @@ export function createTransactionService(deps: {
     })
     if (result.kind !== 'applied') return { row, applied: false }
     let paidFields = {}
+    let settleNow = false
     if (result.to === 'paid') {
       const merchant = await merchants.getMerchant(row.merchant_uuid, trx)
       // Test mode has no hold, so that payouts can be tried at once.
       const holdSeconds = row.mode === 'test' ? 0 : (merchant?.settlement_hold_seconds ?? 86400)
-      paidFields = { paid_at: now, settle_available_at: new Date(now.getTime() + holdSeconds * 1000) }
+      settleNow = holdSeconds === 0
+      paidFields = {
+        paid_at: now,
+        settle_available_at: new Date(now.getTime() + holdSeconds * 1000),
+        ...(settleNow && { settled_at: now }),
+      }
     }
     const updated = await repo.updateTransaction(trx, row.uuid, {
       status: result.to,
@@ -139,6 +178,11 @@ export function createTransactionService(deps: {
       aggregate_version: row.aggregate_version + 1,
       updated_at: now,
     })
+    if (result.to === 'paid') {
+      // The money arrived: it is the merchant's, pending until the hold ends (at once without a hold).
+      await postReceived(trx, updated, now)
+      if (settleNow) await postSettled(trx, updated, now)
+    }
     await webhooks.recordEvent(trx, {
       merchantUuid: updated.merchant_uuid,
       mode: updated.mode,
@@ -190,6 +234,20 @@ export function createTransactionService(deps: {
         for (const row of overdue)
           await applyOutcome(trx, row, 'expired', { connector: 'expiry', reference: null })
         return overdue.length
+      })
+    },
+
+    /** Moves paid money whose hold has ended from pending to available; safe with several workers. */
+    async settleDue(limit = 100, now = new Date()): Promise<number> {
+      return db.transaction().execute(async (trx) => {
+        const due = await repo.lockSettlementDue(trx, now, limit)
+        // Merchant by merchant, in one order, so two workers settling at once lock accounts in the same order.
+        due.sort((a, b) => `${a.merchant_uuid}${a.mode}`.localeCompare(`${b.merchant_uuid}${b.mode}`))
+        for (const row of due) {
+          await postSettled(trx, row, now)
+          await repo.updateTransaction(trx, row.uuid, { settled_at: now })
+        }
+        return due.length
       })
     },
 

@@ -36,8 +36,13 @@ function parseRetryAfter(value: string | string[] | undefined, now: number): num
 
 /** Cuts a UTF-8 text to at most `bytes` bytes without splitting a character. */
 function truncateUtf8(buffer: Buffer, bytes: number): string {
-  return new TextDecoder('utf-8', { fatal: false }).decode(buffer.subarray(0, bytes)).replace(/\uFFFD$/, '')
+  return withoutNul(
+    new TextDecoder('utf-8', { fatal: false }).decode(buffer.subarray(0, bytes)).replace(/\uFFFD$/, ''),
+  )
 }
+
+/** PostgreSQL text cannot hold U+0000: a reply or error that has one is kept without it. */
+const withoutNul = (text: string): string => text.replaceAll('\u0000', '')
 
 export interface Sender {
   send(input: { url: string; eventId: string; body: string; secrets: string[] }): Promise<AttemptResult>
@@ -55,7 +60,8 @@ export function createSender(options: {
 }): Sender {
   const timeoutMs = options.timeoutMs ?? DELIVERY_LIMITS.timeoutMs
   const dispatcher: Dispatcher = new Agent({
-    connections: 16,
+    // More connections per origin than the dispatcher's per-target cap, so no attempt queues in the client.
+    connections: 64,
     keepAliveTimeout: 10_000,
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
@@ -124,7 +130,7 @@ export function createSender(options: {
           ok: false,
           status: null,
           body: null,
-          error: reason,
+          error: withoutNul(reason),
           durationMs: elapsed(),
           retryAfterSeconds: null,
           startedAt,

@@ -288,16 +288,23 @@ export function createWebhookService(deps: {
 
     async rotateSecret(auth: AuthContext, overlapSeconds = 86400) {
       const scope = scopeOf(auth)
-      const current = await ensure(db, scope)
+      await ensure(db, scope)
       const now = new Date()
-      const updated = await repo.updateConfig(db, scope, {
-        secret_sealed: encryptSecret(config.masterKey, newWebhookSecret()),
-        // The current secret becomes the previous one; whatever was previous before is dropped: at most two are valid.
-        previous_secret_sealed: overlapSeconds > 0 ? current.secret_sealed : null,
-        previous_secret_expires_at:
-          overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null,
-        updated_at: now,
-      })
+      // One statement: the current secret becomes the previous one (whatever was previous is dropped, so at
+      // most two are valid), and concurrent rotations cannot hand out a secret that never signs.
+      const updated = await db
+        .updateTable('webhook_configs')
+        .set((eb) => ({
+          secret_sealed: encryptSecret(config.masterKey, newWebhookSecret()),
+          previous_secret_sealed: overlapSeconds > 0 ? eb.ref('secret_sealed') : null,
+          previous_secret_expires_at:
+            overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null,
+          updated_at: now,
+        }))
+        .where('merchant_uuid', '=', scope.merchantUuid)
+        .where('mode', '=', scope.mode)
+        .returningAll()
+        .executeTakeFirstOrThrow()
       return configView(updated)
     },
 

@@ -18,6 +18,9 @@ export function isPublicAddress(ip: string): boolean {
   if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) {
     address = (address as ipaddr.IPv6).toIPv4Address()
   }
+  // IPv4-compatible IPv6 (::a.b.c.d, deprecated) is not routable as such; refuse the whole ::/96.
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0))
+    return false
   return address.range() === 'unicast'
 }
 

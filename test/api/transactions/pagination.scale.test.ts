@@ -2,18 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { NewTransaction } from '../../../src/db/types.ts'
 import { backends, call, createTestContext, type TestContext, transactionRow } from '../../helpers/harness.ts'
-
-/** mulberry32: a small fixed-seed PRNG, so every run builds the same data set. */
-function prng(seed: number) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { seededRandom } from '../../helpers/random.ts'
 
 const TOTAL = 10_000
 const PER_PAGE = 100
@@ -40,7 +29,7 @@ for (const backend of backends()) {
     let rows: NewTransaction[]
     before(async () => {
       ctx = await createTestContext(backend)
-      const random = prng(20260201)
+      const random = seededRandom(20260201)
       const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]
       const seenUuids = new Set<string>()
       const uuid = () => {

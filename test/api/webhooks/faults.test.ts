@@ -16,21 +16,10 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { seededRandom } from '../../helpers/random.ts'
 
 type Receiver = Awaited<ReturnType<typeof startReceiver>>
 type Attempt = Selectable<WebhookAttemptsTable>
-
-/** mulberry32: seeded jitter, so a failing run can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** What every fault suite needs: deliveries and attempts read straight from the tables. */
 function tools(get: () => TestContext) {
@@ -144,7 +133,7 @@ for (const backend of backends()) {
         {},
         {
           sender: createSender({ allowPrivateNetworks: true, timeoutMs: 300 }),
-          dispatch: { schedule, random: seeded(7) },
+          dispatch: { schedule, random: seededRandom(7) },
         },
       )
       workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
@@ -320,7 +309,7 @@ for (const backend of backends()) {
         {},
         {
           sender: createSender({ allowPrivateNetworks: true, timeoutMs: 10_000 }),
-          dispatch: { schedule, random: seeded(11) },
+          dispatch: { schedule, random: seededRandom(11) },
         },
       )
       workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, {

@@ -107,6 +107,25 @@ for (const backend of backends()) {
       )
     })
 
+    it('a reply with a NUL character is recorded without it (PostgreSQL text cannot hold one)', async () => {
+      const nul = await startReceiver(() => ({ status: 200, body: 'ok\u0000done' }))
+      try {
+        const tx = await create({ callback_url: `${nul.url}/cb` })
+        await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`)
+        const delivery = await eventually(async () => {
+          const row = await ctx.db
+            .selectFrom('webhook_deliveries')
+            .selectAll()
+            .where('url', '=', `${nul.url}/cb`)
+            .executeTakeFirst()
+          return row?.status === 'succeeded' ? row : null
+        })
+        assert.equal(delivery.response_body, 'okdone')
+      } finally {
+        await nul.close()
+      }
+    })
+
     it('expired, then a late paid: money that arrived is never lost', async () => {
       const tx = await create()
       const expired = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/expired`)

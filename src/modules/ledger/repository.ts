@@ -1,0 +1,129 @@
+import { sql } from 'kysely'
+import type { Executor } from '../../db/index.ts'
+import type { AccountKind, Mode } from '../../db/types.ts'
+
+export interface AccountKey {
+  merchantUuid: string
+  mode: Mode
+  currency: string
+  kind: AccountKind
+}
+
+/** Inserts the entry unless one exists for the same cause; returns its uuid, or null when it was posted before. */
+export async function insertEntryOnce(
+  db: Executor,
+  entry: {
+    uuid: string
+    merchantUuid: string
+    mode: Mode
+    kind: string
+    referenceType: string
+    referenceUuid: string
+    at: Date
+  },
+): Promise<string | null> {
+  const row = await db
+    .insertInto('journal_entries')
+    .values({
+      uuid: entry.uuid,
+      merchant_uuid: entry.merchantUuid,
+      mode: entry.mode,
+      kind: entry.kind,
+      reference_type: entry.referenceType,
+      reference_uuid: entry.referenceUuid,
+      created_at: entry.at,
+    })
+    .onConflict((oc) => oc.columns(['reference_type', 'reference_uuid', 'kind']).doNothing())
+    .returning('uuid')
+    .executeTakeFirst()
+  return row?.uuid ?? null
+}
+
+/** Adds `amount` to an account's balance (creating the account first), and returns the account and new balance. */
+export async function addToAccount(db: Executor, key: AccountKey, amount: number, at: Date, newUuid: string) {
+  await db
+    .insertInto('ledger_accounts')
+    .values({
+      uuid: newUuid,
+      merchant_uuid: key.merchantUuid,
+      mode: key.mode,
+      currency: key.currency,
+      kind: key.kind,
+      balance: 0,
+      updated_at: at,
+    })
+    .onConflict((oc) => oc.columns(['merchant_uuid', 'mode', 'currency', 'kind']).doNothing())
+    .execute()
+  return db
+    .updateTable('ledger_accounts')
+    .set((eb) => ({ balance: eb('balance', '+', amount), updated_at: at }))
+    .where('merchant_uuid', '=', key.merchantUuid)
+    .where('mode', '=', key.mode)
+    .where('currency', '=', key.currency)
+    .where('kind', '=', key.kind)
+    .returning(['uuid', 'balance'])
+    .executeTakeFirstOrThrow()
+}
+
+export const insertLines = (
+  db: Executor,
+  lines: { uuid: string; entry_uuid: string; account_uuid: string; amount: number }[],
+) => db.insertInto('journal_lines').values(lines).execute()
+
+export const accountsOf = (db: Executor, merchantUuid: string, mode: Mode) =>
+  db
+    .selectFrom('ledger_accounts')
+    .selectAll()
+    .where('merchant_uuid', '=', merchantUuid)
+    .where('mode', '=', mode)
+    .orderBy('currency')
+    .execute()
+
+/** Accounts whose kept balance differs from the sum of their lines. */
+export async function balanceMismatches(db: Executor) {
+  const result = await sql<{
+    uuid: string
+    merchant_uuid: string
+    mode: string
+    currency: string
+    kind: string
+    balance: string
+    journal: string
+  }>`
+    SELECT a.uuid, a.merchant_uuid, a.mode, a.currency, a.kind, a.balance::text AS balance, COALESCE(SUM(l.amount), 0)::text AS journal
+    FROM ledger_accounts a LEFT JOIN journal_lines l ON l.account_uuid = a.uuid
+    GROUP BY a.uuid
+    HAVING a.balance <> COALESCE(SUM(l.amount), 0)`.execute(db)
+  return result.rows
+}
+
+/** Entries whose lines do not sum to zero, or that mix currencies. */
+export async function unbalancedEntries(db: Executor) {
+  const result = await sql<{ uuid: string; total: string; currencies: number }>`
+    SELECT e.uuid, COALESCE(SUM(l.amount), 0)::text AS total, COUNT(DISTINCT a.currency)::int AS currencies
+    FROM journal_entries e LEFT JOIN journal_lines l ON l.entry_uuid = e.uuid LEFT JOIN ledger_accounts a ON a.uuid = l.account_uuid
+    GROUP BY e.uuid
+    HAVING COALESCE(SUM(l.amount), 0) <> 0 OR COUNT(DISTINCT a.currency) > 1`.execute(db)
+  return result.rows
+}
+
+export const countEntries = async (db: Executor) =>
+  Number(
+    (
+      await db
+        .selectFrom('journal_entries')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  )
+
+export const lockAccounts = (db: Executor, merchantUuid: string, mode: Mode, currency: string) =>
+  db
+    .selectFrom('ledger_accounts')
+    .select('uuid')
+    .where('merchant_uuid', '=', merchantUuid)
+    .where('mode', '=', mode)
+    .where('currency', '=', currency)
+    .orderBy('kind')
+    .forUpdate()
+    .execute()

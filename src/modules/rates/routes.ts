@@ -1,0 +1,59 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { authOf } from '../../http/auth.ts'
+import { errorResponses } from '../../http/errors.ts'
+import { Timestamp } from '../../http/schemas.ts'
+import type { RateService } from './service.ts'
+
+export const RatesResponse = Type.Object(
+  {
+    settlement_currency: Type.String({ examples: ['USDT'] }),
+    data: Type.Array(
+      Type.Object({
+        currency: Type.String({ examples: ['RUB'] }),
+        pay_in_rate: Type.String({
+          description: 'Units of the currency per 1 unit of the settlement currency, markup included.',
+          examples: ['93.53225'],
+        }),
+        payout_rate: Type.String({ examples: ['90.76775'] }),
+        updated_at: Timestamp('When the market rate was set.'),
+      }),
+    ),
+    updated_at: Timestamp('The newest of the rates.'),
+  },
+  { $id: 'RatesResponse' },
+)
+
+export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = async (app, { rates }) => {
+  app.get(
+    '/integration/rates',
+    {
+      config: { auth: 'key' },
+      schema: {
+        operationId: 'listRates',
+        summary: "The merchant's FX rates",
+        description:
+          'Market rates with the merchant markup applied: pay_in_rate = market × (1 + markup), payout_rate = market × (1 − markup). Rates older than FX_MAX_AGE are left out: operations that need them answer 503 fx_rate_unavailable.',
+        tags: ['Rates'],
+        security: [{ ApiKey: [] }, { Signature: [] }],
+        response: {
+          200: { ...Type.Ref('RatesResponse'), description: 'The rates.' },
+          ...errorResponses(401),
+        },
+      },
+    },
+    async (request) => {
+      const { merchant } = authOf(request)
+      const data = await rates.merchantRates(merchant.settlement_currency, merchant.fx_markup_bps)
+      const newest = data.reduce<Date | null>(
+        (max, r) => (max && max > r.updated_at ? max : r.updated_at),
+        null,
+      )
+      return {
+        settlement_currency: merchant.settlement_currency,
+        data: data.map((r) => ({ ...r, updated_at: r.updated_at.toISOString() })),
+        updated_at: (newest ?? new Date()).toISOString(),
+      }
+    },
+  )
+}

@@ -1,0 +1,42 @@
+import type { FastifyBaseLogger } from 'fastify'
+
+/**
+ * Runs `step` every `intervalMs`, again at once while it keeps finding a full batch. Each step claims its rows
+ * with FOR UPDATE SKIP LOCKED, so any number of worker processes may run the same job side by side.
+ */
+export function startBatchJob(deps: {
+  name: string
+  step: (limit: number) => Promise<number>
+  log: FastifyBaseLogger
+  intervalMs?: number
+  batchSize?: number
+}): { stop(): Promise<void> } {
+  const batchSize = deps.batchSize ?? 100
+  let current: Promise<void> = Promise.resolve()
+  let stopped = false
+  const run = async () => {
+    try {
+      let done = 0
+      for (;;) {
+        const n = await deps.step(batchSize)
+        done += n
+        if (n < batchSize || stopped) break
+      }
+      if (done) deps.log.info({ job: deps.name, rows: done }, `${deps.name}: done`)
+    } catch (err) {
+      deps.log.error({ err, job: deps.name }, `${deps.name} failed`)
+    }
+  }
+  const timer = setInterval(() => {
+    current = current.then(run)
+  }, deps.intervalMs ?? 5000)
+  timer.unref()
+  current = run()
+  return {
+    async stop() {
+      stopped = true
+      clearInterval(timer)
+      await current
+    },
+  }
+}

@@ -1,0 +1,163 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+
+for (const backend of backends()) {
+  describe(`ledger, balances and rates (${backend})`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await createTestContext(backend)
+    })
+    after(() => ctx.close())
+
+    const pay = async (
+      mode: 'test' | 'live',
+      overrides = {},
+      simulation = 'paid',
+      merchant = ctx.merchant,
+    ) => {
+      const as = { merchant, mode }
+      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
+      assert.equal(created.statusCode, 201, created.body)
+      const res = await call(
+        ctx,
+        'POST',
+        `/integration/sandbox/transactions/${created.json().uuid}/${simulation}`,
+        undefined,
+        { as },
+      )
+      assert.equal(res.statusCode, 200, res.body)
+      return res.json()
+    }
+    const balances = async (mode: 'test' | 'live', merchant = ctx.merchant) => {
+      const res = await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant, mode } })
+      assert.equal(res.statusCode, 200, res.body)
+      return res.json().data as {
+        currency: string
+        available: number
+        pending: number
+        reserved: number
+        total: number
+      }[]
+    }
+
+    it('a new merchant sees its settlement currency at zero', async () => {
+      const fresh = await ctx.newMerchant('Fresh')
+      const [usdt] = await balances('test', fresh)
+      assert.deepEqual(
+        { ...usdt, updated_at: undefined },
+        { currency: 'USDT', available: 0, pending: 0, reserved: 0, total: 0, updated_at: undefined },
+      )
+    })
+
+    it('test mode: a paid transaction is available at once (no hold), credited exactly once', async () => {
+      const m = await ctx.newMerchant('Test mode')
+      const tx = await pay('test', { amount: 150000 }, 'paid', m)
+      assert.equal(tx.settle_available_at, tx.paid_at)
+      // Replaying the outcome, and an out-of-order pair, credit nothing more.
+      await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+        as: { merchant: m },
+      })
+      const late = await pay('test', { amount: 50000 }, 'failed-then-paid', m)
+      const [usdt] = await balances('test', m)
+      assert.equal(usdt?.available, tx.settlement_amount + late.settlement_amount)
+      assert.equal(usdt?.pending, 0)
+      assert.equal(usdt?.total, usdt?.available)
+    })
+
+    it('live mode: paid money is pending until the hold ends, then the settlement job makes it available', async () => {
+      const m = await ctx.newMerchant('Live mode')
+      const tx = await pay('live', { amount: 92150 }, 'paid', m)
+      assert.equal(Date.parse(tx.settle_available_at) - Date.parse(tx.paid_at), 86400 * 1000)
+      let [usdt] = await balances('live', m)
+      assert.deepEqual([usdt?.pending, usdt?.available], [tx.settlement_amount, 0])
+      // Test-mode balances stay apart from live ones.
+      assert.equal((await balances('test', m))[0]?.total, 0)
+
+      assert.equal(await ctx.services.transactions.settleDue(), 0)
+      await ctx.db
+        .updateTable('transactions')
+        .set({ settle_available_at: new Date(Date.now() - 1000) })
+        .where('uuid', '=', tx.uuid)
+        .execute()
+      const [a, b] = await Promise.all([
+        ctx.services.transactions.settleDue(),
+        ctx.services.transactions.settleDue(),
+      ])
+      assert.equal(a + b, 1)
+      ;[usdt] = await balances('live', m)
+      assert.deepEqual(
+        [usdt?.pending, usdt?.available, usdt?.total],
+        [0, tx.settlement_amount, tx.settlement_amount],
+      )
+    })
+
+    it('failed and expired transactions move no money', async () => {
+      const m = await ctx.newMerchant('No money')
+      await pay('test', {}, 'failed', m)
+      await pay('test', {}, 'expired', m)
+      assert.equal((await balances('test', m))[0]?.total, 0)
+    })
+
+    it('every entry balances and every balance equals its journal (ledger verify)', async () => {
+      const report = await ctx.services.ledger.verify()
+      assert.ok(report.entries > 0, 'entries were posted')
+      assert.deepEqual([report.ok, report.mismatches, report.unbalanced], [true, [], []])
+      // Tampering with a kept balance is caught.
+      const account = await ctx.db
+        .selectFrom('ledger_accounts')
+        .select(['uuid', 'balance'])
+        .where('kind', '=', 'available')
+        .executeTakeFirstOrThrow()
+      await ctx.db
+        .updateTable('ledger_accounts')
+        .set({ balance: account.balance + 1 })
+        .where('uuid', '=', account.uuid)
+        .execute()
+      const broken = await ctx.services.ledger.verify()
+      assert.equal(broken.ok, false)
+      assert.deepEqual(
+        broken.mismatches.map((m) => m.uuid),
+        [account.uuid],
+      )
+      await ctx.db
+        .updateTable('ledger_accounts')
+        .set({ balance: account.balance })
+        .where('uuid', '=', account.uuid)
+        .execute()
+    })
+
+    it('rates: the merchant markup applied both ways, the settlement currency left out', async () => {
+      const m = await ctx.newMerchant('Markup')
+      await ctx.services.merchants.updateMerchant(m.uuid, { fxMarkupBps: 150 })
+      const res = await call(ctx, 'GET', '/integration/rates', undefined, { as: { merchant: m } })
+      assert.equal(res.statusCode, 200, res.body)
+      const body = res.json()
+      assert.equal(body.settlement_currency, 'USDT')
+      const rub = body.data.find((r: { currency: string }) => r.currency === 'RUB')
+      // 92.15 × 1.015 = 93.53225; 92.15 × 0.985 = 90.76775
+      assert.deepEqual([rub.pay_in_rate, rub.payout_rate], ['93.53225', '90.76775'])
+      assert.equal(
+        body.data.some((r: { currency: string }) => r.currency === 'USDT'),
+        false,
+      )
+    })
+
+    it('rates: a stale market rate is left out when FX_MAX_AGE applies', async () => {
+      const stale = await createTestContext(ctx.backend, { fxMaxAgeSeconds: 3600 })
+      try {
+        await stale.db
+          .updateTable('fx_rates')
+          .set({ updated_at: new Date(Date.now() - 7200_000) })
+          .where('currency', '=', 'KWD')
+          .execute()
+        const body = (await call(stale, 'GET', '/integration/rates')).json()
+        const currencies = body.data.map((r: { currency: string }) => r.currency)
+        assert.ok(currencies.includes('RUB'), 'fresh rates are listed')
+        assert.ok(!currencies.includes('KWD'), 'the stale rate is left out')
+      } finally {
+        await stale.close()
+      }
+    })
+  })
+}
