@@ -12,6 +12,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify'
 import sjson from 'secure-json-parse'
+import { Type } from 'typebox'
 import type { Config } from './config.ts'
 import { SimulatorConnector } from './connectors/simulator/index.ts'
 import type { Db } from './db/index.ts'
@@ -233,6 +234,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // 405 for a known path with another method, 404 otherwise.
   const routes: { pattern: RegExp; method: string }[] = []
   app.addHook('onRoute', (route) => {
+    // Operations that take no query parameters refuse unknown ones too, like unknown body fields.
+    if (route.config?.auth && route.method === 'GET' && route.schema && !route.schema.querystring) {
+      route.schema.querystring = Type.Object({}, { additionalProperties: false })
+    }
     const pattern = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}/?$`)
     for (const method of [route.method].flat()) routes.push({ pattern, method })
   })

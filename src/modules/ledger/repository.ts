@@ -127,3 +127,33 @@ export const lockAccounts = (db: Executor, merchantUuid: string, mode: Mode, cur
     .orderBy('kind')
     .forUpdate()
     .execute()
+
+/**
+ * Makes sure the accounts exist, in kind order. Two transactions creating the same account wait on each
+ * other's insert; doing it in one order, before any lock is taken, keeps that wait from closing a cycle.
+ */
+export async function ensureAccounts(
+  db: Executor,
+  merchantUuid: string,
+  mode: Mode,
+  currency: string,
+  kinds: AccountKind[],
+  at: Date,
+  newUuid: () => string,
+) {
+  await db
+    .insertInto('ledger_accounts')
+    .values(
+      [...new Set(kinds)].sort().map((kind) => ({
+        uuid: newUuid(),
+        merchant_uuid: merchantUuid,
+        mode,
+        currency,
+        kind,
+        balance: 0,
+        updated_at: at,
+      })),
+    )
+    .onConflict((oc) => oc.columns(['merchant_uuid', 'mode', 'currency', 'kind']).doNothing())
+    .execute()
+}

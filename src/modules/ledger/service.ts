@@ -16,6 +16,9 @@ export interface Posting {
   at: Date
 }
 
+/** The accounts every merchant has per mode and currency (created together, so they are locked together). */
+const ALL_KINDS: AccountKind[] = ['available', 'pending', 'provider_clearing', 'reserved']
+
 export type LedgerService = ReturnType<typeof createLedgerService>
 
 /**
@@ -43,6 +46,15 @@ export function createLedgerService(deps: { db: Db }) {
       if (!entryUuid) return false
       // Every posting first locks all of the merchant's accounts in this currency, in one order; a database
       // transaction that posts several entries (or settles several merchants, in merchant order) cannot deadlock.
+      await repo.ensureAccounts(
+        trx,
+        posting.merchantUuid,
+        posting.mode,
+        posting.currency,
+        [...ALL_KINDS],
+        posting.at,
+        newId,
+      )
       await repo.lockAccounts(trx, posting.merchantUuid, posting.mode, posting.currency)
       // Accounts are always touched in the same order, so concurrent postings cannot deadlock.
       const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))

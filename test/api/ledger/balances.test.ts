@@ -41,6 +41,18 @@ for (const backend of backends()) {
       }[]
     }
 
+    it('operations without query parameters refuse unknown ones (422), as the list does', async () => {
+      for (const url of [
+        '/integration/balances?foo=1',
+        '/integration/rates?x=',
+        '/integration/webhook?enabled=true',
+      ]) {
+        const res = await call(ctx, 'GET', url)
+        assert.equal(res.statusCode, 422, url)
+        assert.equal(res.json().error.code, 'validation_failed')
+      }
+    })
+
     it('a new merchant sees its settlement currency at zero', async () => {
       const fresh = await ctx.newMerchant('Fresh')
       const [usdt] = await balances('test', fresh)
@@ -158,6 +170,44 @@ for (const backend of backends()) {
       } finally {
         await stale.close()
       }
+    })
+  })
+}
+
+for (const backend of backends()) {
+  describe(`ledger under concurrent payments (${backend})`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await createTestContext(backend)
+    })
+    after(() => ctx.close())
+
+    it('20 paid callbacks at once for a brand-new merchant: all applied, balances equal the sum, ledger verifies', async () => {
+      const m = await ctx.newMerchant('Burst')
+      const created = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          call(ctx, 'POST', '/integration/transactions', newTransaction({ amount: 10000 + i }), {
+            as: { merchant: m },
+          }),
+        ),
+      )
+      const paid = await Promise.all(
+        created.map((res) =>
+          call(ctx, 'POST', `/integration/sandbox/transactions/${res.json().uuid}/paid`, undefined, {
+            as: { merchant: m },
+          }),
+        ),
+      )
+      assert.deepEqual(
+        paid.map((r) => r.statusCode),
+        Array(20).fill(200),
+      )
+      const expected = paid.reduce((sum, r) => sum + r.json().settlement_amount, 0)
+      const [usdt] = (
+        await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant: m } })
+      ).json().data
+      assert.deepEqual([usdt.available, usdt.pending, usdt.total], [expected, 0, expected])
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
   })
 }
