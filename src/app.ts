@@ -26,6 +26,9 @@ import { createLedgerService, type LedgerService } from './modules/ledger/servic
 import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
 import { RatesResponse, rateRoutes } from './modules/rates/routes.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
+import { refundRoutes } from './modules/refunds/routes.ts'
+import { RefundResponse } from './modules/refunds/schemas.ts'
+import { createRefundService, type RefundService } from './modules/refunds/service.ts'
 import { createRequisiteService, type RequisiteService } from './modules/requisites/service.ts'
 import { sandboxRoutes } from './modules/sandbox/routes.ts'
 import { createSandboxService, type SandboxService } from './modules/sandbox/service.ts'
@@ -61,6 +64,7 @@ export interface Services {
   webhooks: WebhookService
   sandbox: SandboxService
   ledger: LedgerService
+  refunds: RefundService
   /** Releases what the services hold open (the webhook HTTP client's connections). */
   close(): Promise<void>
 }
@@ -97,6 +101,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     connectors: { [simulator.name]: simulator },
   })
   const sandbox = createSandboxService({ config, simulator, transactions })
+  const refunds = createRefundService({ db, transactions, ledger, connector: simulator })
   return {
     merchants,
     rates,
@@ -105,6 +110,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     webhooks,
     sandbox,
     ledger,
+    refunds,
     close: () => sender.close(),
   }
 }
@@ -209,6 +215,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     MerchantBalance,
     IntegrationBalancesResponse,
     RatesResponse,
+    RefundResponse,
   ])
     app.addSchema(schema)
 
@@ -278,6 +285,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
         { name: 'Balances', description: 'What the merchant holds, per currency, from the ledger.' },
         { name: 'Rates', description: "FX rates with the merchant's markup." },
+        { name: 'Refunds', description: 'Money back to the customer, from the available balance.' },
         {
           name: 'Sandbox',
           description: 'Simulated provider callbacks, for test keys (or any key outside production).',
@@ -321,6 +329,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(transactionRoutes, { transactions: services.transactions })
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(balanceRoutes, { ledger: services.ledger })
+  await app.register(refundRoutes, { refunds: services.refunds })
   await app.register(rateRoutes, { rates: services.rates })
   await app.register(webhookRoutes, { webhooks: services.webhooks })
 

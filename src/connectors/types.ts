@@ -17,4 +17,17 @@ export interface PaymentConnector {
   readonly name: string
   /** Turns the provider's callback request body into a ProviderCallback; throws on a body it does not know. */
   parseCallback(body: unknown): ProviderCallback
+  /** Asks the provider to return money to the customer. */
+  refund(input: {
+    refundUuid: string
+    transactionUuid: string
+    amountMinor: number
+    currency: string
+  }): Promise<ProviderRefundResult>
+}
+
+export interface ProviderRefundResult {
+  status: 'succeeded' | 'failed' | 'pending'
+  reference: string | null
+  message: string
 }

@@ -127,6 +127,7 @@ export interface Database {
   ledger_accounts: LedgerAccountsTable
   journal_entries: JournalEntriesTable
   journal_lines: JournalLinesTable
+  refunds: RefundsTable
 }
 
 export type Merchant = Selectable<MerchantsTable>
@@ -247,3 +248,23 @@ export interface JournalLinesTable {
   account_uuid: string
   amount: number
 }
+
+export interface RefundsTable {
+  uuid: string
+  merchant_uuid: string
+  mode: Mode
+  transaction_uuid: string
+  amount_minor: number
+  currency: string
+  settlement_debit: number
+  status: 'pending' | 'succeeded' | 'failed'
+  reason: string | null
+  message: string
+  action_request_id: string
+  succeeded_at: Timestamp | null
+  failed_at: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export type RefundRow = Selectable<RefundsTable>

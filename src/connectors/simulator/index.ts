@@ -1,6 +1,6 @@
 import { newId } from '../../lib/ids.ts'
 import type { ProviderOutcome } from '../../modules/transactions/state-machine.ts'
-import type { PaymentConnector, ProviderCallback } from '../types.ts'
+import type { PaymentConnector, ProviderCallback, ProviderRefundResult } from '../types.ts'
 
 /** The body the simulated provider posts back, shaped like a provider's own callback. */
 export interface SimulatorCallbackBody {
@@ -50,6 +50,19 @@ export class SimulatorConnector implements PaymentConnector {
       transactionUuid: b.payment_id,
       outcome: OUTCOME_OF[b.status],
       reference: b.event_id ?? null,
+    }
+  }
+
+  /** The sandbox provider refunds at once. */
+  async refund(input: {
+    refundUuid: string
+    amountMinor: number
+    currency: string
+  }): Promise<ProviderRefundResult> {
+    return {
+      status: 'succeeded',
+      reference: `sim_rf_${input.refundUuid}`,
+      message: 'Refund accepted by the sandbox provider.',
     }
   }
 }

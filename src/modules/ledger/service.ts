@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../../db/index.ts'
 import type { AccountKind, Mode } from '../../db/types.ts'
+import { AppError } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
 import * as repo from './repository.ts'
 
@@ -14,6 +15,8 @@ export interface Posting {
   /** Signed amounts per account; they must sum to zero. */
   lines: { account: AccountKind; amount: number }[]
   at: Date
+  /** Accounts this posting must not take below zero (else 422 insufficient_balance, and nothing is written). */
+  mustStayNonNegative?: AccountKind[]
 }
 
 /** The accounts every merchant has per mode and currency (created together, so they are locked together). */
@@ -72,6 +75,13 @@ export function createLedgerService(deps: { db: Db }) {
           posting.at,
           newId(),
         )
+        if (account.balance < 0 && posting.mustStayNonNegative?.includes(line.account)) {
+          throw new AppError('insufficient_balance', `The ${line.account} balance does not cover this.`, {
+            [`${line.account}_minor`]: account.balance - line.amount,
+            required_minor: -line.amount,
+            currency: posting.currency,
+          })
+        }
         lines.push({ uuid: newId(), entry_uuid: entryUuid, account_uuid: account.uuid, amount: line.amount })
       }
       await repo.insertLines(trx, lines)

@@ -237,6 +237,45 @@ export function createTransactionService(deps: {
       })
     },
 
+    /** The caller's transaction, locked for the rest of `trx` (refunds check and spend its remainder). */
+    async lockOwned(trx: Executor, auth: AuthContext, uuid: string): Promise<TransactionRow> {
+      const row = isUuid(uuid) ? await repo.lockByUuid(trx, uuid) : undefined
+      if (!row || row.merchant_uuid !== auth.merchant.uuid || row.mode !== auth.mode)
+        throw notFound('transaction')
+      return row
+    },
+
+    /**
+     * After a refund succeeded: partially_refunded, or refunded once `refundedTotal` reaches the amount, with
+     * its event, in the caller's transaction (which holds the row lock).
+     */
+    async markRefunded(
+      trx: Executor,
+      row: TransactionRow,
+      refundedTotal: number,
+      at: Date,
+    ): Promise<TransactionRow> {
+      const to = refundedTotal >= row.amount ? 'refunded' : 'partially_refunded'
+      if (row.status === to && to === 'refunded') return row
+      const updated = await repo.updateTransaction(trx, row.uuid, {
+        status: to,
+        aggregate_version: row.aggregate_version + 1,
+        updated_at: at,
+      })
+      await webhooks.recordEvent(trx, {
+        merchantUuid: updated.merchant_uuid,
+        mode: updated.mode,
+        event: `transaction.${to}`,
+        aggregateType: 'transaction',
+        aggregateUuid: updated.uuid,
+        aggregateVersion: updated.aggregate_version,
+        resource: toView(updated),
+        callbackUrl: updated.callback_url,
+        occurredAt: at,
+      })
+      return updated
+    },
+
     /** Moves paid money whose hold has ended from pending to available; safe with several workers. */
     async settleDue(limit = 100, now = new Date()): Promise<number> {
       return db.transaction().execute(async (trx) => {

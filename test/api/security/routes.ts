@@ -65,6 +65,28 @@ export async function createTransaction(
   return res.json()
 }
 
+/**
+ * A paid transaction of `merchant` in `mode` whose money is available at once (hold 0), plus a larger one
+ * before it so a full refund's ceiled debit is always covered.
+ */
+async function paidTransaction(
+  ctx: TestContext,
+  merchant: TestMerchant,
+  mode: Mode,
+): Promise<CreatedTransaction> {
+  await ctx.services.merchants.updateMerchant(merchant.uuid, { settlementHoldSeconds: 0 })
+  const pay = async (amount: number) => {
+    const tx = await createTransaction(ctx, merchant, mode, { payment_method: 'card', amount })
+    const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+      as: { merchant, mode },
+    })
+    assert.equal(paid.statusCode, 200, paid.body)
+    return tx
+  }
+  await pay(1_000_000)
+  return pay(10_000)
+}
+
 const listIncludes = (json: unknown, uuid: string): boolean =>
   ((json as { data?: { uuid: string }[] }).data ?? []).some((item) => item.uuid === uuid)
 
@@ -162,6 +184,41 @@ export const SECURITY_ROUTES: SecurityRoute[] = [
     auth: 'key',
     setup: createTransaction,
     url: (tx) => `/integration/transactions/by-external-id/${encodeURIComponent(tx.external_id)}`,
+    status: 200,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<CreatedTransaction>({
+    name: 'POST /integration/refunds',
+    method: 'POST',
+    auth: 'signature',
+    idempotency: 'required',
+    setup: paidTransaction,
+    url: () => '/integration/refunds',
+    body: (tx) => ({ transaction_uuid: tx.uuid, amount_minor: 100 }),
+    status: 201,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<{ uuid: string }>({
+    name: 'GET /integration/refunds/{uuid}',
+    method: 'GET',
+    auth: 'key',
+    setup: async (ctx, merchant, mode) => {
+      const tx = await paidTransaction(ctx, merchant, mode)
+      const res = await call(
+        ctx,
+        'POST',
+        '/integration/refunds',
+        { transaction_uuid: tx.uuid, amount_minor: 100 },
+        {
+          as: { merchant, mode },
+          auth: 'signature',
+          idempotencyKey: `setup-${tx.uuid}`,
+        },
+      )
+      assert.equal(res.statusCode, 201, res.body)
+      return res.json()
+    },
+    url: (refund) => `/integration/refunds/${refund.uuid}`,
     status: 200,
     isolation: { kind: 'resource' },
   }),

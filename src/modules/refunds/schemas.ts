@@ -1,0 +1,47 @@
+import { type Static, Type } from 'typebox'
+import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
+import { MAX_AMOUNT } from '../transactions/schemas.ts'
+
+export const CreateRefundRequest = Type.Object(
+  {
+    transaction_uuid: Uuid('The paid transaction to refund.'),
+    amount_minor: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_AMOUNT,
+        description: 'Minor units of the transaction currency; default: all that remains.',
+        examples: [50000],
+      }),
+    ),
+    reason: Type.Optional(
+      Nullable(
+        Type.String({ maxLength: 500, pattern: '^[^\\u0000]*$', examples: ['Customer returned the goods'] }),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const RefundResponse = Type.Object(
+  {
+    uuid: Uuid(),
+    transaction_uuid: Uuid(),
+    amount_minor: Type.Integer(),
+    currency: Type.String(),
+    status: Type.String({ enum: ['pending', 'succeeded', 'failed'] }),
+    cumulative_refunded_minor: Type.Integer({
+      description: 'Pending and succeeded refunds of the transaction, this one included.',
+    }),
+    transaction_amount_minor: Type.Integer(),
+    reason: Nullable(Type.String()),
+    succeeded_at: Nullable(Timestamp()),
+    failed_at: Nullable(Timestamp()),
+    created_at: Timestamp(),
+    action_request_id: Uuid('The idempotent request that created the refund.'),
+    message: Type.String({ examples: ['Refund accepted by the sandbox provider.'] }),
+  },
+  { $id: 'RefundResponse' },
+)
+
+export type CreateRefundInput = Static<typeof CreateRefundRequest>
+export type RefundView = Static<typeof RefundResponse>
