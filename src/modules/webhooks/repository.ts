@@ -1,6 +1,12 @@
 import { type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import type { Mode, WebhookConfigsTable, WebhookDeliveriesTable, WebhookDelivery } from '../../db/types.ts'
+import type {
+  EventsTable,
+  Mode,
+  WebhookConfigsTable,
+  WebhookDeliveriesTable,
+  WebhookDelivery,
+} from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
 export interface Scope {
@@ -53,20 +59,8 @@ export const updateConfig = (
     .returningAll()
     .executeTakeFirstOrThrow()
 
-export const insertEvent = (
-  db: Executor,
-  row: {
-    uuid: string
-    merchant_uuid: string
-    mode: Mode
-    event: string
-    aggregate_type: 'transaction' | 'payout'
-    aggregate_uuid: string
-    aggregate_version: number
-    body: string
-    occurred_at: Date
-  },
-) => db.insertInto('events').values(row).execute()
+export const insertEvent = (db: Executor, row: Insertable<EventsTable>) =>
+  db.insertInto('events').values(row).execute()
 
 export const insertDelivery = (db: Executor, row: Insertable<WebhookDeliveriesTable>) =>
   db.insertInto('webhook_deliveries').values(row).returningAll().executeTakeFirstOrThrow()
