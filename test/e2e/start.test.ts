@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { eventually } from '../helpers/harness.ts'
+import { type Program, ROOT, spawnProgram } from '../helpers/program.ts'
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** Starting the real program compiles it with tsx and opens PGlite: generous, as CI machines can be busy. */
 const START_DEADLINE_MS = 120_000
 const run = promisify(execFile)
@@ -24,12 +23,6 @@ async function freePort(): Promise<number> {
   return address.port
 }
 
-interface Program {
-  child: ChildProcess
-  output(): string
-  exited: Promise<number | null>
-}
-
 /** The program as a user runs it, on the embedded default in `dataDir`; never a PostgreSQL of the caller's. */
 function environment(dataDir: string, port: number): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }
@@ -40,20 +33,7 @@ function environment(dataDir: string, port: number): NodeJS.ProcessEnv {
 }
 
 function start(dataDir: string, port: number): Program {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    cwd: ROOT,
-    env: environment(dataDir, port),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let text = ''
-  child.stdout?.on('data', (chunk: Buffer) => {
-    text += chunk.toString()
-  })
-  child.stderr?.on('data', (chunk: Buffer) => {
-    text += chunk.toString()
-  })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  return { child, output: () => text, exited }
+  return spawnProgram(['serve'], environment(dataDir, port))
 }
 
 interface Banner {

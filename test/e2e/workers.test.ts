@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import {
   backends,
@@ -14,16 +12,12 @@ import {
   type TestContext,
   transactionRow,
 } from '../helpers/harness.ts'
+import { type Program, spawnProgram } from '../helpers/program.ts'
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 /** A worker compiles the program with tsx before it claims anything: generous, as CI machines can be busy. */
 const START_DEADLINE_MS = 60_000
 
-interface Worker {
-  child: ChildProcess
-  output(): string
-  exited: Promise<number | null>
-}
+type Worker = Program
 
 /**
  * `merchant-gateway serve --role worker` as an operator runs it, on the test's own PostgreSQL database.
@@ -34,27 +28,14 @@ function startWorker(databaseUrl: string, env: Record<string, string> = {}): Wor
   for (const name of Object.keys(base))
     if (/^(WEBHOOK_|NODE_TEST|DATA_DIR|REDIS_URL|PORT$|HOST$|APP_ENV$|FX_MAX_AGE$)/.test(name))
       delete base[name]
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', 'worker'], {
-    cwd: ROOT,
-    env: {
-      ...base,
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrl,
-      MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return spawnProgram(['serve', '--role', 'worker'], {
+    ...base,
+    APP_ENV: 'development',
+    DATABASE_URL: databaseUrl,
+    MASTER_KEY: TEST_MASTER_KEY,
+    LOG_LEVEL: 'warn',
+    ...env,
   })
-  let text = ''
-  child.stdout?.on('data', (chunk: Buffer) => {
-    text += chunk.toString()
-  })
-  child.stderr?.on('data', (chunk: Buffer) => {
-    text += chunk.toString()
-  })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  return { child, output: () => text, exited }
 }
 
 /** Ends a worker if it still runs: SIGTERM (it gives back its claims), SIGKILL if it does not stop. */

@@ -141,13 +141,9 @@ export function createWebhookService(deps: {
   }
 
   /** What the dispatcher does with the outcome of one attempt: the next state of the delivery. */
-  function afterAttempt(delivery: WebhookDelivery, attempt: number, result: AttemptResult) {
+  function afterAttempt(delivery: WebhookDelivery, attempt: number, result: AttemptResult, final: boolean) {
     if (result.ok) return { status: 'succeeded' as const, nextAttemptAt: null }
-    if (
-      delivery.is_test ||
-      result.status === 410 ||
-      (result.status === null && result.error?.startsWith('not sent'))
-    )
+    if (final || delivery.is_test || result.status === 410)
       return { status: 'failed' as const, nextAttemptAt: null }
     const delay = nextAttemptDelayMs(attempt, result.retryAfterSeconds, dispatch.schedule, dispatch.random)
     if (delay === null) return { status: 'failed' as const, nextAttemptAt: null }
@@ -212,7 +208,8 @@ export function createWebhookService(deps: {
         status: result.status,
         body: result.body,
         error: result.error,
-        next: afterAttempt(delivery, attempt, result),
+        // A delivery not sent because its configuration is switched off is not retried either.
+        next: afterAttempt(delivery, attempt, result, switchedOff),
       },
       // 410 Gone: the configured endpoint says it is gone for good (a test delivery included); stop sending to it.
       disable: result.status === 410 && configUrl === delivery.url,
