@@ -43,25 +43,9 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
         },
       },
     },
-    async (request) => {
-      const auth = authOf(request)
-      const rows = await ledger.balances(auth.merchant.uuid, auth.mode)
-      if (!rows.some((r) => r.currency === auth.merchant.settlement_currency)) {
-        rows.unshift({
-          currency: auth.merchant.settlement_currency,
-          available: 0,
-          pending: 0,
-          reserved: 0,
-          updated_at: auth.merchant.created_at,
-        })
-      }
-      return {
-        data: rows.map((r) => ({
-          ...r,
-          total: r.available + r.pending + r.reserved,
-          updated_at: r.updated_at.toISOString(),
-        })),
-      }
+    (request) => {
+      const { merchant, mode } = authOf(request)
+      return ledger.balancesView(merchant, mode)
     },
   )
 }

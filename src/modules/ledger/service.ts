@@ -1,5 +1,5 @@
 import type { Db, Executor } from '../../db/index.ts'
-import type { AccountKind, Mode } from '../../db/types.ts'
+import type { AccountKind, Merchant, Mode } from '../../db/types.ts'
 import { AppError } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
 import * as repo from './repository.ts'
@@ -109,6 +109,30 @@ export function createLedgerService(deps: { db: Db }) {
         byCurrency.set(a.currency, row)
       }
       return [...byCurrency.values()]
+    },
+
+    /**
+     * What GET /integration/balances shows: every currency the merchant holds in this mode, with the total,
+     * and its settlement currency always listed (at zero before any payment).
+     */
+    async balancesView(merchant: Merchant, mode: Mode) {
+      const rows = await this.balances(merchant.uuid, mode)
+      if (!rows.some((r) => r.currency === merchant.settlement_currency)) {
+        rows.unshift({
+          currency: merchant.settlement_currency,
+          available: 0,
+          pending: 0,
+          reserved: 0,
+          updated_at: merchant.created_at,
+        })
+      }
+      return {
+        data: rows.map((r) => ({
+          ...r,
+          total: r.available + r.pending + r.reserved,
+          updated_at: r.updated_at.toISOString(),
+        })),
+      }
     },
 
     /** Recomputes every balance from the journal and checks every entry balances. */

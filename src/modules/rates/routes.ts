@@ -42,18 +42,6 @@ export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = asy
         },
       },
     },
-    async (request) => {
-      const { merchant } = authOf(request)
-      const data = await rates.merchantRates(merchant.settlement_currency, merchant.fx_markup_bps)
-      const newest = data.reduce<Date | null>(
-        (max, r) => (max && max > r.updated_at ? max : r.updated_at),
-        null,
-      )
-      return {
-        settlement_currency: merchant.settlement_currency,
-        data: data.map((r) => ({ ...r, updated_at: r.updated_at.toISOString() })),
-        updated_at: (newest ?? new Date()).toISOString(),
-      }
-    },
+    (request) => rates.ratesView(authOf(request).merchant),
   )
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.ts'
 import type { Db } from '../../db/index.ts'
+import type { Merchant } from '../../db/types.ts'
 import { AppError } from '../../http/errors.ts'
 import {
   applyMarkupDown,
@@ -100,6 +101,20 @@ export function createRateService(deps: { db: Db; config: Config; now?: () => Da
         }
       }
       return out
+    },
+
+    /** What GET /integration/rates shows: the merchant's usable rates, and when the newest was set. */
+    async ratesView(merchant: Merchant) {
+      const data = await this.merchantRates(merchant.settlement_currency, merchant.fx_markup_bps)
+      const newest = data.reduce<Date | null>(
+        (max, r) => (max && max > r.updated_at ? max : r.updated_at),
+        null,
+      )
+      return {
+        settlement_currency: merchant.settlement_currency,
+        data: data.map((r) => ({ ...r, updated_at: r.updated_at.toISOString() })),
+        updated_at: (newest ?? now()).toISOString(),
+      }
     },
 
     /** Operator: set the market rate of a currency, as units per 1 USDT. */
