@@ -24,6 +24,9 @@ import { healthRoutes } from './modules/health/routes.ts'
 import { balanceRoutes, IntegrationBalancesResponse, MerchantBalance } from './modules/ledger/routes.ts'
 import { createLedgerService, type LedgerService } from './modules/ledger/service.ts'
 import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
+import { payoutRoutes } from './modules/payouts/routes.ts'
+import { PayoutCursorPage, PayoutQuoteResponse, PayoutResponse } from './modules/payouts/schemas.ts'
+import { createPayoutService, type PayoutService, type PayoutTiming } from './modules/payouts/service.ts'
 import { RatesResponse, rateRoutes } from './modules/rates/routes.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
 import { refundRoutes } from './modules/refunds/routes.ts'
@@ -65,6 +68,7 @@ export interface Services {
   sandbox: SandboxService
   ledger: LedgerService
   refunds: RefundService
+  payouts: PayoutService
   /** Releases what the services hold open (the webhook HTTP client's connections). */
   close(): Promise<void>
 }
@@ -74,6 +78,8 @@ export interface ServiceOptions {
   sender?: Sender
   /** Retry schedule and jitter source for deliveries (tests scale the schedule down and seed the jitter). */
   dispatch?: Partial<DispatchOptions>
+  /** The sandbox provider's payout completion delay, and the payout checks' timing. */
+  payouts?: { completionMs?: number; timing?: Partial<PayoutTiming> }
 }
 
 export function createServices(db: Db, config: Config, options: ServiceOptions = {}): Services {
@@ -84,7 +90,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
       requireHttps: config.appEnv === 'production',
       timeoutMs: config.webhook.timeoutMs,
     })
-  const simulator = new SimulatorConnector()
+  const simulator = new SimulatorConnector({ payoutCompletionMs: options.payouts?.completionMs })
   const merchants = createMerchantService({ db, config })
   const rates = createRateService({ db, config })
   const requisites = createRequisiteService({ db })
@@ -100,8 +106,17 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     ledger,
     connectors: { [simulator.name]: simulator },
   })
-  const sandbox = createSandboxService({ config, simulator, transactions })
   const refunds = createRefundService({ db, transactions, ledger, connector: simulator })
+  const payouts = createPayoutService({
+    db,
+    config,
+    rates,
+    ledger,
+    webhooks,
+    connector: simulator,
+    timing: options.payouts?.timing,
+  })
+  const sandbox = createSandboxService({ config, simulator, transactions, payouts })
   return {
     merchants,
     rates,
@@ -111,6 +126,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     sandbox,
     ledger,
     refunds,
+    payouts,
     close: () => sender.close(),
   }
 }
@@ -216,6 +232,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     IntegrationBalancesResponse,
     RatesResponse,
     RefundResponse,
+    PayoutQuoteResponse,
+    PayoutResponse,
+    PayoutCursorPage,
   ])
     app.addSchema(schema)
 
@@ -287,6 +306,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         { name: 'Rates', description: "FX rates with the merchant's markup." },
         { name: 'Refunds', description: 'Money back to the customer, from the available balance.' },
         {
+          name: 'Payouts',
+          description: 'USDT to a wallet or money to a card, from the available USDT balance.',
+        },
+        {
           name: 'Sandbox',
           description: 'Simulated provider callbacks, for test keys (or any key outside production).',
         },
@@ -330,6 +353,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(balanceRoutes, { ledger: services.ledger })
   await app.register(refundRoutes, { refunds: services.refunds })
+  await app.register(payoutRoutes, { payouts: services.payouts })
   await app.register(rateRoutes, { rates: services.rates })
   await app.register(webhookRoutes, { webhooks: services.webhooks })
 

@@ -146,10 +146,27 @@ merchants
     seconds('--transaction-ttl'),
   )
   .option('--fx-markup-bps <n>', 'FX markup in basis points', integer('--fx-markup-bps', 0, 5000))
+  .option(
+    '--payout-fee-bps <n>',
+    'payout fee in basis points of the USDT amount',
+    integer('--payout-fee-bps', 0, 5000),
+  )
+  .option(
+    '--payout-fixed-fee-micro <n>',
+    'fixed payout fee in USDT micro (1000000 = 1 USDT)',
+    integer('--payout-fixed-fee-micro', 0, 1_000_000_000),
+  )
   .action(
     (
       uuid: string,
-      opts: { name?: string; settlementHold?: number; transactionTtl?: number; fxMarkupBps?: number },
+      opts: {
+        name?: string
+        settlementHold?: number
+        transactionTtl?: number
+        fxMarkupBps?: number
+        payoutFeeBps?: number
+        payoutFixedFeeMicro?: number
+      },
     ) =>
       withDatabase(async (handle, config) => {
         const updated = await createServices(handle.db, config).merchants.updateMerchant(uuid, {
@@ -157,6 +174,8 @@ merchants
           settlementHoldSeconds: opts.settlementHold,
           transactionTtlSeconds: opts.transactionTtl,
           fxMarkupBps: opts.fxMarkupBps,
+          payoutFeeBps: opts.payoutFeeBps,
+          payoutFixedFeeMicro: opts.payoutFixedFeeMicro,
         })
         if (!updated) throw new UserError(`no merchant ${uuid}`)
         out(JSON.stringify(updated))

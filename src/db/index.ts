@@ -10,6 +10,7 @@ import * as foundation from './migrations/0001_foundation.ts'
 import * as lifecycle from './migrations/0002_lifecycle.ts'
 import * as ledger from './migrations/0003_ledger.ts'
 import * as refunds from './migrations/0004_refunds.ts'
+import * as payouts from './migrations/0005_payouts.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -118,6 +119,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0002_lifecycle': lifecycle,
         '0003_ledger': ledger,
         '0004_refunds': refunds,
+        '0005_payouts': payouts,
       }),
     },
   })

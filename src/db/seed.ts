@@ -64,5 +64,10 @@ export async function seedDemo(
   await services.merchants.setFee(merchant.uuid, 'card', 250, 10000)
   await services.merchants.setFee(merchant.uuid, 'p2p_card', 150, 5000)
   await services.merchants.setFee(merchant.uuid, 'bank_transfer', 100, 0)
+  // Payouts: 1 % of the USDT amount plus 1 USDT.
+  await services.merchants.updateMerchant(merchant.uuid, {
+    payoutFeeBps: 100,
+    payoutFixedFeeMicro: 1_000_000,
+  })
   return { merchantUuid: merchant.uuid, keyId: keys.test.key_id, secret: keys.test.secret, created: true }
 }

@@ -12,6 +12,9 @@ export interface MerchantsTable {
   settlement_hold_seconds: number
   transaction_ttl_seconds: number
   fx_markup_bps: number
+  /** Payout fee: round_half_up(amount_usdt_micro × bps / 10000) plus the fixed part, in USDT micro. */
+  payout_fee_bps: Generated<number>
+  payout_fixed_fee_micro: Generated<number>
   created_at: Timestamp
   updated_at: Timestamp
 }
@@ -128,6 +131,9 @@ export interface Database {
   journal_entries: JournalEntriesTable
   journal_lines: JournalLinesTable
   refunds: RefundsTable
+  payout_quotes: PayoutQuotesTable
+  payouts: PayoutsTable
+  payout_callbacks: PayoutCallbacksTable
 }
 
 export type Merchant = Selectable<MerchantsTable>
@@ -220,6 +226,7 @@ export type AccountKind =
   | 'reserved'
   | 'provider_clearing'
   | 'payouts_out'
+  | 'payout_fees'
   | 'refunds_out'
 
 export interface LedgerAccountsTable {
@@ -268,3 +275,68 @@ export interface RefundsTable {
 }
 
 export type RefundRow = Selectable<RefundsTable>
+
+export type PayoutMethod = 'usdt_wallet' | 'card'
+export type PayoutStatus = 'pending' | 'processing' | 'completed' | 'failed'
+
+export interface PayoutQuotesTable {
+  uuid: string
+  merchant_uuid: string
+  mode: Mode
+  amount: number
+  currency: string
+  method: PayoutMethod
+  fx_rate: string
+  amount_usdt_micro: number
+  fee_usdt_micro: number
+  payout_usdt_amount_micro: number
+  expires_at: Timestamp
+  created_at: Timestamp
+}
+
+export interface PayoutsTable {
+  uuid: string
+  merchant_uuid: string
+  mode: Mode
+  external_id: string
+  amount: number
+  currency: string
+  method: PayoutMethod
+  destination: Json<Record<string, string>>
+  card_brand: string | null
+  wallet_uuid: string | null
+  quote_uuid: string | null
+  fx_rate: string
+  fx_rate_updated_at: Timestamp
+  amount_usdt_micro: number
+  fee_usdt_micro: number
+  payout_usdt_amount_micro: number
+  status: PayoutStatus
+  failure_reason: string | null
+  provider_reference: string | null
+  metadata: Json<Record<string, string>> | null
+  callback_url: string | null
+  action_request_id: string
+  aggregate_version: number
+  next_check_at: Timestamp | null
+  submitted_at: Timestamp | null
+  completed_at: Timestamp | null
+  failed_at: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface PayoutCallbacksTable {
+  uuid: string
+  connector: string
+  payout_uuid: string
+  outcome: string
+  provider_reference: string | null
+  result: 'applied' | 'duplicate' | 'stale'
+  from_status: string
+  to_status: string
+  received_at: Timestamp
+}
+
+export type PayoutRow = Selectable<PayoutsTable>
+export type PayoutQuoteRow = Selectable<PayoutQuotesTable>

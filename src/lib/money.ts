@@ -118,24 +118,30 @@ export function computeFees(amount: number, feeBps: number, merchantShareBps: nu
   }
 }
 
+/** amount in major units of `from` / rate, in minor units of `to`, rounded by `divide`. */
+function convert(
+  amountMinor: number,
+  from: string,
+  rate: string,
+  to: string,
+  divide: (a: bigint, b: bigint) => bigint,
+): bigint {
+  const r = parseDecimal(rate)
+  const numerator = BigInt(amountMinor) * pow10(currencyExponent(to) + r.scale)
+  const denominator = pow10(currencyExponent(from)) * r.units
+  return divide(numerator, denominator)
+}
+
 /**
  * floor(amount in major units of `from` / rate) in minor units of `to`, where rate is units of `from`
  * per 1 unit of `to`. Used for settlement (contract §6.1).
  */
-export function convertFloor(amountMinor: number, from: string, rate: string, to: string): number {
-  const r = parseDecimal(rate)
-  const numerator = BigInt(amountMinor) * pow10(currencyExponent(to) + r.scale)
-  const denominator = pow10(currencyExponent(from)) * r.units
-  return Number(divFloor(numerator, denominator))
-}
+export const convertFloor = (amountMinor: number, from: string, rate: string, to: string): number =>
+  Number(convert(amountMinor, from, rate, to, divFloor))
 
-/** The same conversion rounded up (refund debits and payout amounts, contract §6.2 and §6.3). */
-export function convertCeil(amountMinor: number, from: string, rate: string, to: string): number {
-  const r = parseDecimal(rate)
-  const numerator = BigInt(amountMinor) * pow10(currencyExponent(to) + r.scale)
-  const denominator = pow10(currencyExponent(from)) * r.units
-  return Number(divCeil(numerator, denominator))
-}
+/** The same conversion rounded up (refund debits, contract §6.2). */
+export const convertCeil = (amountMinor: number, from: string, rate: string, to: string): number =>
+  Number(convert(amountMinor, from, rate, to, divCeil))
 
 /** "54.259360 USDT": minor units shown with exactly the currency's exponent. */
 export function formatMinor(amountMinor: number, currency: string): string {
@@ -146,4 +152,35 @@ export function formatMinor(amountMinor: number, currency: string): string {
   const whole = digits.slice(0, digits.length - exponent)
   const fraction = exponent > 0 ? `.${digits.slice(digits.length - exponent)}` : ''
   return `${amountMinor < 0 ? '-' : ''}${whole}${fraction} ${currency}`
+}
+
+export interface PayoutFigures {
+  /** What the beneficiary is sent, in USDT micro. */
+  amount_usdt_micro: number
+  fee_usdt_micro: number
+  /** Their sum: what leaves the merchant's USDT balance. */
+  payout_usdt_amount_micro: number
+}
+
+/**
+ * Contract §6.3: amount_usdt_micro = ceil(amount in major units / payout rate) (the merchant never sends the
+ * beneficiary less than asked); fee = round_half_up(amount_usdt_micro × bps / 10000) + the fixed part; the
+ * total is their sum. Null when the total would not be an exact integer in JSON (beyond 2^53 − 1).
+ */
+export function payoutFigures(
+  amountMinor: number,
+  currency: string,
+  payoutRate: string,
+  feeBps: number,
+  fixedFeeMicro: number,
+): PayoutFigures | null {
+  const usdt = convert(amountMinor, currency, payoutRate, 'USDT', divCeil)
+  const fee = divRoundHalfUp(usdt * BigInt(feeBps), 10000n) + BigInt(fixedFeeMicro)
+  const total = usdt + fee
+  if (total > BigInt(Number.MAX_SAFE_INTEGER)) return null
+  return {
+    amount_usdt_micro: Number(usdt),
+    fee_usdt_micro: Number(fee),
+    payout_usdt_amount_micro: Number(total),
+  }
 }

@@ -10,11 +10,13 @@ export interface WorkerOptions {
   dispatcher?: Partial<DispatcherOptions>
   /** How often the expiry and settlement jobs look for work. */
   jobIntervalMs?: number
+  /** How often the payout job asks the provider about open payouts (default 1 s). */
+  payoutIntervalMs?: number
 }
 
 /**
- * Everything a `--role worker` process runs: the outbox dispatcher, the expiry and settlement jobs, and
- * housekeeping.
+ * Everything a `--role worker` process runs: the outbox dispatcher, the expiry, settlement and payout jobs,
+ * and housekeeping.
  */
 export function startWorkers(
   handle: DbHandle,
@@ -29,7 +31,7 @@ export function startWorkers(
     listen: (onNotify) => handle.listen(WAKE_CHANNEL, onNotify),
     options: { leaseMs: services.webhooks.leaseMs, ...options.dispatcher },
   })
-  const { transactions } = services
+  const { transactions, payouts } = services
   const jobs = [
     startBatchJob({
       name: 'expiry',
@@ -43,8 +45,14 @@ export function startWorkers(
       log,
       intervalMs: options.jobIntervalMs,
     }),
+    startBatchJob({
+      name: 'payouts',
+      step: (n) => payouts.checkDue(n),
+      log,
+      intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
+    }),
   ]
-  const maintenance = startMaintenance(handle.db, log)
+  const maintenance = startMaintenance(handle.db, log, services.payouts)
   return {
     dispatcher,
     async stop() {

@@ -27,6 +27,8 @@ const keyWithMerchant = (db: Executor) =>
       'm.settlement_hold_seconds',
       'm.transaction_ttl_seconds',
       'm.fx_markup_bps',
+      'm.payout_fee_bps',
+      'm.payout_fixed_fee_micro',
       'm.created_at',
       'm.updated_at',
     ])

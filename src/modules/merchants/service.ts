@@ -106,6 +106,8 @@ export function createMerchantService(deps: { db: Db; config: Config }) {
         settlementHoldSeconds?: number
         transactionTtlSeconds?: number
         fxMarkupBps?: number
+        payoutFeeBps?: number
+        payoutFixedFeeMicro?: number
         name?: string
       },
     ) {
@@ -118,6 +120,10 @@ export function createMerchantService(deps: { db: Db; config: Config }) {
           transaction_ttl_seconds: changes.transactionTtlSeconds,
         }),
         ...(changes.fxMarkupBps !== undefined && { fx_markup_bps: changes.fxMarkupBps }),
+        ...(changes.payoutFeeBps !== undefined && { payout_fee_bps: changes.payoutFeeBps }),
+        ...(changes.payoutFixedFeeMicro !== undefined && {
+          payout_fixed_fee_micro: changes.payoutFixedFeeMicro,
+        }),
         updated_at: new Date(),
       })
       cache.clear()

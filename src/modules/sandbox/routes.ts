@@ -2,7 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { type SandboxService, SIMULATIONS, type Simulation } from './service.ts'
+import {
+  PAYOUT_SIMULATIONS,
+  type PayoutSimulation,
+  type SandboxService,
+  SIMULATIONS,
+  type Simulation,
+} from './service.ts'
 
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
@@ -14,6 +20,17 @@ const DESCRIPTIONS: Record<Simulation, string> = {
     'Out of order: a failed callback, then a paid one. The transaction ends paid; both events are sent.',
 }
 
+const PAYOUT_DESCRIPTIONS: Record<PayoutSimulation, string> = {
+  completed: 'The simulated provider reports the payout as paid out: the reservation leaves the balance.',
+  failed: 'The simulated provider reports the payout as refused: the reservation returns to available.',
+}
+
+const pascal = (name: string) =>
+  name
+    .split('-')
+    .map((w) => w[0]?.toUpperCase() + w.slice(1))
+    .join('')
+
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService }> = async (
   app,
   { sandbox },
@@ -24,10 +41,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
       {
         config: { auth: 'key', idempotency: 'optional' },
         schema: {
-          operationId: `simulateTransaction${simulation
-            .split('-')
-            .map((w) => w[0]?.toUpperCase() + w.slice(1))
-            .join('')}`,
+          operationId: `simulateTransaction${pascal(simulation)}`,
           summary: `Sandbox: simulate the provider callback '${simulation}'`,
           description: `${DESCRIPTIONS[simulation]} Goes through the same callback handling as a real provider. Test keys, or any key outside production.`,
           tags: ['Sandbox'],
@@ -46,6 +60,30 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
         },
       },
       (request) => sandbox.simulateTransaction(authOf(request), request.params.uuid, simulation),
+    )
+  }
+  for (const simulation of PAYOUT_SIMULATIONS) {
+    app.post(
+      `/integration/sandbox/payouts/:uuid/${simulation}`,
+      {
+        config: { auth: 'key', idempotency: 'optional' },
+        schema: {
+          operationId: `simulatePayout${pascal(simulation)}`,
+          summary: `Sandbox: simulate the provider's payout callback '${simulation}'`,
+          description: `${PAYOUT_DESCRIPTIONS[simulation]} Goes through the same callback handling as a real provider; a payout already completed or failed stays as it is. Test keys, or any key outside production.`,
+          tags: ['Sandbox'],
+          security,
+          params: Type.Object(
+            { uuid: Type.String({ description: 'The payout uuid.' }) },
+            { additionalProperties: false },
+          ),
+          response: {
+            200: { ...Type.Ref('PayoutResponse'), description: 'The payout after the simulated callback.' },
+            ...errorResponses(401, 403, 404),
+          },
+        },
+      },
+      (request) => sandbox.simulatePayout(authOf(request), request.params.uuid, simulation),
     )
   }
 }

@@ -2,6 +2,7 @@ import type { Config } from '../../config.ts'
 import type { SimulatorConnector } from '../../connectors/simulator/index.ts'
 import { AppError } from '../../http/errors.ts'
 import type { AuthContext } from '../merchants/service.ts'
+import type { PayoutService } from '../payouts/service.ts'
 import type { TransactionService } from '../transactions/service.ts'
 import type { ProviderOutcome } from '../transactions/state-machine.ts'
 
@@ -15,6 +16,9 @@ const CALLBACKS: Record<Simulation, ProviderOutcome[]> = {
   'failed-then-paid': ['failed', 'paid'],
 }
 
+export const PAYOUT_SIMULATIONS = ['completed', 'failed'] as const
+export type PayoutSimulation = (typeof PAYOUT_SIMULATIONS)[number]
+
 export type SandboxService = ReturnType<typeof createSandboxService>
 
 /**
@@ -25,8 +29,9 @@ export function createSandboxService(deps: {
   config: Config
   simulator: SimulatorConnector
   transactions: TransactionService
+  payouts: PayoutService
 }) {
-  const { config, simulator, transactions } = deps
+  const { config, simulator, transactions, payouts } = deps
 
   /** Contract §2: a test key, or a server that is not in production. */
   function assertSandbox(auth: AuthContext): void {
@@ -49,6 +54,14 @@ export function createSandboxService(deps: {
         )
       }
       return transactions.toView(row)
+    },
+
+    /** The provider's callback that the payout was paid out or refused, through the one payout handler. */
+    async simulatePayout(auth: AuthContext, uuid: string, simulation: PayoutSimulation) {
+      assertSandbox(auth)
+      const owned = await payouts.getOwned(auth, uuid)
+      const row = await payouts.receiveProviderCallback(simulator.payoutCallbackFor(owned.uuid, simulation))
+      return payouts.toView(row)
     },
   }
 }

@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
+import { keysetPage } from '../../db/keyset.ts'
 import type {
   Database,
   Mode,
@@ -41,10 +42,7 @@ export const findByExternalId = (db: Executor, scope: Scope, externalId: string)
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-/**
- * One page in keyset order: newest first (created_at desc, uuid desc) going forward, the reverse going back.
- * Fetches `limit` rows; the caller asks for one more than a page to learn whether another follows.
- */
+/** One page of the merchant's transactions in keyset order, filtered. */
 export function listPage(
   db: Executor,
   scope: Scope,
@@ -69,13 +67,7 @@ export function listPage(
       ]),
     )
   }
-  const forward = cursor?.direction !== 'prev'
-  if (cursor) {
-    const position = sql`(${sql.val(cursor.createdAt)}::timestamptz, ${sql.val(cursor.uuid)}::uuid)`
-    query = query.where(sql<boolean>`(created_at, uuid) ${sql.raw(forward ? '<' : '>')} ${position}`)
-  }
-  const order = forward ? 'desc' : 'asc'
-  return query.orderBy('created_at', order).orderBy('uuid', order).limit(limit).execute()
+  return keysetPage(query, cursor, limit)
 }
 
 /** The transaction row, locked for the rest of the caller's transaction. */

@@ -1,5 +1,6 @@
 import { type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
+import { keysetPage } from '../../db/keyset.ts'
 import type {
   EventsTable,
   Mode,
@@ -88,14 +89,7 @@ export function listDeliveries(
     .where('mode', '=', scope.mode)
   if (filters.status) query = query.where('status', '=', filters.status as WebhookDeliveriesTable['status'])
   if (filters.event) query = query.where('event', '=', filters.event)
-  const forward = cursor?.direction !== 'prev'
-  if (cursor) {
-    query = query.where(
-      sql<boolean>`(created_at, uuid) ${sql.raw(forward ? '<' : '>')} (${cursor.createdAt}::timestamptz, ${cursor.uuid}::uuid)`,
-    )
-  }
-  const order = forward ? 'desc' : 'asc'
-  return query.orderBy('created_at', order).orderBy('uuid', order).limit(limit).execute()
+  return keysetPage(query, cursor, limit)
 }
 
 /**

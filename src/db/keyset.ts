@@ -1,0 +1,22 @@
+import { type SelectQueryBuilder, sql } from 'kysely'
+import type { Cursor } from '../http/pagination.ts'
+
+/**
+ * One page of a list in keyset order: newest first (created_at desc, uuid desc) going forward, the reverse
+ * going back from a `prev` cursor. Fetches `limit` rows; callers ask for one more than a page to learn whether
+ * another follows. The cost is the same on page one and deep in a list of millions.
+ */
+export function keysetPage<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  cursor: Cursor | null,
+  limit: number,
+) {
+  const forward = cursor?.direction !== 'prev'
+  const positioned = cursor
+    ? query.where(
+        sql<boolean>`(created_at, uuid) ${sql.raw(forward ? '<' : '>')} (${cursor.createdAt}::timestamptz, ${cursor.uuid}::uuid)`,
+      )
+    : query
+  const order = sql.raw(forward ? 'desc' : 'asc')
+  return positioned.orderBy(sql`created_at ${order}`).orderBy(sql`uuid ${order}`).limit(limit).execute()
+}

@@ -1,0 +1,98 @@
+import type { Insertable, Updateable } from 'kysely'
+import type { Executor } from '../../db/index.ts'
+import { keysetPage } from '../../db/keyset.ts'
+import type { Mode, PayoutCallbacksTable, PayoutQuotesTable, PayoutsTable } from '../../db/types.ts'
+import type { Cursor } from '../../http/pagination.ts'
+
+export interface Scope {
+  merchantUuid: string
+  mode: Mode
+}
+
+export interface PayoutFilters {
+  statuses?: string[]
+  method?: string
+  currency?: string
+}
+
+export const insertQuote = (db: Executor, row: Insertable<PayoutQuotesTable>) =>
+  db.insertInto('payout_quotes').values(row).returningAll().executeTakeFirstOrThrow()
+
+export const findQuote = (db: Executor, uuid: string) =>
+  db.selectFrom('payout_quotes').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+
+/** Quotes that ran out before `before`: nothing refers to them once they cannot be used. */
+export const deleteQuotesExpiredBefore = (db: Executor, before: Date) =>
+  db.deleteFrom('payout_quotes').where('expires_at', '<', before).executeTakeFirst()
+
+export const insertPayout = (db: Executor, row: Insertable<PayoutsTable>) =>
+  db.insertInto('payouts').values(row).returningAll().executeTakeFirstOrThrow()
+
+export const updatePayout = (db: Executor, uuid: string, changes: Updateable<PayoutsTable>) =>
+  db.updateTable('payouts').set(changes).where('uuid', '=', uuid).returningAll().executeTakeFirstOrThrow()
+
+const scoped = (db: Executor, scope: Scope) =>
+  db
+    .selectFrom('payouts')
+    .selectAll()
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+
+export const findPayout = (db: Executor, scope: Scope, uuid: string) =>
+  scoped(db, scope).where('uuid', '=', uuid).executeTakeFirst()
+
+/** The payout row, locked for the rest of the caller's transaction. */
+export const lockPayout = (db: Executor, uuid: string) =>
+  db.selectFrom('payouts').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()
+
+export function listPage(
+  db: Executor,
+  scope: Scope,
+  filters: PayoutFilters,
+  cursor: Cursor | null,
+  limit: number,
+) {
+  let query = scoped(db, scope)
+  if (filters.statuses?.length)
+    query = query.where('status', 'in', filters.statuses as PayoutsTable['status'][])
+  if (filters.method) query = query.where('method', '=', filters.method as PayoutsTable['method'])
+  if (filters.currency) query = query.where('currency', '=', filters.currency)
+  return keysetPage(query, cursor, limit)
+}
+
+/**
+ * Open payouts whose provider check is due, claimed until `leaseUntil`: SKIP LOCKED keeps workers apart, and a
+ * worker that dies leaves its claims to be taken again once the lease runs out.
+ */
+export async function claimDue(db: Executor, now: Date, leaseUntil: Date, limit: number) {
+  return db
+    .updateTable('payouts')
+    .set({ next_check_at: leaseUntil })
+    .where(
+      'uuid',
+      'in',
+      db
+        .selectFrom('payouts')
+        .select('uuid')
+        .where('status', 'in', ['pending', 'processing'])
+        .where('next_check_at', '<=', now)
+        .orderBy('next_check_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute()
+}
+
+export const insertCallback = (db: Executor, row: Insertable<PayoutCallbacksTable>) =>
+  db.insertInto('payout_callbacks').values(row).execute()
+
+export const listCallbacks = (db: Executor, payoutUuid: string) =>
+  db
+    .selectFrom('payout_callbacks')
+    .selectAll()
+    .where('payout_uuid', '=', payoutUuid)
+    .orderBy('received_at')
+    .orderBy('uuid')
+    .execute()
