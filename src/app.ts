@@ -20,6 +20,8 @@ import { registerAuth } from './http/auth.ts'
 import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
 import { KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
+import { checkoutRoutes } from './modules/checkout/routes.ts'
+import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
 import { healthRoutes } from './modules/health/routes.ts'
 import { balanceRoutes, IntegrationBalancesResponse, MerchantBalance } from './modules/ledger/routes.ts'
 import { createLedgerService, type LedgerService } from './modules/ledger/service.ts'
@@ -69,6 +71,7 @@ export interface Services {
   ledger: LedgerService
   refunds: RefundService
   payouts: PayoutService
+  checkout: CheckoutService
   /** Releases what the services hold open (the webhook HTTP client's connections). */
   close(): Promise<void>
 }
@@ -117,6 +120,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     timing: options.payouts?.timing,
   })
   const sandbox = createSandboxService({ config, simulator, transactions, payouts })
+  const checkout = createCheckoutService({ transactions, merchants, sandbox })
   return {
     merchants,
     rates,
@@ -127,6 +131,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     ledger,
     refunds,
     payouts,
+    checkout,
     close: () => sender.close(),
   }
 }
@@ -346,6 +351,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/integration/openapi.json', { schema: { hide: true } }, async () => app.swagger())
 
   await app.register(healthRoutes, { db, version: VERSION })
+  await app.register(checkoutRoutes, { checkout: services.checkout })
 
   registerAuth(app, services.merchants)
   registerIdempotency(app, db)

@@ -1,5 +1,6 @@
 import type { Config } from '../../config.ts'
 import type { SimulatorConnector } from '../../connectors/simulator/index.ts'
+import type { TransactionRow } from '../../db/types.ts'
 import { AppError } from '../../http/errors.ts'
 import type { AuthContext } from '../merchants/service.ts'
 import type { PayoutService } from '../payouts/service.ts'
@@ -40,20 +41,32 @@ export function createSandboxService(deps: {
     }
   }
 
+  /** The simulated provider's callbacks for `simulation`, through the handler a real provider's go through. */
+  async function simulate(transactionUuid: string, simulation: Simulation): Promise<TransactionRow> {
+    let row: TransactionRow | undefined
+    for (const outcome of CALLBACKS[simulation]) {
+      row = await transactions.receiveProviderCallback(
+        simulator.name,
+        simulator.callbackFor(transactionUuid, outcome),
+      )
+    }
+    return row as TransactionRow
+  }
+
   return {
     assertSandbox,
 
     async simulateTransaction(auth: AuthContext, uuid: string, simulation: Simulation) {
       assertSandbox(auth)
       const owned = await transactions.getOwned(auth, uuid)
-      let row = owned
-      for (const outcome of CALLBACKS[simulation]) {
-        row = await transactions.receiveProviderCallback(
-          simulator.name,
-          simulator.callbackFor(owned.uuid, outcome),
-        )
-      }
-      return transactions.toView(row)
+      return transactions.toView(await simulate(owned.uuid, simulation))
+    },
+
+    /** The hosted page's test-mode buttons: the same simulated callbacks, for a test-mode transaction only. */
+    async simulateFromPage(row: TransactionRow, simulation: 'paid' | 'failed') {
+      if (row.mode !== 'test')
+        throw new AppError('sandbox_unavailable', 'Only test-mode payments can be simulated from the page.')
+      return simulate(row.uuid, simulation)
     },
 
     /** The provider's callback that the payout was paid out or refused, through the one payout handler. */

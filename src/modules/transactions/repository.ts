@@ -37,6 +37,10 @@ const scoped = (db: Executor, scope: Scope) =>
 export const findByUuid = (db: Executor, scope: Scope, uuid: string) =>
   scoped(db, scope).where('uuid', '=', uuid).executeTakeFirst()
 
+/** The transaction behind a hosted payment page, whatever its merchant and mode. */
+export const findByPaymentToken = (db: Executor, token: string) =>
+  db.selectFrom('transactions').selectAll().where('payment_token', '=', token).executeTakeFirst()
+
 export const findByExternalId = (db: Executor, scope: Scope, externalId: string) =>
   scoped(db, scope).where('external_id', '=', externalId).executeTakeFirst()
 

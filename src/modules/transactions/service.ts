@@ -227,6 +227,9 @@ export function createTransactionService(deps: {
     /** The transaction of the caller, or 404: what the sandbox checks before it simulates anything. */
     getOwned: get,
 
+    /** The transaction behind a hosted payment page token, or undefined. */
+    findByPaymentToken: (token: string) => repo.findByPaymentToken(db, token),
+
     /** Expires up to `limit` overdue pending transactions; any number of workers may run it at once. */
     async expireOverdue(limit = 100, now = new Date()): Promise<number> {
       return db.transaction().execute(async (trx) => {

@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import { Type } from 'typebox'
+import { notFound } from '../../http/errors.ts'
+import { renderNotFound, renderPage } from './page.ts'
+import type { CheckoutService } from './service.ts'
+
+const asset = (name: string) => readFileSync(new URL(`./assets/${name}`, import.meta.url))
+const ASSETS: Record<string, { body: Buffer; type: string }> = {
+  'checkout.css': { body: asset('checkout.css'), type: 'text/css; charset=utf-8' },
+  'checkout.js': { body: asset('checkout.js'), type: 'text/javascript; charset=utf-8' },
+}
+
+/** Nothing but the service itself: no inline script or style, no other origin, no framing. */
+export const PAGE_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+function secure(reply: FastifyReply): FastifyReply {
+  return reply.headers({
+    'content-security-policy': PAGE_CSP,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+    'cross-origin-opener-policy': 'same-origin',
+    'cache-control': 'no-store',
+  })
+}
+
+const TokenParams = Type.Object({ token: Type.String({ maxLength: 64 }) }, { additionalProperties: false })
+const hide = { hide: true }
+
+/** The hosted payment page (contract §9): no credentials, reached by its own random token. */
+export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutService }> = async (
+  app,
+  { checkout },
+) => {
+  app.get(
+    '/pay/assets/:name',
+    { schema: { ...hide, params: Type.Object({ name: Type.String() }) } },
+    (request, reply) => {
+      const file = ASSETS[request.params.name]
+      if (!file) return secure(reply).code(404).type('text/plain; charset=utf-8').send('Not found')
+      return secure(reply).header('cache-control', 'public, max-age=300').type(file.type).send(file.body)
+    },
+  )
+
+  app.get('/pay/:token', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
+    const data = await checkout.page(request.params.token)
+    secure(reply).type('text/html; charset=utf-8')
+    if (!data) return reply.code(404).send(renderNotFound())
+    return reply.send(renderPage(data))
+  })
+
+  app.get('/pay/:token/status', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
+    const view = await checkout.status(request.params.token)
+    if (!view) throw notFound('payment')
+    return secure(reply).send(view)
+  })
+
+  for (const outcome of ['paid', 'failed'] as const) {
+    app.post(
+      `/pay/:token/simulate/${outcome}`,
+      { config: { bodyOptional: true }, schema: { ...hide, params: TokenParams } },
+      async (request, reply) => {
+        const view = await checkout.simulate(request.params.token, outcome)
+        if (!view) throw notFound('payment')
+        return secure(reply).send(view)
+      },
+    )
+  }
+}

@@ -1,0 +1,120 @@
+import type { TransactionRow } from '../../db/types.ts'
+import { currencyExponent } from '../../lib/money.ts'
+import type { MerchantService } from '../merchants/service.ts'
+import type { SandboxService } from '../sandbox/service.ts'
+import type { TransactionService } from '../transactions/service.ts'
+
+/** What the customer sees of a payment's status: refunds after payment are still a payment made. */
+export type PageStatus = 'pending' | 'paid' | 'failed' | 'expired'
+
+/** The hosted page's status endpoint: nothing a customer should not see (no ids, fees, keys or metadata). */
+export interface PageStatusView {
+  status: PageStatus
+  /** The sentence the page shows for it. */
+  message: string
+  final: boolean
+  expires_at: string
+  /** Where the customer goes once the payment is final (success_url or fail_url), when the merchant set one. */
+  redirect_url: string | null
+}
+
+const MESSAGES: Record<PageStatus, string> = {
+  pending: 'Waiting for your payment…',
+  paid: 'Payment received. Thank you!',
+  failed: 'The payment did not go through.',
+  expired: 'This payment link has expired.',
+}
+
+const TOKEN = /^[A-Za-z0-9_-]{22}$/
+
+/** The amount as a customer reads it ("₽1,511.25", "¥1,500", "KWD 1,234.567") through Intl, exactly. */
+export function formatAmount(amountMinor: number, currency: string, locale = 'en-US'): string {
+  const exponent = currencyExponent(currency)
+  const major = `${Math.trunc(amountMinor / 10 ** exponent)}.${String(amountMinor % 10 ** exponent).padStart(exponent, '0')}`
+  // Intl formats a decimal string exactly (no float rounding); USDT is not an ISO code, so it gets its name.
+  const value = major as unknown as number
+  try {
+    return new Intl.NumberFormat(locale, {
+      style: 'currency',
+      currency,
+      currencyDisplay: 'narrowSymbol',
+      minimumFractionDigits: exponent,
+      maximumFractionDigits: exponent,
+    }).format(value)
+  } catch {
+    const number = new Intl.NumberFormat(locale, {
+      minimumFractionDigits: exponent,
+      maximumFractionDigits: exponent,
+    }).format(value)
+    return `${number} ${currency}`
+  }
+}
+
+export type CheckoutService = ReturnType<typeof createCheckoutService>
+
+/** The hosted payment page (contract §9): reads a transaction by its page token, never by its uuid. */
+export function createCheckoutService(deps: {
+  transactions: TransactionService
+  merchants: MerchantService
+  sandbox: SandboxService
+  now?: () => Date
+}) {
+  const { transactions, merchants, sandbox } = deps
+  const now = deps.now ?? (() => new Date())
+
+  function pageStatus(row: TransactionRow): PageStatus {
+    if (row.status === 'paid' || row.status === 'partially_refunded' || row.status === 'refunded')
+      return 'paid'
+    if (row.status === 'failed' || row.status === 'expired') return row.status
+    // A pending payment past its deadline is expired to the customer, even before the expiry job marks it.
+    return row.expires_at <= now() ? 'expired' : 'pending'
+  }
+
+  function statusView(row: TransactionRow): PageStatusView {
+    const status = pageStatus(row)
+    const final = status !== 'pending'
+    return {
+      status,
+      message: MESSAGES[status],
+      final,
+      expires_at: row.expires_at.toISOString(),
+      redirect_url: !final ? null : status === 'paid' ? row.success_url : row.fail_url,
+    }
+  }
+
+  async function find(token: string): Promise<TransactionRow | undefined> {
+    return TOKEN.test(token) ? transactions.findByPaymentToken(token) : undefined
+  }
+
+  return {
+    /** Everything the page shows, or null for a token that names nothing. */
+    async page(token: string) {
+      const row = await find(token)
+      if (!row) return null
+      const merchant = await merchants.getMerchant(row.merchant_uuid)
+      return {
+        token,
+        merchantName: merchant?.name ?? '',
+        amount: formatAmount(row.gross_amount, row.currency),
+        currency: row.currency,
+        description: row.description,
+        paymentMethod: row.payment_method,
+        requisites: row.requisites as Record<string, string> | null,
+        testMode: row.mode === 'test',
+        ...statusView(row),
+      }
+    },
+
+    async status(token: string): Promise<PageStatusView | null> {
+      const row = await find(token)
+      return row ? statusView(row) : null
+    },
+
+    /** A test-mode button: the simulated provider's callback, then the status as the customer sees it. */
+    async simulate(token: string, outcome: 'paid' | 'failed'): Promise<PageStatusView | null> {
+      const row = await find(token)
+      if (!row) return null
+      return statusView(await sandbox.simulateFromPage(row, outcome))
+    },
+  }
+}
