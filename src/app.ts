@@ -20,6 +20,7 @@ import { registerAuth } from './http/auth.ts'
 import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
 import { KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
+import { registerRateLimit } from './http/rate-limit.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
 import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
 import { healthRoutes } from './modules/health/routes.ts'
@@ -354,6 +355,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(checkoutRoutes, { checkout: services.checkout })
 
   registerAuth(app, services.merchants)
+  await registerRateLimit(app, config.rateLimit, config.redisUrl)
   registerIdempotency(app, db)
   await app.register(transactionRoutes, { transactions: services.transactions })
   await app.register(sandboxRoutes, { sandbox: services.sandbox })

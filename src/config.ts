@@ -20,6 +20,8 @@ export interface Config {
   webhookAllowPrivateNetworks: boolean
   /** How long an API key lookup is trusted in process before the database is asked again. */
   keyCacheTtlMs: number
+  /** Per API key: a token bucket refilled at perSecond, holding at most burst (contract §10). */
+  rateLimit: { perSecond: number; burst: number }
   webhook: {
     /** Delays before attempts 2…n, seconds (default the Standard Webhooks schedule: 10 attempts in all). */
     retrySchedule: number[]
@@ -150,6 +152,10 @@ export function loadConfig(env: Env = process.env): Config {
       !production,
     ),
     keyCacheTtlMs: 5000,
+    rateLimit: {
+      perSecond: parsePositive('RATE_LIMIT_PER_SECOND', env.RATE_LIMIT_PER_SECOND, 100),
+      burst: Math.floor(parsePositive('RATE_LIMIT_BURST', env.RATE_LIMIT_BURST, 200)),
+    },
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),
       timeoutMs: parsePositive('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 15_000),

@@ -65,6 +65,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
       PUBLIC_BASE_URL: 'http://gateway.test',
       LOG_LEVEL: 'info',
     }),
+    // Suites fire requests far faster than a merchant would; the rate-limit suite sets its own limits.
+    rateLimit: { perSecond: 1_000_000, burst: 1_000_000 },
     ...overrides,
   }
 }
