@@ -16,6 +16,7 @@ import {
   isKnownCurrency,
   isPositiveDecimal,
   parseDecimal,
+  payoutFigures,
 } from '../../src/lib/money.ts'
 
 const MAX_AMOUNT = 100000000000
@@ -343,5 +344,281 @@ describe('derived rates carry more digits than operator input', () => {
     assert.equal(marked, '101.16467391304361')
     // floor(1500.00 RUB / 101.16467391304361 RUB per EUR) in cents = 1482
     assert.equal(convertFloor(150000, 'RUB', marked, 'EUR'), 1482)
+  })
+})
+
+describe('payoutFigures (contract §6.3)', () => {
+  // amount_usdt_micro = ceil(amount in major units / payout rate) in USDT micro;
+  // fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro; total = the sum.
+
+  it('USD at rate 1', () => {
+    // 100.00 USD / 1 = 100 USDT = 100000000 micro; fee 100000000 × 100 / 10000 = 1000000 (exact) + 1000000 fixed
+    // = 2000000; total 100000000 + 2000000 = 102000000
+    assert.deepEqual(payoutFigures(10000, 'USD', '1', 100, 1000000), {
+      amount_usdt_micro: 100000000,
+      fee_usdt_micro: 2000000,
+      payout_usdt_amount_micro: 102000000,
+    })
+  })
+
+  it('RUB at the payout rate derived from a 150 bps markup', () => {
+    // payout rate = 92.15 × (1 − 150/10000) = 92.15 × 0.985 = 90.76775
+    // 1500.00 RUB / 90.76775 = 16.5256933216919…  USDT; check: 90.76775 × 16.525693 = 1499.99997080075 < 1500
+    // < 90.76775 × 16.525694 = 1500.0000615685, so ceil = 16.525694 USDT = 16525694 micro
+    // fee: 16525694 × 100 / 10000 = 165256.94 → 165257, + 500000 fixed = 665257; total 16525694 + 665257 = 17190951
+    assert.deepEqual(payoutFigures(150000, 'RUB', '90.76775', 100, 500000), {
+      amount_usdt_micro: 16525694,
+      fee_usdt_micro: 665257,
+      payout_usdt_amount_micro: 17190951,
+    })
+  })
+
+  it('an exact division is not rounded', () => {
+    // 460.75 RUB / 92.15 = 5 exactly (92.15 × 5 = 460.75) → 5000000 micro, no ceil step
+    // fee: 5000000 × 150 / 10000 = 75000 exactly; total 5075000
+    assert.deepEqual(payoutFigures(46075, 'RUB', '92.15', 150, 0), {
+      amount_usdt_micro: 5000000,
+      fee_usdt_micro: 75000,
+      payout_usdt_amount_micro: 5075000,
+    })
+  })
+
+  it('rounds the USDT amount up by one micro for the smallest excess', () => {
+    // 1.00 USD / 3 = 0.333333(3) USDT = 333333.33… micro → 333334
+    assert.equal(payoutFigures(100, 'USD', '3', 0, 0)?.amount_usdt_micro, 333334)
+    // 1.00 USD / 0.999999999999 = 1.000000000001000… USDT = 1000000.000001… micro → 1000001 (one micro more)
+    assert.deepEqual(payoutFigures(100, 'USD', '0.999999999999', 0, 0), {
+      amount_usdt_micro: 1000001,
+      fee_usdt_micro: 0,
+      payout_usdt_amount_micro: 1000001,
+    })
+    // 1 JPY / 999999999999.999999999999 ≈ 10^−12 USDT = 0.000001 micro: ceil never sends nothing → 1 micro;
+    // fee 1 × 10000 / 10000 = 1; total 2
+    assert.deepEqual(payoutFigures(1, 'JPY', '999999999999.999999999999', 10000, 0), {
+      amount_usdt_micro: 1,
+      fee_usdt_micro: 1,
+      payout_usdt_amount_micro: 2,
+    })
+  })
+
+  it('rounds a fee of exactly half a micro up', () => {
+    // 0.01 USD / 8 = 0.00125 USDT = 1250 micro (exact); fee 1250 × 4 / 10000 = 0.5 → 1; total 1251
+    assert.deepEqual(payoutFigures(1, 'USD', '8', 4, 0), {
+      amount_usdt_micro: 1250,
+      fee_usdt_micro: 1,
+      payout_usdt_amount_micro: 1251,
+    })
+    // 15000 micro USDT at rate 1; fee 15000 × 1 / 10000 = 1.5 → 2; total 15002
+    assert.deepEqual(payoutFigures(15000, 'USDT', '1', 1, 0), {
+      amount_usdt_micro: 15000,
+      fee_usdt_micro: 2,
+      payout_usdt_amount_micro: 15002,
+    })
+  })
+
+  it('rounds a fee just below half a micro down', () => {
+    // 3 JPY / 200.0134 = 0.0149989950673… USDT; check: 200.0134 × 0.014998 = 2.9998009732 < 3
+    // < 200.0134 × 0.014999 = 3.0000009866, so ceil = 14999 micro; fee 14999 × 1 / 10000 = 1.4999 → 1; total 15000
+    assert.deepEqual(payoutFigures(3, 'JPY', '200.0134', 1, 0), {
+      amount_usdt_micro: 14999,
+      fee_usdt_micro: 1,
+      payout_usdt_amount_micro: 15000,
+    })
+    // 14999 micro USDT at rate 1; fee 14999 / 10000 = 1.4999 → 1 (one micro less in the amount, one less fee)
+    assert.deepEqual(payoutFigures(14999, 'USDT', '1', 1, 0), {
+      amount_usdt_micro: 14999,
+      fee_usdt_micro: 1,
+      payout_usdt_amount_micro: 15000,
+    })
+  })
+
+  it('JPY (exponent 0)', () => {
+    // payout rate = 151.2 × (1 − 100/10000) = 151.2 × 0.99 = 149.688
+    // 10000 JPY / 149.688 = 66.8056223611779… USDT; check: 149.688 × 66.805622 = 9999.999945936 < 10000
+    // < 149.688 × 66.805623 = 10000.000095624, so ceil = 66805623 micro
+    // fee: 66805623 × 150 / 10000 = 1002084.345 → 1002084, + 1000000 = 2002084; total 66805623 + 2002084 = 68807707
+    assert.deepEqual(payoutFigures(10000, 'JPY', '149.688', 150, 1000000), {
+      amount_usdt_micro: 66805623,
+      fee_usdt_micro: 2002084,
+      payout_usdt_amount_micro: 68807707,
+    })
+  })
+
+  it('KWD (exponent 3)', () => {
+    // 1.000 KWD / 0.307 = 3.25732899… USDT = 3257328.99… micro → 3257329
+    // fee: 3257329 × 250 / 10000 = 81433.225 → 81433; total 3257329 + 81433 = 3338762
+    assert.deepEqual(payoutFigures(1000, 'KWD', '0.307', 250, 0), {
+      amount_usdt_micro: 3257329,
+      fee_usdt_micro: 81433,
+      payout_usdt_amount_micro: 3338762,
+    })
+  })
+
+  it('USDT itself (rate 1, exponent 6)', () => {
+    // 5.000000 USDT / 1 = 5000000 micro; fee 5000000 × 100 / 10000 = 50000 + 1000000 = 1050000; total 6050000
+    assert.deepEqual(payoutFigures(5000000, 'USDT', '1', 100, 1000000), {
+      amount_usdt_micro: 5000000,
+      fee_usdt_micro: 1050000,
+      payout_usdt_amount_micro: 6050000,
+    })
+    // 1 micro USDT → 1 micro; fee 1 × 9999 / 10000 = 0.9999 → 1; total 2
+    assert.deepEqual(payoutFigures(1, 'USDT', '1', 9999, 0), {
+      amount_usdt_micro: 1,
+      fee_usdt_micro: 1,
+      payout_usdt_amount_micro: 2,
+    })
+  })
+
+  it('is exact at the largest amount', () => {
+    // 10^9 RUB / 90.76775 = 11017128.8811279336… USDT; check: 90.76775 × 11017128.881127 = 999999999.99991525425
+    // < 10^9 < 90.76775 × 11017128.881128 = 1000000000.000006022, so ceil = 11017128881128 micro
+    // fee: 11017128881128 × 150 / 10000 = 165256933216.92 → 165256933217, + 1000000 = 165257933217
+    // total 11017128881128 + 165257933217 = 11182386814345
+    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'RUB', '90.76775', 150, 1000000), {
+      amount_usdt_micro: 11017128881128,
+      fee_usdt_micro: 165257933217,
+      payout_usdt_amount_micro: 11182386814345,
+    })
+    // 10^11 JPY / 149.688 = 668056223.61177916… USDT → ceil 668056223611780 micro
+    // fee: 668056223611780 × 150 / 10000 = 10020843354176.7 → 10020843354177, + 1000000 = 10020844354177
+    // total 668056223611780 + 10020844354177 = 678077067965957
+    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'JPY', '149.688', 150, 1000000), {
+      amount_usdt_micro: 668056223611780,
+      fee_usdt_micro: 10020844354177,
+      payout_usdt_amount_micro: 678077067965957,
+    })
+    // 10^9 USD / 1 = 10^15 micro; fee 10^15 × 10000 / 10000 = 10^15; total 2 × 10^15 (< 2^53 − 1)
+    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'USD', '1', 10000, 0), {
+      amount_usdt_micro: 10 ** 15,
+      fee_usdt_micro: 10 ** 15,
+      payout_usdt_amount_micro: 2 * 10 ** 15,
+    })
+  })
+
+  it('is null when the total would exceed 2^53 − 1', () => {
+    // 1.00 USD / 0.000000000001 = 10^12 USDT = 10^18 micro > 2^53 − 1 = 9007199254740991
+    assert.equal(payoutFigures(100, 'USD', '0.000000000001', 0, 0), null)
+    // 10^9 USD / 0.125 = 8 × 10^9 USDT = 8 × 10^15 micro (< 2^53 − 1 on its own)
+    // fee 1000 bps: 8 × 10^14 → total 8.8 × 10^15 ≤ 9007199254740991: returned
+    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'USD', '0.125', 1000, 0), {
+      amount_usdt_micro: 8 * 10 ** 15,
+      fee_usdt_micro: 8 * 10 ** 14,
+      payout_usdt_amount_micro: 8800000000000000,
+    })
+    // fee 1500 bps: 1.2 × 10^15 → total 9.2 × 10^15 > 9007199254740991: null (the fee alone tips it over)
+    assert.equal(payoutFigures(MAX_AMOUNT, 'USD', '0.125', 1500, 0), null)
+    // The exact edge: 10^11 micro USDT + fixed 9007099254740991 = 9007199254740991 = 2^53 − 1 → returned; one more → null
+    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'USDT', '1', 0, 9007099254740991), {
+      amount_usdt_micro: MAX_AMOUNT,
+      fee_usdt_micro: 9007099254740991,
+      payout_usdt_amount_micro: Number.MAX_SAFE_INTEGER,
+    })
+    assert.equal(payoutFigures(MAX_AMOUNT, 'USDT', '1', 0, 9007099254740992), null)
+  })
+})
+
+describe('contract §6.1-§6.4 rounding rules: boundary cases', () => {
+  it('settlement floors (§6.1): a sub-micro excess is dropped, a sub-micro shortfall costs one micro', () => {
+    // 1.00 USD / 0.999999999999 = 1000000.000001… micro → floor 1000000 (ceil 1000001)
+    assert.equal(convertFloor(100, 'USD', '0.999999999999', 'USDT'), 1000000)
+    assert.equal(convertCeil(100, 'USD', '0.999999999999', 'USDT'), 1000001)
+    // 1.00 USD / 1.000000000001 = 0.999999999999000… USDT = 999999.999999… micro → floor 999999 (ceil 1000000)
+    assert.equal(convertFloor(100, 'USD', '1.000000000001', 'USDT'), 999999)
+    assert.equal(convertCeil(100, 'USD', '1.000000000001', 'USDT'), 1000000)
+    // 1 JPY / 999999999999.999999999999 ≈ 10^−6 micro → floor 0 (ceil 1)
+    assert.equal(convertFloor(1, 'JPY', '999999999999.999999999999', 'USDT'), 0)
+    assert.equal(convertCeil(1, 'JPY', '999999999999.999999999999', 'USDT'), 1)
+  })
+
+  it('settlement of the smallest JPY and KWD amounts', () => {
+    // 1 JPY / 151.2 = 0.0066137566… USDT = 6613.7566… micro → floor 6613, ceil 6614
+    assert.equal(convertFloor(1, 'JPY', '151.2', 'USDT'), 6613)
+    assert.equal(convertCeil(1, 'JPY', '151.2', 'USDT'), 6614)
+    // 0.001 KWD / 0.307 = 0.0032573289… USDT = 3257.3289… micro → floor 3257, ceil 3258
+    assert.equal(convertFloor(1, 'KWD', '0.307', 'USDT'), 3257)
+    assert.equal(convertCeil(1, 'KWD', '0.307', 'USDT'), 3258)
+  })
+
+  it('USDT settled in USDT at rate "1" is the identity, up to the largest amount', () => {
+    // x micro / 1 = x micro
+    assert.equal(convertFloor(16074335, 'USDT', '1', 'USDT'), 16074335)
+    assert.equal(convertCeil(16074335, 'USDT', '1', 'USDT'), 16074335)
+    assert.equal(convertFloor(MAX_AMOUNT, 'USDT', '1', 'USDT'), MAX_AMOUNT)
+    assert.equal(convertCeil(MAX_AMOUNT, 'USDT', '1', 'USDT'), MAX_AMOUNT)
+  })
+
+  it('refund debits round up (§6.2)', () => {
+    // a partial refund of 500.00 RUB at 92.15: 5.42593597… USDT = 5425935.97… micro → ceil 5425936 (floor 5425935)
+    assert.equal(convertCeil(50000, 'RUB', '92.15', 'USDT'), 5425936)
+    assert.equal(convertFloor(50000, 'RUB', '92.15', 'USDT'), 5425935)
+    // an exact refund: 460.75 RUB / 92.15 = 5 USDT → 5000000 both ways
+    assert.equal(convertCeil(46075, 'RUB', '92.15', 'USDT'), 5000000)
+    // largest KWD: 10^8 KWD / 0.307 = 325732899.0228013… USDT → ceil 325732899022802 micro
+    assert.equal(convertCeil(MAX_AMOUNT, 'KWD', '0.307', 'USDT'), 325732899022802)
+  })
+
+  it('pay-in rate with a markup, then settle down and refund up (§6.1, §6.2, §6.4)', () => {
+    // pay_in = 92.15 × (1 + 150/10000) = 92.15 × 1.015 = 93.53225
+    assert.equal(applyMarkupUp('92.15', 150), '93.53225')
+    // net 1481.25 RUB / 93.53225 = 15.83678356930… USDT → settle floor 15836783, refund ceil 15836784
+    assert.equal(convertFloor(148125, 'RUB', '93.53225', 'USDT'), 15836783)
+    assert.equal(convertCeil(148125, 'RUB', '93.53225', 'USDT'), 15836784)
+  })
+
+  it('markups at their edges (§6.4)', () => {
+    // JPY: 151.2 × 1.01 = 152.712; 151.2 × 0.99 = 149.688
+    assert.equal(applyMarkupUp('151.2', 100), '152.712')
+    assert.equal(applyMarkupDown('151.2', 100), '149.688')
+    // 1 bps on rate 1 (USDT-like): 1.0001 and 0.9999
+    assert.equal(applyMarkupUp('1', 1), '1.0001')
+    assert.equal(applyMarkupDown('1', 1), '0.9999')
+    // 9999 bps down: 92.15 × 0.0001 = 0.009215
+    assert.equal(applyMarkupDown('92.15', 9999), '0.009215')
+    // the smallest operator rate: 10^−12 × 1.0001 = 1.0001 × 10^−12; × 0.0001 = 10^−16 (exact, beyond 12 digits)
+    assert.equal(applyMarkupUp('0.000000000001', 1), '0.0000000000010001')
+    assert.equal(applyMarkupDown('0.000000000001', 9999), '0.0000000000000001')
+    // the largest operator rate doubled: 999999999999.999999999999 × 2 = 1999999999999.999999999998
+    assert.equal(applyMarkupUp('999999999999.999999999999', 10000), '1999999999999.999999999998')
+  })
+
+  it('cross rates round half up at the 12th decimal', () => {
+    // 10^−12 / 2 = 0.0000000000005 → half up → 0.000000000001
+    assert.equal(divideRates('0.000000000001', '2'), '0.000000000001')
+    // 10^−12 / 2.000000000001 = 4.99999999999750… × 10^−13 → just below half → 0
+    assert.equal(divideRates('0.000000000001', '2.000000000001'), '0')
+  })
+
+  it('fee rounding and the split at their edges (§6.1)', () => {
+    // 44999 × 1 / 10000 = 4.4999 → 4; 45000 × 1 / 10000 = 4.5 → 5 (JPY-sized amounts)
+    assert.equal(computeFees(44999, 1, 10000).fee_amount, 4)
+    assert.equal(computeFees(45000, 1, 10000).fee_amount, 5)
+    // share 1 bps: merchant 100 × 1 / 10000 = 0.01 → 0, customer 100; still a split
+    assert.deepEqual(computeFees(10000, 100, 1), {
+      fee_amount: 100,
+      merchant_fee_merchant_amount: 0,
+      merchant_fee_customer_amount: 100,
+      gross_amount: 10100,
+      net_amount: 10000,
+      fee_payer: 'split',
+    })
+    // share 9999 bps: merchant 100 × 9999 / 10000 = 99.99 → 100, customer 0; still a split
+    assert.deepEqual(computeFees(10000, 100, 9999), {
+      fee_amount: 100,
+      merchant_fee_merchant_amount: 100,
+      merchant_fee_customer_amount: 0,
+      gross_amount: 10000,
+      net_amount: 9900,
+      fee_payer: 'split',
+    })
+    // largest amount, 1 bps, half split: fee 10^11 / 10000 = 10^7; merchant 5 × 10^6, customer 5 × 10^6;
+    // gross 10^11 + 5 × 10^6 = 100005000000; net 100005000000 − 10^7 = 99995000000
+    assert.deepEqual(computeFees(MAX_AMOUNT, 1, 5000), {
+      fee_amount: 10000000,
+      merchant_fee_merchant_amount: 5000000,
+      merchant_fee_customer_amount: 5000000,
+      gross_amount: 100005000000,
+      net_amount: 99995000000,
+      fee_payer: 'split',
+    })
   })
 })
