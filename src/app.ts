@@ -18,7 +18,7 @@ import { SimulatorConnector } from './connectors/simulator/index.ts'
 import type { Db } from './db/index.ts'
 import { registerAuth } from './http/auth.ts'
 import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
-import { KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
+import { fingerprintKey, KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
 import { registerRateLimit } from './http/rate-limit.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
@@ -356,7 +356,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   registerAuth(app, services.merchants)
   await registerRateLimit(app, config.rateLimit, config.redisUrl)
-  registerIdempotency(app, db)
+  registerIdempotency(app, db, fingerprintKey(config.masterKey))
   await app.register(transactionRoutes, { transactions: services.transactions })
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(balanceRoutes, { ledger: services.ledger })

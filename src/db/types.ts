@@ -287,6 +287,7 @@ export interface PayoutQuotesTable {
   currency: string
   method: PayoutMethod
   fx_rate: string
+  fx_rate_updated_at: Timestamp
   amount_usdt_micro: number
   fee_usdt_micro: number
   payout_usdt_amount_micro: number

@@ -1,7 +1,8 @@
+import { createHmac } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Db } from '../db/index.ts'
 import type { Mode } from '../db/types.ts'
-import { sha256Hex } from '../lib/crypto.ts'
+import { deriveKey } from '../lib/crypto.ts'
 import { newId } from '../lib/ids.ts'
 import { AppError } from './errors.ts'
 
@@ -36,10 +37,18 @@ export const KEY_RELEASING_CODES: ReadonlySet<string> = new Set([
 /** Headers a replay must repeat besides the body. */
 const REPLAYED_HEADERS = ['content-type', 'location']
 
-export function fingerprint(request: FastifyRequest): string {
-  return sha256Hex(
-    Buffer.concat([Buffer.from(`${request.method}\n${request.url}\n`), request.rawBody ?? Buffer.alloc(0)]),
-  )
+/**
+ * What a repeat must match: method, path and body. Keyed with a secret of the server (HMAC), so that the stored
+ * fingerprint reveals nothing of the body: a payout body holds a card number, and a plain hash of it could be
+ * searched through the few digits its masked form does not show.
+ */
+export const fingerprintKey = (masterKey: Buffer): Buffer => deriveKey(masterKey, 'idempotency-fingerprint')
+
+export function fingerprint(request: FastifyRequest, key: Buffer): string {
+  return createHmac('sha256', key)
+    .update(`${request.method}\n${request.url}\n`)
+    .update(request.rawBody ?? Buffer.alloc(0))
+    .digest('hex')
 }
 
 /**
@@ -47,7 +56,7 @@ export function fingerprint(request: FastifyRequest): string {
  * owns the key (the hook runs after both); its response is stored once sent, and replayed byte for byte.
  * A 5xx is not stored: the key is released and the request may be retried.
  */
-export function registerIdempotency(app: FastifyInstance, db: Db): void {
+export function registerIdempotency(app: FastifyInstance, db: Db, fingerprintKey: Buffer): void {
   app.decorateRequest('idempotency', null)
 
   app.addHook('preHandler', async (request, reply) => {
@@ -71,7 +80,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db): void {
       )
     }
     const scope = { merchantUuid: request.auth.merchant.uuid, mode: request.auth.mode }
-    const print = fingerprint(request)
+    const print = fingerprint(request, fingerprintKey)
     const now = new Date()
     const owner = newId()
 

@@ -3,6 +3,7 @@ import {
   createDecipheriv,
   createHash,
   createHmac,
+  hkdfSync,
   randomBytes,
   timingSafeEqual,
 } from 'node:crypto'
@@ -11,6 +12,10 @@ export const sha256Hex = (input: string | Buffer): string => createHash('sha256'
 
 export const hmacSha256Hex = (key: string | Buffer, message: string | Buffer): string =>
   createHmac('sha256', key).update(message).digest('hex')
+
+/** A key of its own for one purpose, derived from the master key (HKDF-SHA256), so no two uses share a key. */
+export const deriveKey = (masterKey: Buffer, purpose: string): Buffer =>
+  Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), `merchant-gateway:${purpose}`, 32))
 
 /** Compares two strings in time independent of where they differ. */
 export function constantTimeEqual(a: string, b: string): boolean {

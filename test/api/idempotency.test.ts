@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import pino from 'pino'
 import { buildApp, createServices, REDACTED_PATHS, type Services } from '../../src/app.ts'
 import { type Db, migrateToLatest } from '../../src/db/index.ts'
-import { fingerprint } from '../../src/http/idempotency.ts'
+import { fingerprint, fingerprintKey } from '../../src/http/idempotency.ts'
 import {
   backends,
   call,
@@ -268,11 +268,14 @@ for (const backend of backends()) {
 
     /** A row as a request that claimed the key and then died (or is still working) leaves it. */
     async function claimAsIfRunning(key: string, payload: string, lockedUntil: Date) {
-      const print = fingerprint({
-        method: 'POST',
-        url: CREATE,
-        rawBody: Buffer.from(payload),
-      } as FastifyRequest)
+      const print = fingerprint(
+        {
+          method: 'POST',
+          url: CREATE,
+          rawBody: Buffer.from(payload),
+        } as FastifyRequest,
+        fingerprintKey(ctx.config.masterKey),
+      )
       const now = Date.now()
       await ctx.db
         .insertInto('idempotency_keys')

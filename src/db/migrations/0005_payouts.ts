@@ -18,6 +18,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('method', 'text', (c) => c.notNull())
     .addColumn('fx_rate', 'text', (c) => c.notNull())
+    .addColumn('fx_rate_updated_at', sql`timestamptz(3)`, (c) => c.notNull())
     .addColumn('amount_usdt_micro', 'bigint', (c) => c.notNull())
     .addColumn('fee_usdt_micro', 'bigint', (c) => c.notNull())
     .addColumn('payout_usdt_amount_micro', 'bigint', (c) => c.notNull())

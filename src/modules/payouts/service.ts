@@ -178,7 +178,7 @@ export function createPayoutService(deps: {
       fee_usdt_micro: quote.fee_usdt_micro,
       payout_usdt_amount_micro: quote.payout_usdt_amount_micro,
     }
-    return { rate: quote.fx_rate, rateUpdatedAt: quote.created_at, figures }
+    return { rate: quote.fx_rate, rateUpdatedAt: quote.fx_rate_updated_at, figures }
   }
 
   /**
@@ -263,7 +263,7 @@ export function createPayoutService(deps: {
     toView,
 
     async quote(auth: AuthContext, input: PayoutQuoteInput): Promise<PayoutQuoteView> {
-      const { rate, figures } = await figuresNow(auth, input.amount, input.currency)
+      const { rate, rateUpdatedAt, figures } = await figuresNow(auth, input.amount, input.currency)
       const now = new Date()
       const quote = await repo.insertQuote(db, {
         uuid: newId(),
@@ -273,6 +273,7 @@ export function createPayoutService(deps: {
         currency: input.currency,
         method: input.method as PayoutQuoteRow['method'],
         fx_rate: rate,
+        fx_rate_updated_at: rateUpdatedAt,
         ...figures,
         expires_at: new Date(now.getTime() + QUOTE_TTL_MS),
         created_at: now,

@@ -138,6 +138,56 @@ async function createEventDelivery(
   return { uuid: row.uuid }
 }
 
+export interface CreatedPayout {
+  uuid: string
+}
+
+/** A TRC20 wallet: payouts to it go through the sandbox provider, which takes them (status processing). */
+const PAYOUT_WALLET = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
+
+let payoutCounter = 0
+/** The body of a 1.00 USD (1 USDT at USD 1, no fee by default) payout to a wallet, with a fresh external_id. */
+const newPayout = () => ({
+  external_id: `po-sec-${Date.now().toString(36)}-${(payoutCounter++).toString(36)}`,
+  amount: 100,
+  currency: 'USD',
+  method: 'usdt_wallet',
+  destination: PAYOUT_WALLET,
+})
+
+/**
+ * 100 USDT available to `merchant` in `mode`: a paid 100.00 USD payment. Test mode has no hold; live mode
+ * holds paid money 24 h by default, so the merchant's hold is set to 0 first.
+ */
+async function fundPayouts(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<null> {
+  if (mode === 'live')
+    await ctx.services.merchants.updateMerchant(merchant.uuid, { settlementHoldSeconds: 0 })
+  const tx = await createTransaction(ctx, merchant, mode, {
+    payment_method: 'card',
+    currency: 'USD',
+    amount: 10_000,
+  })
+  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+    as: { merchant, mode },
+  })
+  assert.equal(paid.statusCode, 200, paid.body)
+  return null
+}
+
+/** A processing payout of `merchant` in `mode`, created over HTTP on a funded balance. */
+async function createPayout(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<CreatedPayout> {
+  await fundPayouts(ctx, merchant, mode)
+  const body = newPayout()
+  const res = await call(ctx, 'POST', '/integration/payouts', body, {
+    as: { merchant, mode },
+    auth: 'signature',
+    idempotencyKey: `setup-${body.external_id}`,
+  })
+  assert.equal(res.statusCode, 201, res.body)
+  assert.equal(res.json().status, 'processing')
+  return res.json()
+}
+
 export const SECURITY_ROUTES: SecurityRoute[] = [
   defineRoute<null>({
     name: 'POST /integration/transactions',
@@ -222,6 +272,56 @@ export const SECURITY_ROUTES: SecurityRoute[] = [
     status: 200,
     isolation: { kind: 'resource' },
   }),
+  defineRoute<null>({
+    name: 'GET /integration/payouts/quote',
+    method: 'GET',
+    auth: 'key',
+    setup: async () => null,
+    url: () => '/integration/payouts/quote?amount=100000&currency=RUB&method=card',
+    status: 200,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<null>({
+    name: 'POST /integration/payouts',
+    method: 'POST',
+    auth: 'signature',
+    idempotency: 'required',
+    setup: fundPayouts,
+    url: () => '/integration/payouts',
+    body: () => newPayout(),
+    status: 201,
+    isolation: { kind: 'none' },
+  }),
+  defineRoute<CreatedPayout>({
+    name: 'GET /integration/payouts',
+    method: 'GET',
+    auth: 'key',
+    setup: createPayout,
+    url: () => '/integration/payouts?per_page=100',
+    status: 200,
+    isolation: { kind: 'list', includes: (json, payout) => listIncludes(json, payout.uuid) },
+  }),
+  defineRoute<CreatedPayout>({
+    name: 'GET /integration/payouts/{uuid}',
+    method: 'GET',
+    auth: 'key',
+    setup: createPayout,
+    url: (payout) => `/integration/payouts/${payout.uuid}`,
+    status: 200,
+    isolation: { kind: 'resource' },
+  }),
+  ...(['completed', 'failed'] as const).map((simulation) =>
+    defineRoute<CreatedPayout>({
+      name: `POST /integration/sandbox/payouts/{uuid}/${simulation}`,
+      method: 'POST',
+      auth: 'key',
+      idempotency: 'optional',
+      setup: createPayout,
+      url: (payout) => `/integration/sandbox/payouts/${payout.uuid}/${simulation}`,
+      status: 200,
+      isolation: { kind: 'resource' },
+    }),
+  ),
   defineRoute<null>({
     name: 'GET /integration/balances',
     method: 'GET',
