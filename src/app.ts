@@ -21,6 +21,7 @@ import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
 import { fingerprintKey, KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
 import { registerRateLimit } from './http/rate-limit.ts'
+import { httpDuration } from './lib/metrics.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
 import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
 import { healthRoutes } from './modules/health/routes.ts'
@@ -219,6 +220,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    httpDuration.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode },
+      reply.elapsedTime / 1000,
+    )
   })
   // An optional body that was not sent validates as an empty object.
   app.addHook('preValidation', async (request) => {

@@ -20,6 +20,8 @@ export interface Config {
   webhookAllowPrivateNetworks: boolean
   /** How long an API key lookup is trusted in process before the database is asked again. */
   keyCacheTtlMs: number
+  /** Where Prometheus metrics are served (GET /metrics); null: not served. */
+  metrics: { port: number; host: string } | null
   /** Per API key: a token bucket refilled at perSecond, holding at most burst (contract §10). */
   rateLimit: { perSecond: number; burst: number }
   webhook: {
@@ -55,6 +57,13 @@ function parsePositive(name: string, value: string | undefined, fallback: number
 }
 
 export class ConfigError extends Error {}
+
+function parsePort(name: string, value: string): number {
+  const port = Number(value)
+  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ConfigError(`${name} must be 0-65535, got "${value}"`)
+  return port
+}
 
 type Env = Record<string, string | undefined>
 
@@ -112,9 +121,7 @@ export function loadConfig(env: Env = process.env): Config {
   // Outside production a missing key is made once and kept in DATA_DIR, so a development setup just works.
   const masterKey = env.MASTER_KEY ? parseMasterKey(env.MASTER_KEY) : embeddedMasterKey(dataDir)
 
-  const port = Number(env.PORT ?? 3000)
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new ConfigError(`PORT must be 0-65535, got "${env.PORT}"`)
+  const port = parsePort('PORT', env.PORT ?? '3000')
   const host = env.HOST || '127.0.0.1'
   const publicBaseUrl = (
     env.PUBLIC_BASE_URL || `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`
@@ -152,6 +159,9 @@ export function loadConfig(env: Env = process.env): Config {
       !production,
     ),
     keyCacheTtlMs: 5000,
+    metrics: env.METRICS_PORT
+      ? { port: parsePort('METRICS_PORT', env.METRICS_PORT), host: env.METRICS_HOST || '127.0.0.1' }
+      : null,
     rateLimit: {
       perSecond: parsePositive('RATE_LIMIT_PER_SECOND', env.RATE_LIMIT_PER_SECOND, 100),
       burst: Math.floor(parsePositive('RATE_LIMIT_BURST', env.RATE_LIMIT_BURST, 200)),

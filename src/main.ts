@@ -6,8 +6,10 @@ import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts
 import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
 import { seedDemo } from './db/seed.ts'
 import type { Mode } from './db/types.ts'
+import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
+import { outboxStats } from './modules/webhooks/repository.ts'
 import { startWorkers } from './workers/index.ts'
 
 const out = (line: string): void => {
@@ -52,6 +54,11 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
   const app = await buildApp({ db: handle.db, config, services, logger })
   const workers = role !== 'api' ? startWorkers(handle, services, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
+  setMetricSources({ outbox: () => outboxStats(handle.db), pool: () => handle.poolStats() })
+  const metricsServer = config.metrics
+    ? await startMetricsServer(config.metrics.port, config.metrics.host)
+    : null
+  if (config.metrics) logger.info(config.metrics, 'metrics served at /metrics')
 
   if (demo) {
     const base = config.publicBaseUrl
@@ -81,6 +88,7 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     force.unref()
     // Stop taking requests and finish those in flight, then let the workers finish and give back their claims.
     await app.close()
+    metricsServer?.close()
     await workers?.stop()
     await services.close()
     await handle.close()

@@ -23,6 +23,8 @@ export interface DbHandle {
   kind: 'postgres' | 'pglite'
   /** Calls `onNotify` on every NOTIFY on `channel` (from any process on PostgreSQL); returns the unsubscribe. */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
+  /** Connections of the pool (PostgreSQL); null for the embedded database's single session. */
+  poolStats(): { total: number; idle: number; waiting: number; max: number } | null
   close(): Promise<void>
 }
 
@@ -57,6 +59,12 @@ export async function connectPostgres(url: string, poolSize = 10): Promise<DbHan
       await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
       return () => client.end()
     },
+    poolStats: () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+      max: poolSize,
+    }),
     close: () => db.destroy(),
   }
 }
@@ -98,6 +106,7 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
     async listen(channel, onNotify) {
       return pglite.listen(channel, () => onNotify())
     },
+    poolStats: () => null,
     async close() {
       await db.destroy()
       await pglite.close()

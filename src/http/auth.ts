@@ -138,10 +138,17 @@ async function authenticate(
 /** Authenticates every route that asks for it, before its input is validated. */
 export function registerAuth(app: FastifyInstance, merchants: MerchantService): void {
   app.decorateRequest('auth', null)
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', async (request, reply) => {
     const requirement = request.routeOptions.config.auth ?? 'none'
     if (requirement === 'none') return
     request.auth = await authenticate(merchants, request, requirement)
+    // Every later log line of the request says whose it is and which operation.
+    request.log = request.log.child({
+      merchant_uuid: request.auth.merchant.uuid,
+      mode: request.auth.mode,
+      route: request.routeOptions.url,
+    })
+    reply.log = request.log
   })
 }
 

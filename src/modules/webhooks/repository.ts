@@ -205,14 +205,16 @@ export const listAttempts = (db: Executor, deliveryUuid: string) =>
     .orderBy('attempt')
     .execute()
 
-/** Deliveries waiting, and the age of the oldest (for metrics and tests). */
-export const pendingCount = async (db: Executor) =>
-  Number(
-    (
-      await db
-        .selectFrom('webhook_deliveries')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('status', '=', 'pending')
-        .executeTakeFirstOrThrow()
-    ).n,
-  )
+/** Deliveries waiting to be sent, and the age of the oldest (the outbox metrics). */
+export async function outboxStats(db: Executor, now = new Date()) {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => [eb.fn.countAll<number>().as('depth'), eb.fn.min('created_at').as('oldest')])
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow()
+  const oldest = row.oldest ? new Date(row.oldest as Date) : null
+  return {
+    depth: Number(row.depth),
+    oldestAgeSeconds: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0,
+  }
+}

@@ -8,6 +8,7 @@ import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
+import { deliveryOutcomes } from '../../lib/metrics.ts'
 import type { AuthContext } from '../merchants/service.ts'
 import { type AttemptResult, nextAttemptDelayMs, type Sender } from './delivery.ts'
 import * as repo from './repository.ts'
@@ -225,6 +226,8 @@ export function createWebhookService(deps: {
         trx,
         outcomes.map((o) => o.record),
       )
+      for (const o of outcomes)
+        deliveryOutcomes.inc({ outcome: o.record.next.status === 'pending' ? 'retry' : o.record.next.status })
       for (const o of outcomes.filter((x) => x.disable)) {
         await repo.updateConfig(
           trx,
