@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { notFound } from '../../http/errors.ts'
 import { renderNotFound, renderPage } from './page.ts'
@@ -24,18 +23,16 @@ export const PAGE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ')
 
-function secure(reply: FastifyReply): FastifyReply {
-  return reply.headers({
-    'content-security-policy': PAGE_CSP,
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-    'x-frame-options': 'DENY',
-    'cross-origin-opener-policy': 'same-origin',
-    'cache-control': 'no-store',
-  })
+const SECURITY_HEADERS: Record<string, string> = {
+  'content-security-policy': PAGE_CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
 }
 
-const TokenParams = Type.Object({ token: Type.String({ maxLength: 64 }) }, { additionalProperties: false })
+// Any string: a token the service never issued is the plain 404 page, whatever its length.
+const TokenParams = Type.Object({ token: Type.String() }, { additionalProperties: false })
 const hide = { hide: true }
 
 /** The hosted payment page (contract §9): no credentials, reached by its own random token. */
@@ -43,19 +40,26 @@ export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutServi
   app,
   { checkout },
 ) => {
+  // Every reply of these routes, errors included, carries the page's security headers and is not cached
+  // (the static assets excepted, which say so themselves).
+  app.addHook('onSend', async (_request, reply) => {
+    reply.headers(SECURITY_HEADERS)
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store')
+  })
+
   app.get(
     '/pay/assets/:name',
     { schema: { ...hide, params: Type.Object({ name: Type.String() }) } },
     (request, reply) => {
       const file = ASSETS[request.params.name]
-      if (!file) return secure(reply).code(404).type('text/plain; charset=utf-8').send('Not found')
-      return secure(reply).header('cache-control', 'public, max-age=300').type(file.type).send(file.body)
+      if (!file) return reply.code(404).type('text/plain; charset=utf-8').send('Not found')
+      return reply.header('cache-control', 'public, max-age=300').type(file.type).send(file.body)
     },
   )
 
   app.get('/pay/:token', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
     const data = await checkout.page(request.params.token)
-    secure(reply).type('text/html; charset=utf-8')
+    reply.type('text/html; charset=utf-8')
     if (!data) return reply.code(404).send(renderNotFound())
     return reply.send(renderPage(data))
   })
@@ -63,7 +67,7 @@ export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutServi
   app.get('/pay/:token/status', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
     const view = await checkout.status(request.params.token)
     if (!view) throw notFound('payment')
-    return secure(reply).send(view)
+    return view
   })
 
   for (const outcome of ['paid', 'failed'] as const) {
@@ -73,7 +77,7 @@ export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutServi
       async (request, reply) => {
         const view = await checkout.simulate(request.params.token, outcome)
         if (!view) throw notFound('payment')
-        return secure(reply).send(view)
+        return view
       },
     )
   }
