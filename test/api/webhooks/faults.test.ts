@@ -263,7 +263,9 @@ for (const backend of backends()) {
         deliveries.map((d) => d.url),
         [`${configured.url}/hooks`, `${own.url}/own`, `${otherMerchants.url}/hooks`],
       )
-      const received = (r: Receiver) => r.events().map((e) => e.transaction.uuid)
+      // At least once: on a loaded machine a 300 ms attempt can time out after the receiver got it, and the
+      // retry brings the same event again. What matters here is where events go, not how often.
+      const received = (r: Receiver) => [...new Set(r.events().map((e) => e.transaction.uuid))]
       assert.deepEqual(received(configured), [viaConfig.uuid])
       assert.deepEqual(received(own), [viaCallback.uuid])
       assert.deepEqual(received(otherMerchants), [ofOther.uuid])
