@@ -221,6 +221,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
+  // While shutting down, every answer closes its connection: a keep-alive client (or a load balancer's pool)
+  // would otherwise hold the server open after its last request, and the shutdown would hang.
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close')
+  })
   app.addHook('onResponse', async (request, reply) => {
     httpDuration.observe(
       { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode },
