@@ -36,7 +36,9 @@ export function parseSignatureHeader(header: string): ParsedSignature | null {
     if (eq < 0) return null
     const name = part.slice(0, eq).trim()
     const value = part.slice(eq + 1).trim()
-    if (name === 'key_id') keyId = value
+    // A key id the service could have issued, or the header is malformed (it never reaches the database).
+    if (name === 'key_id' && /^mk_(test|live)_[A-Za-z0-9]{1,64}$/.test(value)) keyId = value
+    else if (name === 'key_id') return null
     else if (name === 't' && /^\d{1,12}$/.test(value)) timestamp = Number(value)
     else if (name === 'v1' && /^[0-9a-fA-F]{64}$/.test(value)) signatures.push(value.toLowerCase())
     else if (name === 't' || name === 'v1') return null

@@ -161,7 +161,8 @@ interface AjvIssue {
 
 /** Ajv's issues → `{ "metadata.order": ["must be string"] }`, with query parameters named as sent. */
 function fieldErrors(issues: AjvIssue[]): FieldErrors {
-  const out: FieldErrors = {}
+  // No prototype: a field named `constructor` or `toString` is a field like any other.
+  const out: FieldErrors = Object.create(null)
   // A nullable field that fails its schema also fails the `null` branch of its anyOf, and the anyOf itself:
   // those two say nothing the real issue does not, and would name a parent of the offending path.
   const noise = (i: AjvIssue) => i.keyword === 'anyOf' || (i.keyword === 'type' && i.params.type === 'null')
@@ -261,5 +262,9 @@ export function renderError(error: FastifyError | AppError | Error): RenderedErr
       message: 'Send the request body as application/json.',
     }
   if (fe.statusCode === 404) return { ...base, status: 404, code: 'not_found', message: 'Not found.' }
+  // A plugin's refusal (the docs' static files refuse a path outside their folder) stays a refusal.
+  if (fe.statusCode === 403) return { ...base, status: 403, code: 'forbidden', message: 'Forbidden.' }
+  if (fe.statusCode !== undefined && fe.statusCode >= 400 && fe.statusCode < 500)
+    return { ...base, status: 400, code: 'malformed_request', message: 'The request cannot be served.' }
   return { ...base, status: 500, code: 'internal_error', message: DEFAULT_MESSAGES.internal_error as string }
 }
