@@ -58,6 +58,24 @@ function parsePositive(name: string, value: string | undefined, fallback: number
 
 export class ConfigError extends Error {}
 
+/** A whole number of at least 1. */
+function parseWhole(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1)
+    throw new ConfigError(`${name} must be a whole number of at least 1, got "${value}"`)
+  return n
+}
+
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
+
+function parseLogLevel(value: string | undefined): string {
+  if (value === undefined || value === '') return 'info'
+  if (!LOG_LEVELS.includes(value))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`)
+  return value
+}
+
 function parsePort(name: string, value: string): number {
   const port = Number(value)
   if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
@@ -151,7 +169,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl,
     masterKey,
     redisUrl: env.REDIS_URL || null,
-    logLevel: env.LOG_LEVEL || 'info',
+    logLevel: parseLogLevel(env.LOG_LEVEL),
     fxMaxAgeSeconds,
     webhookAllowPrivateNetworks: parseBoolean(
       'WEBHOOK_ALLOW_PRIVATE_NETWORKS',
@@ -164,7 +182,7 @@ export function loadConfig(env: Env = process.env): Config {
       : null,
     rateLimit: {
       perSecond: parsePositive('RATE_LIMIT_PER_SECOND', env.RATE_LIMIT_PER_SECOND, 100),
-      burst: Math.floor(parsePositive('RATE_LIMIT_BURST', env.RATE_LIMIT_BURST, 200)),
+      burst: parseWhole('RATE_LIMIT_BURST', env.RATE_LIMIT_BURST, 200),
     },
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),

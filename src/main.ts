@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from 'commander'
-import pino from 'pino'
-import { buildApp, createServices, REDACTED_PATHS } from './app.ts'
+import { buildApp, createLogger, createServices } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
 import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
 import { seedDemo } from './db/seed.ts'
 import type { Mode } from './db/types.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
+import { isKnownCurrency } from './lib/money.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
 import { outboxStats } from './modules/webhooks/repository.ts'
@@ -44,7 +44,7 @@ async function withDatabase<T>(work: (handle: DbHandle, config: Config) => Promi
 
 async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
   const config = loadConfig()
-  const logger = pino({ level: config.logLevel, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } })
+  const logger = createLogger(config.logLevel)
   const handle = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   const applied = await migrateToLatest(handle.db)
   if (applied.length) logger.info({ migrations: applied }, 'database migrated')
@@ -128,9 +128,14 @@ merchants
   .option('--json', 'print the result as JSON on the last line')
   .action((opts: { name: string; settlementCurrency: string; json?: boolean }) =>
     withDatabase(async (handle, config) => {
+      const settlementCurrency = opts.settlementCurrency.toUpperCase()
+      if (!isKnownCurrency(settlementCurrency))
+        throw new UserError(
+          `--settlement-currency ${opts.settlementCurrency} is not an ISO 4217 code or USDT`,
+        )
       const { merchant, keys } = await createServices(handle.db, config).merchants.createMerchant({
         name: opts.name,
-        settlementCurrency: opts.settlementCurrency.toUpperCase(),
+        settlementCurrency,
       })
       if (opts.json) return out(JSON.stringify({ merchant_uuid: merchant.uuid, keys }))
       out(`merchant ${merchant.uuid} "${merchant.name}" (settles in ${merchant.settlement_currency})`)

@@ -3,8 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import pino from 'pino'
-import { buildApp, createServices, REDACTED_PATHS, type Services } from '../../src/app.ts'
+import { buildApp, createLogger, createServices, type Services } from '../../src/app.ts'
 import { type Db, migrateToLatest } from '../../src/db/index.ts'
 import { fingerprint, fingerprintKey } from '../../src/http/idempotency.ts'
 import {
@@ -354,7 +353,7 @@ for (const backend of backends()) {
           done()
         },
       })
-      const logger = pino({ level: 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink)
+      const logger = createLogger('info', sink)
       app = await buildApp({ db, config, services, logger })
       await app.ready()
       await services.rates.setMarketRate('RUB', DEMO_TEST_RATES.RUB as string)

@@ -2,14 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
-import pino from 'pino'
-import {
-  buildApp,
-  createServices,
-  REDACTED_PATHS,
-  type ServiceOptions,
-  type Services,
-} from '../../src/app.ts'
+import { buildApp, createLogger, createServices, type ServiceOptions, type Services } from '../../src/app.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
 import {
   connectPglite,
@@ -123,7 +116,7 @@ export async function createTestContext(
       done()
     },
   })
-  const logger = pino({ level: 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink)
+  const logger = createLogger('info', sink)
   const app = await buildApp({ db: handle.db, config, services, logger })
   const serverErrors: TestContext['serverErrors'] = []
   app.addHook('onResponse', async (request, reply) => {

@@ -149,5 +149,48 @@ for (const backend of backends()) {
       assert.ok(!text.includes(header))
       assert.ok(!text.includes('ab'.repeat(32)))
     })
+
+    it('an accepted request is logged with its merchant, mode and route; page tokens and search terms are not', async () => {
+      const requestId = `logs-context-${backend}`
+      const res = await ctx.app.inject({
+        method: 'GET',
+        url: '/integration/transactions?search=alice%40example.com',
+        headers: { 'x-api-key': ctx.merchant.keys.test.secret, 'x-request-id': requestId },
+      })
+      assert.equal(res.statusCode, 200, res.body)
+      const lines = linesOf(ctx, requestId)
+      const completed = lines.find((line) => line.msg === 'request completed')
+      assert.ok(completed, JSON.stringify(lines))
+      assert.equal(completed.merchant_uuid, ctx.merchant.uuid)
+      assert.equal(completed.mode, 'test')
+      assert.equal(completed.route, '/integration/transactions')
+      const text = JSON.stringify(lines)
+      assert.ok(text.includes('search=[redacted]'), text)
+      assert.ok(!text.includes('alice'))
+
+      const created = await ctx.app.inject({
+        method: 'POST',
+        url: '/integration/transactions',
+        headers: { 'x-api-key': ctx.merchant.keys.test.secret, 'content-type': 'application/json' },
+        payload: JSON.stringify({
+          amount: 1000,
+          currency: 'USD',
+          payment_method: 'card',
+          external_id: `log-${backend}`,
+        }),
+      })
+      assert.equal(created.statusCode, 201, created.body)
+      const token = new URL(created.json().payment_url).pathname.split('/')[2] as string
+      const pageId = `logs-page-${backend}`
+      const page = await ctx.app.inject({
+        method: 'GET',
+        url: `/pay/${token}`,
+        headers: { 'x-request-id': pageId },
+      })
+      assert.equal(page.statusCode, 200)
+      const pageText = JSON.stringify(linesOf(ctx, pageId))
+      assert.ok(pageText.includes('/pay/[token]'), pageText)
+      assert.ok(!pageText.includes(token))
+    })
   })
 }
