@@ -109,3 +109,21 @@ export function pageFrom<T extends { created_at: Date; uuid: string }>(
     prev_cursor: hasPrev ? at(first, 'prev') : null,
   }
 }
+
+/** The body of a list operation: the page's rows as their views, and the meta with the cursors either side. */
+export function cursorPage<T extends { created_at: Date; uuid: string }, V>(
+  rows: T[],
+  options: { perPage: number; cursor: Cursor | null; digest: string; path: string },
+  view: (row: T) => V,
+) {
+  const page = pageFrom(rows, options.perPage, options.cursor, options.digest)
+  return {
+    data: page.data.map(view),
+    meta: {
+      per_page: options.perPage,
+      next_cursor: page.next_cursor,
+      prev_cursor: page.prev_cursor,
+      path: options.path,
+    },
+  }
+}

@@ -64,7 +64,7 @@ export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutServi
     return reply.send(renderPage(data))
   })
 
-  app.get('/pay/:token/status', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
+  app.get('/pay/:token/status', { schema: { ...hide, params: TokenParams } }, async (request) => {
     const view = await checkout.status(request.params.token)
     if (!view) throw notFound('payment')
     return view
@@ -74,7 +74,7 @@ export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutServi
     app.post(
       `/pay/:token/simulate/${outcome}`,
       { config: { bodyOptional: true }, schema: { ...hide, params: TokenParams } },
-      async (request, reply) => {
+      async (request) => {
         const view = await checkout.simulate(request.params.token, outcome)
         if (!view) throw notFound('payment')
         return view

@@ -3,7 +3,7 @@ import type { PaymentConnector, PayoutOutcome, ProviderPayoutResult } from '../.
 import type { Db, Executor } from '../../db/index.ts'
 import type { PayoutQuoteRow, PayoutRow, PayoutStatus } from '../../db/types.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
-import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { type PayoutFigures, payoutFigures } from '../../lib/money.ts'
 import type { LedgerService, Posting } from '../ledger/service.ts'
@@ -390,16 +390,11 @@ export function createPayoutService(deps: {
       })
       const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
       const rows = await repo.listPage(db, scopeOf(auth), filters, cursor, perPage + 1)
-      const page = pageFrom(rows, perPage, cursor, digest)
-      return {
-        data: page.data.map(toView),
-        meta: {
-          per_page: perPage,
-          next_cursor: page.next_cursor,
-          prev_cursor: page.prev_cursor,
-          path: `${config.publicBaseUrl}/integration/payouts`,
-        },
-      }
+      return cursorPage(
+        rows,
+        { perPage, cursor, digest, path: `${config.publicBaseUrl}/integration/payouts` },
+        toView,
+      )
     },
 
     /** Where a provider's payout callback enters: parsed by its connector, then the one handler. */

@@ -3,7 +3,7 @@ import type { PaymentConnector, ProviderCallback } from '../../connectors/types.
 import type { Db, Executor } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
-import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { isUuid, newId, newPaymentToken } from '../../lib/ids.ts'
 import { computeFees, convertFloor, formatMinor } from '../../lib/money.ts'
 import type { LedgerService } from '../ledger/service.ts'
@@ -446,16 +446,11 @@ export function createTransactionService(deps: {
       })
       const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
       const rows = await repo.listPage(db, scopeOf(auth), filters, cursor, perPage + 1)
-      const page = pageFrom(rows, perPage, cursor, digest)
-      return {
-        data: page.data.map(toView),
-        meta: {
-          per_page: perPage,
-          next_cursor: page.next_cursor,
-          prev_cursor: page.prev_cursor,
-          path: `${config.publicBaseUrl}/integration/transactions`,
-        },
-      }
+      return cursorPage(
+        rows,
+        { perPage, cursor, digest, path: `${config.publicBaseUrl}/integration/transactions` },
+        toView,
+      )
     },
   }
 }

@@ -5,7 +5,7 @@ import type { Config } from '../../config.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { Mode, WebhookConfig, WebhookDelivery } from '../../db/types.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
-import { type Cursor, decodeCursor, filterDigest, pageFrom } from '../../http/pagination.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { deliveryOutcomes } from '../../lib/metrics.ts'
@@ -378,16 +378,11 @@ export function createWebhookService(deps: {
         cursor,
         perPage + 1,
       )
-      const page = pageFrom(rows, perPage, cursor, digest)
-      return {
-        data: page.data.map(deliveryView),
-        meta: {
-          per_page: perPage,
-          next_cursor: page.next_cursor,
-          prev_cursor: page.prev_cursor,
-          path: `${config.publicBaseUrl}/integration/webhook/deliveries`,
-        },
-      }
+      return cursorPage(
+        rows,
+        { perPage, cursor, digest, path: `${config.publicBaseUrl}/integration/webhook/deliveries` },
+        deliveryView,
+      )
     },
 
     async getDelivery(auth: AuthContext, uuid: string) {
