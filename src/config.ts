@@ -20,6 +20,8 @@ export interface Config {
   webhookAllowPrivateNetworks: boolean
   /** How long an API key lookup is trusted in process before the database is asked again. */
   keyCacheTtlMs: number
+  /** How long a process reuses the market rates it read (a payment then needs no query for its rate). */
+  rateCacheMs: number
   /** Where Prometheus metrics are served (GET /metrics); null: not served. */
   metrics: { port: number; host: string } | null
   /** Per API key: a token bucket refilled at perSecond, holding at most burst (contract §10). */
@@ -177,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
       !production,
     ),
     keyCacheTtlMs: 5000,
+    rateCacheMs: 1000,
     metrics: env.METRICS_PORT
       ? { port: parsePort('METRICS_PORT', env.METRICS_PORT), host: env.METRICS_HOST || '127.0.0.1' }
       : null,

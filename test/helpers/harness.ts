@@ -60,6 +60,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     }),
     // Suites fire requests far faster than a merchant would; the rate-limit suite sets its own limits.
     rateLimit: { perSecond: 1_000_000, burst: 1_000_000 },
+    // Suites change rates straight in the database and expect the next request to see it.
+    rateCacheMs: 0,
     ...overrides,
   }
 }

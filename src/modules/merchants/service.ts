@@ -32,6 +32,10 @@ export function createMerchantService(deps: { db: Db; config: Config }) {
   const { db, config } = deps
   // A short-lived cache saves a database round trip per request; revocation is seen within its TTL.
   const cache = new LRUCache<string, CachedKey>({ max: 10_000, ttl: config.keyCacheTtlMs })
+  const fees = new LRUCache<string, { fee_bps: number; merchant_fee_share_bps: number }>({
+    max: 10_000,
+    ttl: config.keyCacheTtlMs,
+  })
 
   function toCached(row: repo.KeyWithMerchant): CachedKey {
     return {
@@ -145,11 +149,23 @@ export function createMerchantService(deps: { db: Db; config: Config }) {
       return revoked ?? null
     },
 
-    fee: async (merchantUuid: string, paymentMethod: string) =>
-      (await repo.findFee(db, merchantUuid, paymentMethod)) ?? { fee_bps: 0, merchant_fee_share_bps: 10000 },
+    /** The merchant's fee for a method, cached like its keys (a change is seen by other processes within the TTL). */
+    async fee(merchantUuid: string, paymentMethod: string) {
+      const cacheKey = `${merchantUuid}:${paymentMethod}`
+      const hit = fees.get(cacheKey)
+      if (hit) return hit
+      const fee = (await repo.findFee(db, merchantUuid, paymentMethod)) ?? {
+        fee_bps: 0,
+        merchant_fee_share_bps: 10000,
+      }
+      fees.set(cacheKey, fee)
+      return fee
+    },
 
-    setFee: (merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) =>
-      repo.upsertFee(db, merchantUuid, paymentMethod, feeBps, shareBps),
+    async setFee(merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) {
+      fees.clear()
+      return repo.upsertFee(db, merchantUuid, paymentMethod, feeBps, shareBps)
+    },
 
     listFees: (merchantUuid: string) => repo.listFees(db, merchantUuid),
   }

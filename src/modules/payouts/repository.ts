@@ -38,8 +38,11 @@ const scoped = (db: Executor, scope: Scope) =>
     .where('merchant_uuid', '=', scope.merchantUuid)
     .where('mode', '=', scope.mode)
 
-export const findPayout = (db: Executor, scope: Scope, uuid: string) =>
-  scoped(db, scope).where('uuid', '=', uuid).executeTakeFirst()
+/** The payout by its primary key, if it is the caller's (only the key in the query, as for transactions). */
+export async function findPayout(db: Executor, scope: Scope, uuid: string) {
+  const row = await db.selectFrom('payouts').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  return row && row.merchant_uuid === scope.merchantUuid && row.mode === scope.mode ? row : undefined
+}
 
 /** The payout row, locked for the rest of the caller's transaction. */
 export const lockPayout = (db: Executor, uuid: string) =>

@@ -1,11 +1,5 @@
 import type { Executor } from '../../db/index.ts'
 
-export const findMarketRate = (db: Executor, currency: string) =>
-  db.selectFrom('fx_rates').selectAll().where('currency', '=', currency).executeTakeFirst()
-
-export const findMarketRates = (db: Executor, currencies: string[]) =>
-  db.selectFrom('fx_rates').selectAll().where('currency', 'in', currencies).execute()
-
 export const listMarketRates = (db: Executor) =>
   db.selectFrom('fx_rates').selectAll().orderBy('currency').execute()
 

@@ -30,6 +30,16 @@ export function createRateService(deps: { db: Db; config: Config; now?: () => Da
   const { db, config } = deps
   const now = deps.now ?? (() => new Date())
 
+  // Every market rate, read at most once per rateCacheMs per process (the table has a row per currency): a
+  // payment then costs no query for its rate. A rate set through this process is seen at once; one set
+  // elsewhere (the operator command, another process) within rateCacheMs.
+  let cached: { rows: Awaited<ReturnType<typeof repo.listMarketRates>>; at: number } | null = null
+  async function snapshot() {
+    if (!cached || Date.now() - cached.at >= config.rateCacheMs)
+      cached = { rows: await repo.listMarketRates(db), at: Date.now() }
+    return cached.rows
+  }
+
   function assertFresh(updatedAt: Date, currency: string): void {
     if (config.fxMaxAgeSeconds === null) return
     if (now().getTime() - updatedAt.getTime() > config.fxMaxAgeSeconds * 1000) {
@@ -45,7 +55,7 @@ export function createRateService(deps: { db: Db; config: Config; now?: () => Da
     settlement: string,
   ): Promise<{ rate: string; updated_at: Date } | null> {
     const wanted = [currency, settlement].filter((c) => c !== QUOTE_CURRENCY)
-    const rows = wanted.length ? await repo.findMarketRates(db, wanted) : []
+    const rows = wanted.length ? (await snapshot()).filter((r) => wanted.includes(r.currency)) : []
     const of = (c: string) =>
       c === QUOTE_CURRENCY ? { market_rate: '1', updated_at: null } : rows.find((r) => r.currency === c)
     const a = of(currency)
@@ -123,6 +133,7 @@ export function createRateService(deps: { db: Db; config: Config; now?: () => Da
         throw new Error(`${currency} is not an ISO 4217 currency code`)
       if (!isPositiveDecimal(rate))
         throw new Error(`the rate must be a positive decimal such as 92.15, got "${rate}"`)
+      cached = null
       return repo.upsertMarketRate(db, currency, formatDecimal(parseDecimal(rate)), now())
     },
 

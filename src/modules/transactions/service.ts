@@ -324,19 +324,12 @@ export function createTransactionService(deps: {
       const now = new Date()
       const uuid = newId()
 
-      const row = await db.transaction().execute(async (trx) => {
-        let assigned: { uuid: string; fields: Record<string, string> } | null = null
-        if (isH2hMethod(input.payment_method)) {
-          assigned = await requisites.assign(trx, input.payment_method, now)
-          if (!assigned) {
-            throw new AppError(
-              'unsupported_payment_method',
-              `Payment method "${input.payment_method}" is not available right now: no requisites are configured for it.`,
-            )
-          }
-        }
+      const insert = async (
+        executor: Executor,
+        assigned: { uuid: string; fields: Record<string, string> } | null,
+      ) => {
         try {
-          return await repo.insertTransaction(trx, {
+          return await repo.insertTransaction(executor, {
             uuid,
             merchant_uuid: merchant.uuid,
             mode: auth.mode,
@@ -382,7 +375,21 @@ export function createTransactionService(deps: {
           }
           throw error
         }
-      })
+      }
+      // A card payment is one INSERT (atomic by itself); a host-to-host one also takes its requisites, together.
+      const h2hMethod = isH2hMethod(input.payment_method) ? input.payment_method : null
+      const row = h2hMethod
+        ? await db.transaction().execute(async (trx) => {
+            const assigned = await requisites.assign(trx, h2hMethod, now)
+            if (!assigned) {
+              throw new AppError(
+                'unsupported_payment_method',
+                `Payment method "${input.payment_method}" is not available right now: no requisites are configured for it.`,
+              )
+            }
+            return insert(trx, assigned)
+          })
+        : await insert(db, null)
       return toView(row)
     },
 
