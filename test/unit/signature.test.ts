@@ -29,10 +29,10 @@ describe('parseSignatureHeader', () => {
   })
 
   it('accepts several v1 entries and lower-cases them', () => {
-    const parsed = parseSignatureHeader(`key_id=k,t=1,v1=${HEX_A},v1=${HEX_B.toUpperCase()}`)
+    const parsed = parseSignatureHeader(`key_id=mk_test_k,t=1,v1=${HEX_A},v1=${HEX_B.toUpperCase()}`)
     assert.deepEqual(parsed?.signatures, [HEX_A, HEX_B])
     const eight = Array.from({ length: 8 }, () => `v1=${HEX_A}`).join(',')
-    assert.equal(parseSignatureHeader(`key_id=k,t=1,${eight}`)?.signatures.length, 8)
+    assert.equal(parseSignatureHeader(`key_id=mk_test_k,t=1,${eight}`)?.signatures.length, 8)
   })
 
   it('rejects malformed shapes', () => {
@@ -42,19 +42,24 @@ describe('parseSignatureHeader', () => {
       'garbage',
       `t=1700000000,v1=${HEX_A}`,
       `key_id=,t=1700000000,v1=${HEX_A}`,
-      `key_id=k,v1=${HEX_A}`,
-      'key_id=k,t=1700000000',
-      `key_id=k,t=abc,v1=${HEX_A}`,
-      `key_id=k,t=-1,v1=${HEX_A}`,
-      `key_id=k,t=1.5,v1=${HEX_A}`,
-      `key_id=k,t=1234567890123,v1=${HEX_A}`,
-      `key_id=k,t=1700000000,v1=${'a'.repeat(63)}`,
-      `key_id=k,t=1700000000,v1=${'a'.repeat(65)}`,
-      `key_id=k,t=1700000000,v1=${'g'.repeat(64)}`,
-      `key_id=k,t=1700000000,v1=${HEX_A},v1=short`,
-      `key_id=k,t=1700000000,v1`,
-      `key_id=k;t=1700000000;v1=${HEX_A}`,
-      `key_id=k,t=1,${nine}`,
+      // A key id the service could not have issued never reaches the database (a NUL byte there was a 500).
+      `key_id=k,t=1700000000,v1=${HEX_A}`,
+      `key_id=mk_prod_abc,t=1700000000,v1=${HEX_A}`,
+      `key_id=mk_test_\u0000,t=1700000000,v1=${HEX_A}`,
+      `key_id=mk_test_${'a'.repeat(65)},t=1700000000,v1=${HEX_A}`,
+      `key_id=mk_test_k,v1=${HEX_A}`,
+      'key_id=mk_test_k,t=1700000000',
+      `key_id=mk_test_k,t=abc,v1=${HEX_A}`,
+      `key_id=mk_test_k,t=-1,v1=${HEX_A}`,
+      `key_id=mk_test_k,t=1.5,v1=${HEX_A}`,
+      `key_id=mk_test_k,t=1234567890123,v1=${HEX_A}`,
+      `key_id=mk_test_k,t=1700000000,v1=${'a'.repeat(63)}`,
+      `key_id=mk_test_k,t=1700000000,v1=${'a'.repeat(65)}`,
+      `key_id=mk_test_k,t=1700000000,v1=${'g'.repeat(64)}`,
+      `key_id=mk_test_k,t=1700000000,v1=${HEX_A},v1=short`,
+      `key_id=mk_test_k,t=1700000000,v1`,
+      `key_id=mk_test_k;t=1700000000;v1=${HEX_A}`,
+      `key_id=mk_test_k,t=1,${nine}`,
     ]) {
       assert.equal(parseSignatureHeader(header), null, header)
     }
