@@ -1,0 +1,862 @@
+/**
+ * API benchmark: the real server (`serve --role api`) under autocannon, each endpoint next to a minimal
+ * Fastify baseline (bench/baselines/server.ts) measured in the same run, on a database of its own.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:api -- \
+ *     [--duration 20] [--warmup 3] [--connections 50] [--list-connections 10] [--rows 1000000] \
+ *     [--only create,get,list] [--max-load 1.5] [--load-wait 600] [--no-readme] [--profile] [--keep-database]
+ *
+ * 1. create: POST /integration/transactions (X-Api-Key, a unique external_id per request) vs the baseline's
+ *    validate-and-INSERT endpoint on `pg`, and on `postgres` (porsager) for the driver gap. The server's
+ *    RSS is sampled from /proc every 100 ms through the API's create run (warm-up included): the peak.
+ * 2. get: GET /integration/transactions/:uuid over 1,000 created rows vs the baseline's one-SELECT endpoint.
+ * 3. list: seeds --rows transactions of the merchant in SQL, then GET /integration/transactions first page
+ *    vs a page after all but the last 1,000 rows (a keyset cursor built from the row there), unfiltered,
+ *    with status=paid and with search.
+ *
+ * Before each measured run the 1-minute load average is polled every 15 s until it is at most --max-load
+ * (for at most --load-wait seconds); the load at the start of the run is reported with its figures.
+ * The figures replace the block between the bench:api markers in bench/README.md.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { createServices } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
+import { encodeCursor, filterDigest } from '../../src/http/pagination.ts'
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '20' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    'list-connections': { type: 'string', default: '10' },
+    rows: { type: 'string', default: '1000000' },
+    only: { type: 'string', default: 'create,get,list' },
+    'max-load': { type: 'string', default: '1.5' },
+    'load-wait': { type: 'string', default: '600' },
+    'no-readme': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    'keep-database': { type: 'boolean', default: false },
+  },
+})
+const DURATION = Number(values.duration)
+const WARMUP = Number(values.warmup)
+const CONNECTIONS = Number(values.connections)
+const LIST_CONNECTIONS = Number(values['list-connections'])
+const ROWS = Number(values.rows)
+const ONLY = new Set((values.only ?? '').split(','))
+const MAX_LOAD = Number(values['max-load'])
+const LOAD_WAIT_S = Number(values['load-wait'])
+const RATE_LIMIT = '1000000000'
+const SEARCH = 'violet'
+const COLOURS = ['amber', 'blue', 'green', 'red', 'violet']
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const masterKey = randomBytes(32).toString('hex')
+const README = new URL('../README.md', import.meta.url)
+const START_MARK = '<!-- bench:api:start -->'
+const END_MARK = '<!-- bench:api:end -->'
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+const log = (line: string) => process.stderr.write(`[bench:api] ${line}\n`)
+const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8' }).trim()
+
+// ---------------------------------------------------------------------------------------------- machine
+
+function machine(pgVersion: string, autovacuum: string) {
+  const cpuModel = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown'
+  const memLine =
+    sh('free', ['-g'])
+      .split('\n')
+      .find((l) => l.startsWith('Mem:')) ?? ''
+  return {
+    nproc: sh('nproc', []),
+    memoryGiB: memLine.split(/\s+/)[1] ?? '?',
+    cpu: cpuModel.trim(),
+    node: process.version,
+    postgres: pgVersion,
+    autovacuum,
+    commit: `${sh('git', ['rev-parse', '--short', 'HEAD'])}${sh('git', ['status', '--porcelain', 'src']) ? ' (src/ modified)' : ''}`,
+    date: new Date().toISOString().slice(0, 10),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- load
+
+/** Waits (polling every 15 s, up to --load-wait) for the 1-minute load to be at most --max-load. */
+async function settledLoad(what: string): Promise<{ load: number; waitedS: number; settled: boolean }> {
+  const started = Date.now()
+  for (;;) {
+    const load = loadavg()[0] ?? 0
+    const waitedS = Math.round((Date.now() - started) / 1000)
+    if (load <= MAX_LOAD) return { load: round(load, 2), waitedS, settled: true }
+    if (waitedS >= LOAD_WAIT_S) {
+      log(`${what}: load ${load.toFixed(2)} still above ${MAX_LOAD} after ${waitedS} s: running anyway`)
+      return { load: round(load, 2), waitedS, settled: false }
+    }
+    log(`${what}: 1-minute load ${load.toFixed(2)} > ${MAX_LOAD}, waiting 15 s`)
+    await sleep(15_000)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- processes
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+interface Server {
+  name: string
+  child: ChildProcess
+  base: string
+  stop(): Promise<void>
+}
+
+async function startServer(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  healthPath: string,
+): Promise<Server> {
+  const port = await freePort()
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  })
+  const base = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}`)
+    try {
+      if ((await fetch(`${base}${healthPath}`)).ok) break
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`${name} did not start`)
+    await sleep(100)
+  }
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  return {
+    name,
+    child,
+    base,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
+      await Promise.race([exited, sleep(20_000)])
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+    },
+  }
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    return 0
+  }
+}
+
+/** CPU seconds of every PostgreSQL process on the machine (other databases' work included), by pid. */
+function postgresCpuSeconds(): Map<number, number> {
+  const byPid = new Map<number, number>()
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres')
+        byPid.set(Number(entry), cpuSeconds(Number(entry)))
+    } catch {}
+  }
+  return byPid
+}
+
+/** What PostgreSQL processes used between two snapshots; a process that ended meanwhile is not counted. */
+const postgresCpuSince = (before: Map<number, number>): number => {
+  let total = 0
+  for (const [pid, seconds] of postgresCpuSeconds()) total += seconds - (before.get(pid) ?? 0)
+  return total
+}
+
+const rssMiB = (pid: number): number => {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return match ? Number(match[1]) / 1024 : 0
+  } catch {
+    return 0
+  }
+}
+
+/** Samples a process's VmRSS every 100 ms until stopped: the peak in MiB. */
+function sampleRss(pid: number) {
+  let peak = rssMiB(pid)
+  const timer = setInterval(() => {
+    peak = Math.max(peak, rssMiB(pid))
+  }, 100)
+  return {
+    stop: () => {
+      clearInterval(timer)
+      return round(Math.max(peak, rssMiB(pid)))
+    },
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- load runs
+
+interface Target {
+  server: Server
+  connections: number
+  /** One request, made anew for every request sent. */
+  request: () => { method: 'GET' | 'POST'; path: string; body?: string }
+  headers?: Record<string, string>
+}
+
+interface Measured {
+  label: string
+  server: string
+  connections: number
+  load: number
+  loadSettled: boolean
+  requests: number
+  rps: number
+  p50: number
+  p90: number
+  p99: number
+  max: number
+  non2xx: number
+  errors: number
+  serverCpuMsPerRequest: number
+  postgresCpuMsPerRequest: number
+}
+
+function fire(target: Target, seconds: number, onLatency?: (ms: number, status: number) => void) {
+  const instance = (
+    autocannon as unknown as (o: autocannon.Options) => autocannon.Instance & Promise<autocannon.Result>
+  )({
+    url: target.server.base,
+    connections: target.connections,
+    duration: seconds,
+    headers: { 'content-type': 'application/json', ...target.headers },
+    requests: [
+      {
+        setupRequest: (req) => {
+          const made = target.request()
+          return { ...req, method: made.method, path: made.path, body: made.body }
+        },
+      },
+    ],
+  })
+  if (onLatency)
+    instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) =>
+      onLatency(ms, status),
+    )
+  return instance.then((result) => result)
+}
+
+/** Monotonic microseconds, the clock V8's CPU profiles are stamped with. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+
+async function measure(
+  label: string,
+  target: Target,
+  hooks: { before?: () => Promise<void>; after?: () => Promise<void> } = {},
+): Promise<Measured & { fromUs: number; toUs: number }> {
+  const { load, settled } = await settledLoad(`${label} / ${target.server.name}`)
+  const pid = target.server.child.pid as number
+  await fire(target, WARMUP)
+  const latencies: number[] = []
+  let non2xx = 0
+  await hooks.before?.()
+  const serverCpu = cpuSeconds(pid)
+  const pgCpu = postgresCpuSeconds()
+  const fromUs = monotonicUs()
+  const started = performance.now()
+  const result = await fire(target, DURATION, (ms, status) => {
+    latencies.push(ms)
+    if (status < 200 || status > 299) non2xx++
+  })
+  const seconds = (performance.now() - started) / 1000
+  const toUs = monotonicUs()
+  const serverCpuUsed = cpuSeconds(pid) - serverCpu
+  const pgCpuUsed = postgresCpuSince(pgCpu)
+  await hooks.after?.()
+  const requests = latencies.length
+  const perRequest = (cpu: number) => round((cpu * 1000) / Math.max(1, requests), 3)
+  latencies.sort((a, b) => a - b)
+  const measured = {
+    label,
+    server: target.server.name,
+    connections: target.connections,
+    load,
+    loadSettled: settled,
+    requests,
+    rps: round(requests / seconds),
+    p50: round(percentile(latencies, 50), 2),
+    p90: round(percentile(latencies, 90), 2),
+    p99: round(percentile(latencies, 99), 2),
+    max: round(latencies[latencies.length - 1] ?? Number.NaN, 2),
+    non2xx,
+    errors: result.errors + result.timeouts,
+    serverCpuMsPerRequest: perRequest(serverCpuUsed),
+    postgresCpuMsPerRequest: perRequest(pgCpuUsed),
+    fromUs,
+    toUs,
+  }
+  log(
+    `${label} / ${target.server.name}: ${measured.rps} req/s, p50 ${measured.p50} ms, p99 ${measured.p99} ms, ` +
+      `non-2xx ${non2xx}, errors ${measured.errors}, load at start ${load}`,
+  )
+  return measured
+}
+
+// ---------------------------------------------------------------------------------------------- seeding
+
+/**
+ * `rows` transactions of one merchant and mode in one INSERT … SELECT generate_series, one second apart
+ * and older than anything created through the API: 40 % paid, 40 % expired, 10 % failed, 10 % pending; the
+ * description names one of five colours (search for one matches a fifth of the rows). The secondary indexes
+ * are dropped for the load and made again from their own definitions, as a bulk load does.
+ */
+async function seed(client: pg.Client, merchantUuid: string, rows: number) {
+  await client.query("SET maintenance_work_mem = '512MB'")
+  await client.query('SET synchronous_commit = off')
+  const { rows: indexes } = await client.query<{ indexname: string; indexdef: string }>(
+    `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions'
+       AND indexname NOT IN (SELECT conname FROM pg_constraint)`,
+  )
+  for (const index of indexes) await client.query(`DROP INDEX ${pg.escapeIdentifier(index.indexname)}`)
+  await client.query(
+    `INSERT INTO transactions (uuid, merchant_uuid, mode, type, external_id, amount, gross_amount, net_amount,
+       fee_amount, fee_bps, fee_payer, merchant_fee_share_bps, merchant_fee_merchant_amount,
+       merchant_fee_customer_amount, currency, settlement_currency, settlement_amount, fx_rate,
+       fx_rate_updated_at, payment_method, status, description, metadata, callback_url, success_url, fail_url,
+       payment_token, requisites, requisite_uuid, expires_at, paid_at, settle_available_at, settled_at,
+       aggregate_version, created_at, updated_at)
+     SELECT gen_random_uuid(), $1::uuid, 'test', 'payment', 'seed-' || i, a, a, a - a * 250 / 10000, a * 250 / 10000,
+       250, 'merchant', 10000, a * 250 / 10000, 0, 'RUB', 'USDT', (a - a * 250 / 10000) * 10000 / 9215, '92.15',
+       t, 'card', s,
+       'Order ' || i || ' ' || (ARRAY['amber', 'blue', 'green', 'red', 'violet'])[i % 5 + 1] || ' widget',
+       NULL, NULL, NULL, NULL, md5(i::text || random()::text), NULL, NULL, t + interval '30 minutes',
+       CASE WHEN s = 'paid' THEN t + interval '1 minute' END,
+       CASE WHEN s = 'paid' THEN t + interval '1 minute' END,
+       CASE WHEN s = 'paid' THEN t + interval '1 minute' END,
+       CASE WHEN s = 'pending' THEN 1 ELSE 2 END, t, t
+     FROM (
+       SELECT i, 1000 + (i::bigint * 7919) % 10000000 AS a,
+         date_trunc('second', now()) - interval '1 hour' - i * interval '1 second' AS t,
+         CASE WHEN i % 10 < 4 THEN 'paid' WHEN i % 10 < 8 THEN 'expired' WHEN i % 10 = 8 THEN 'failed'
+           ELSE 'pending' END AS s
+       FROM generate_series(1, $2::int) AS i
+     ) AS g`,
+    [merchantUuid, rows],
+  )
+  for (const index of indexes) await client.query(index.indexdef)
+  await client.query('VACUUM (ANALYZE) transactions')
+}
+
+/** A `next` cursor at the row `offset` places into the filtered list, as the API would have issued it. */
+async function deepCursor(
+  client: pg.Client,
+  merchantUuid: string,
+  where: string,
+  filters: Record<string, string>,
+): Promise<{ cursor: string; offset: number; total: number }> {
+  const scope = `merchant_uuid = $1 AND mode = 'test'${where ? ` AND ${where}` : ''}`
+  const { rows: counted } = await client.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM transactions WHERE ${scope}`,
+    [merchantUuid],
+  )
+  const total = counted[0]?.n ?? 0
+  const offset = Math.max(0, total - 1000)
+  const { rows } = await client.query<{ created_at: Date; uuid: string }>(
+    `SELECT created_at, uuid FROM transactions WHERE ${scope}
+     ORDER BY created_at DESC, uuid DESC OFFSET $2 LIMIT 1`,
+    [merchantUuid, offset],
+  )
+  const row = rows[0]
+  if (!row) throw new Error(`no row at offset ${offset}`)
+  const cursor = encodeCursor(
+    { direction: 'next', createdAt: row.created_at.toISOString(), uuid: row.uuid },
+    filterDigest(filters),
+  )
+  return { cursor, offset, total }
+}
+
+// ---------------------------------------------------------------------------------------------- profile
+
+/** Self time of a V8 .cpuprofile, by package or source file and by function. */
+function summariseProfile(file: string, fromUs: number, toUs: number) {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as {
+    nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]
+    startTime: number
+    samples: number[]
+    timeDeltas: number[]
+  }
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const self = new Map<number, number>()
+  // Only the samples of the measured window: not start-up (module loading) nor shutdown.
+  let at = profile.startTime
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0
+    at += delta
+    if (at >= fromUs && at <= toUs) self.set(id, (self.get(id) ?? 0) + delta)
+  })
+  const groups = new Map<string, number>()
+  const functions = new Map<string, number>()
+  let busy = 0
+  for (const [id, us] of self) {
+    const frame = byId.get(id)?.callFrame
+    if (!frame || frame.functionName === '(idle)') continue
+    busy += us
+    const url = frame.url
+    const group = !url
+      ? frame.functionName || '(anonymous)'
+      : url.startsWith('node:')
+        ? 'node internals'
+        : url.includes('/node_modules/')
+          ? (/\/node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? url)
+          : url.replace(/^.*\/(src|bench)\//, '$1/')
+    groups.set(group, (groups.get(group) ?? 0) + us)
+    const fn = `${frame.functionName || '(anonymous)'} ${url.replace(/^.*\/(node_modules|src)\//, '$1/')}:${frame.lineNumber + 1}`
+    functions.set(fn, (functions.get(fn) ?? 0) + us)
+  }
+  const top = (map: Map<string, number>, n: number) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([name, us]) => ({ name, ms: round(us / 1000), percent: round((100 * us) / busy) }))
+  return { busyMs: round(busy / 1000), groups: top(groups, 15), functions: top(functions, 25) }
+}
+
+// ---------------------------------------------------------------------------------------------- report
+
+const fmt = (n: number, digits = 1) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '—'
+
+interface Check {
+  what: string
+  measured: string
+  ratio: number
+  target: string
+  met: boolean
+}
+
+function report(
+  info: ReturnType<typeof machine>,
+  runs: Measured[],
+  checks: Check[],
+  rss: { idle: number; peak: number; hwm: number } | null,
+  notes: string[],
+): string {
+  const lines: string[] = []
+  lines.push(`Run of ${info.date}, \`npm run bench:api\` with its defaults (printed by the runner).`)
+  lines.push('')
+  lines.push('| machine | |')
+  lines.push('|---|---|')
+  lines.push(`| \`nproc\` | ${info.nproc} |`)
+  lines.push(`| \`free -g\` total | ${info.memoryGiB} GiB |`)
+  lines.push(`| CPU (/proc/cpuinfo) | ${info.cpu} |`)
+  lines.push(`| Node.js | ${info.node} |`)
+  lines.push(`| PostgreSQL | ${info.postgres}, default settings but autovacuum ${info.autovacuum} |`)
+  lines.push(`| commit measured | ${info.commit} |`)
+  lines.push(`| date | ${info.date} |`)
+  lines.push('')
+  lines.push(
+    `Settings: ${DURATION} s measured after ${WARMUP} s of warm-up per run; ${CONNECTIONS} connections for create and get, ` +
+      `${LIST_CONNECTIONS} for list; the API with \`LOG_LEVEL=warn\`, \`RATE_LIMIT_PER_SECOND=${RATE_LIMIT}\` and ` +
+      `\`RATE_LIMIT_BURST=${RATE_LIMIT}\` (the limit raised out of the way), its default pool of 10 connections; ` +
+      'the baselines with a pool of 10 too. Load generator, servers and PostgreSQL share the machine.',
+  )
+  lines.push('')
+  lines.push(
+    '| benchmark | server | conns | req/s | p50 ms | p90 ms | p99 ms | max ms | non-2xx | server CPU ms/req | PostgreSQL CPU ms/req | load at start |',
+  )
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|')
+  for (const r of runs) {
+    lines.push(
+      `| ${r.label} | ${r.server} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p90, 2)} | ${fmt(r.p99, 2)} | ` +
+        `${fmt(r.max, 1)} | ${r.non2xx + r.errors} | ${fmt(r.serverCpuMsPerRequest, 3)} | ${fmt(r.postgresCpuMsPerRequest, 3)} | ` +
+        `${r.load.toFixed(2)}${r.loadSettled ? '' : ' (did not settle)'} |`,
+    )
+  }
+  lines.push('')
+  lines.push('| target | measured | ratio | target ratio | met |')
+  lines.push('|---|---|---|---|---|')
+  for (const c of checks)
+    lines.push(
+      `| ${c.what} | ${c.measured} | ${c.ratio.toFixed(2)} × | ${c.target} | ${c.met ? 'yes' : '**no**'} |`,
+    )
+  if (rss) {
+    lines.push('')
+    lines.push(
+      `Server RSS: ${fmt(rss.idle)} MiB idle before the create run, peak ${fmt(rss.peak)} MiB sampled every 100 ms ` +
+        `during it (VmHWM after it: ${fmt(rss.hwm)} MiB).`,
+    )
+  }
+  for (const note of notes) {
+    lines.push('')
+    lines.push(note)
+  }
+  return lines.join('\n')
+}
+
+function writeReadme(block: string) {
+  const text = readFileSync(README, 'utf8')
+  const start = text.indexOf(START_MARK)
+  const end = text.indexOf(END_MARK)
+  const wrapped = `${START_MARK}\n${block}\n${END_MARK}`
+  const next =
+    start >= 0 && end > start
+      ? `${text.slice(0, start)}${wrapped}${text.slice(end + END_MARK.length)}`
+      : `${text.trimEnd()}\n\n## API: \`bench/api\`\n\n${wrapped}\n`
+  writeFileSync(README, next)
+}
+
+// ---------------------------------------------------------------------------------------------- main
+
+async function main() {
+  const name = `mg_bench_api_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  const pgVersion = (await admin.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]
+    ?.v
+  const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
+  const info = machine(pgVersion ?? '?', autovacuum ?? '?')
+  await admin.query(`CREATE DATABASE ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  const databaseUrl = url.toString()
+  const client = new pg.Client({ connectionString: databaseUrl })
+  client.on('error', () => {})
+  const servers: Server[] = []
+  const runs: Measured[] = []
+  const checks: Check[] = []
+  const notes: string[] = []
+  let rss: { idle: number; peak: number; hwm: number } | null = null
+  const profileDir = mkdtempSync(join(tmpdir(), 'bench-api-prof-'))
+  if (autovacuum === 'off')
+    notes.push(
+      'autovacuum is off on this PostgreSQL: the runner runs ANALYZE on both tables after the create runs ' +
+        '(and VACUUM ANALYZE after seeding), as autovacuum would have.',
+    )
+  log(`database ${name}`)
+
+  try {
+    // Schema, a merchant with a card fee, the RUB rate, and the baseline's table.
+    const env = {
+      APP_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      MASTER_KEY: masterKey,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: RATE_LIMIT,
+      RATE_LIMIT_BURST: RATE_LIMIT,
+    }
+    const handle = await connectPostgres(databaseUrl, 2)
+    await migrateToLatest(handle.db)
+    const services = createServices(handle.db, loadConfig(env))
+    await services.rates.setMarketRate('RUB', '92.15')
+    const { merchant, keys } = await services.merchants.createMerchant({ name: 'Bench' })
+    await services.merchants.setFee(merchant.uuid, 'card', 250, 10000)
+    await services.close()
+    await handle.close()
+    await client.connect()
+    await client.query('CREATE TABLE baseline_transactions (LIKE transactions INCLUDING ALL)')
+    const apiKey = { 'x-api-key': keys.test.secret }
+
+    const startApi = (extraArgs: string[] = [], extraEnv: Record<string, string> = {}) =>
+      startServer(
+        'API',
+        ['--import', 'tsx', ...extraArgs, 'src/main.ts', 'serve', '--role', 'api'],
+        { ...env, ...extraEnv },
+        '/integration/health',
+      )
+    const startBaseline = (driver: 'pg' | 'postgres') =>
+      startServer(
+        `baseline (${driver})`,
+        ['--import', 'tsx', 'bench/baselines/server.ts'],
+        { DATABASE_URL: databaseUrl, DRIVER: driver, POOL_SIZE: '10', BASELINE_MERCHANT_UUID: merchant.uuid },
+        '/baseline/health',
+      )
+    let api = await startApi()
+    servers.push(api)
+    const basePg = await startBaseline('pg')
+    servers.push(basePg)
+    const basePostgres = await startBaseline('postgres')
+    servers.push(basePostgres)
+
+    let seq = 0
+    const createBody = (tag: string) => {
+      const n = seq++
+      return JSON.stringify({
+        amount: 10000 + (n % 90000),
+        currency: 'RUB',
+        payment_method: 'card',
+        external_id: `${tag}-${n}`,
+        // A colour, as the seeded rows have: search=violet matches a fifth of the newest rows too.
+        description: `Order ${n} ${COLOURS[n % COLOURS.length]} widget`,
+      })
+    }
+    const runTag = randomBytes(3).toString('hex')
+    const createOn = (server: Server, path: string, headers?: Record<string, string>): Target => ({
+      server,
+      connections: CONNECTIONS,
+      headers,
+      request: () => ({ method: 'POST', path, body: createBody(`b${runTag}`) }),
+    })
+
+    const ratioCheck = (what: string, app: Measured, base: Measured, min: number): Check => ({
+      what,
+      measured: `${fmt(app.rps)} vs ${fmt(base.rps)} req/s`,
+      ratio: app.rps / base.rps,
+      target: `≥ ${min} ×`,
+      met: app.rps / base.rps >= min && app.non2xx + app.errors === 0,
+    })
+
+    if (ONLY.has('create')) {
+      const base = await measure('create', createOn(basePg, '/baseline/transactions'))
+      runs.push(base)
+      const pid = api.child.pid as number
+      const idle = round(rssMiB(pid))
+      const sampler = sampleRss(pid)
+      const app = await measure('create', createOn(api, '/integration/transactions', apiKey))
+      const peak = sampler.stop()
+      const hwm =
+        Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
+      rss = { idle, peak, hwm: round(hwm) }
+      runs.push(app)
+      const porsager = await measure('create', createOn(basePostgres, '/baseline/transactions'))
+      runs.push(porsager)
+      checks.push(ratioCheck('create: API req/s vs baseline (pg)', app, base, 0.6))
+      checks.push({
+        what: `create: API p99 at ${CONNECTIONS} connections`,
+        measured: `${fmt(app.p99, 2)} ms`,
+        ratio: app.p99 / 25,
+        target: '≤ 1 × 25 ms',
+        met: app.p99 <= 25,
+      })
+      checks.push({
+        what: 'RSS: API peak during its create run',
+        measured: `${fmt(peak)} MiB`,
+        ratio: peak / 250,
+        target: '≤ 1 × 250 MB',
+        met: peak <= 250,
+      })
+      checks.push({
+        what: 'driver gap (information): baseline postgres vs baseline pg, create',
+        measured: `${fmt(porsager.rps)} vs ${fmt(base.rps)} req/s`,
+        ratio: porsager.rps / base.rps,
+        target: '—',
+        met: true,
+      })
+    }
+
+    // This PostgreSQL may run with autovacuum off (the sandbox's does): analyze what the create runs wrote, as
+    // autovacuum would have. A never-analyzed transactions table makes the get query pick a merchant-scoped
+    // index and filter every row of the merchant for the uuid (about 10 ms of PostgreSQL per request here).
+    await client.query('ANALYZE transactions')
+    await client.query('ANALYZE baseline_transactions')
+    // Rows to read: 1,000 of each table (50 more of each made here, in case the create run was left out).
+    for (const [server, path, headers] of [
+      [api, '/integration/transactions', apiKey],
+      [basePg, '/baseline/transactions', undefined],
+    ] as const) {
+      for (let n = 0; n < 50; n++)
+        await fetch(`${server.base}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: createBody(`g${runTag}`),
+        })
+    }
+    const pick = async (table: string) =>
+      (
+        await client.query<{ uuid: string }>(`SELECT uuid FROM ${table} ORDER BY random() LIMIT 1000`)
+      ).rows.map((r) => r.uuid)
+    const appIds = await pick('transactions')
+    const baseIds = await pick('baseline_transactions')
+    let next = 0
+    const getOn = (
+      server: Server,
+      path: string,
+      ids: string[],
+      headers?: Record<string, string>,
+    ): Target => ({
+      server,
+      connections: CONNECTIONS,
+      headers,
+      request: () => ({ method: 'GET', path: `${path}/${ids[next++ % ids.length]}` }),
+    })
+
+    if (ONLY.has('get')) {
+      const base = await measure('get', getOn(basePg, '/baseline/transactions', baseIds))
+      const app = await measure('get', getOn(api, '/integration/transactions', appIds, apiKey))
+      const porsager = await measure('get', getOn(basePostgres, '/baseline/transactions', baseIds))
+      runs.push(base, app, porsager)
+      checks.push(ratioCheck('get: API req/s vs baseline (pg)', app, base, 0.8))
+      checks.push({
+        what: 'driver gap (information): baseline postgres vs baseline pg, get',
+        measured: `${fmt(porsager.rps)} vs ${fmt(base.rps)} req/s`,
+        ratio: porsager.rps / base.rps,
+        target: '—',
+        met: true,
+      })
+    }
+
+    if (values.profile) {
+      // The API again, with a CPU profile and a count of its statements, under the create and get loads;
+      // the profile is cut to each measured window.
+      await api.stop()
+      const countFile = join(profileDir, 'queries.json')
+      api = await startApi(
+        ['--cpu-prof', '--cpu-prof-dir', profileDir, '--import', './bench/api/count-queries.ts'],
+        { BENCH_QUERY_COUNT_FILE: countFile },
+      )
+      servers.push(api)
+      type Counts = { total: number; byStatement: Record<string, number> }
+      const counts = async (): Promise<Counts> => {
+        api.child.kill('SIGUSR2')
+        await sleep(300)
+        return JSON.parse(readFileSync(countFile, 'utf8')) as Counts
+      }
+      const windows: {
+        label: string
+        run: Measured & { fromUs: number; toUs: number }
+        statements: Counts
+      }[] = []
+      for (const [label, target] of [
+        ['create (profiled)', createOn(api, '/integration/transactions', apiKey)],
+        ['get (profiled)', getOn(api, '/integration/transactions', appIds, apiKey)],
+      ] as const) {
+        let before: Counts = { total: 0, byStatement: {} }
+        let after: Counts = before
+        const run = await measure(label, target, {
+          before: async () => {
+            before = await counts()
+          },
+          after: async () => {
+            after = await counts()
+          },
+        })
+        const byStatement = Object.fromEntries(
+          Object.entries(after.byStatement)
+            .map(([k, v]) => [k, round((v - (before.byStatement[k] ?? 0)) / run.requests, 2)] as const)
+            .filter(([, v]) => v > 0),
+        )
+        windows.push({
+          label,
+          run,
+          statements: { total: round((after.total - before.total) / run.requests, 2), byStatement },
+        })
+      }
+      await api.stop()
+      const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'))
+      for (const w of windows) {
+        console.log(
+          JSON.stringify(
+            {
+              profiled: w.label,
+              rps: w.run.rps,
+              p50: w.run.p50,
+              p99: w.run.p99,
+              requests: w.run.requests,
+              server_cpu_ms_per_request: w.run.serverCpuMsPerRequest,
+              statements_per_request: w.statements.total,
+              statements_by_kind_per_request: w.statements.byStatement,
+              cpu_profile: file ? summariseProfile(join(profileDir, file), w.run.fromUs, w.run.toUs) : null,
+            },
+            null,
+            2,
+          ),
+        )
+      }
+      api = await startApi()
+      servers.push(api)
+    }
+
+    if (ONLY.has('list')) {
+      log(`seeding ${ROWS.toLocaleString('en-US')} transactions`)
+      const seedStart = performance.now()
+      await seed(client, merchant.uuid, ROWS)
+      log(`seeded in ${round((performance.now() - seedStart) / 1000)} s`)
+      const variants: { label: string; query: string; where: string; filters: Record<string, string> }[] = [
+        { label: 'list', query: '', where: '', filters: {} },
+        {
+          label: 'list status=paid',
+          query: 'status=paid',
+          where: "status = 'paid'",
+          filters: { status: 'paid' },
+        },
+        {
+          label: `list search=${SEARCH}`,
+          query: `search=${SEARCH}`,
+          where: `(lower(external_id) LIKE '${SEARCH}%' OR lower(description) LIKE '%${SEARCH}%')`,
+          filters: { search: SEARCH },
+        },
+      ]
+      for (const v of variants) {
+        const deep = await deepCursor(client, merchant.uuid, v.where, v.filters)
+        const firstPath = `/integration/transactions${v.query ? `?${v.query}` : ''}`
+        const deepPath = `/integration/transactions?${v.query ? `${v.query}&` : ''}cursor=${deep.cursor}`
+        for (const path of [firstPath, deepPath]) {
+          const res = await fetch(`${api.base}${path}`, { headers: apiKey })
+          const body = (await res.json()) as { data?: unknown[] }
+          if (res.status !== 200 || body.data?.length !== 25)
+            throw new Error(`${path}: ${res.status} ${JSON.stringify(body).slice(0, 300)}`)
+        }
+        const listOn = (path: string): Target => ({
+          server: api,
+          connections: LIST_CONNECTIONS,
+          headers: apiKey,
+          request: () => ({ method: 'GET', path }),
+        })
+        const first = await measure(`${v.label}: first page`, listOn(firstPath))
+        const deepRun = await measure(
+          `${v.label}: page after ${deep.offset.toLocaleString('en-US')} of ${deep.total.toLocaleString('en-US')}`,
+          listOn(deepPath),
+        )
+        runs.push(first, deepRun)
+        checks.push({
+          what: `${v.label}: deep page p50 vs first page p50`,
+          measured: `${fmt(deepRun.p50, 2)} vs ${fmt(first.p50, 2)} ms`,
+          ratio: deepRun.p50 / first.p50,
+          target: '≤ 1.5 ×',
+          met: deepRun.p50 / first.p50 <= 1.5 && first.non2xx + deepRun.non2xx === 0,
+        })
+      }
+    }
+  } finally {
+    await client.end().catch(() => {})
+    for (const server of servers) await server.stop()
+    if (values['keep-database']) log(`kept database ${name}: drop it with DROP DATABASE ${name} WITH (FORCE)`)
+    else await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await admin.end()
+    rmSync(profileDir, { recursive: true, force: true })
+  }
+
+  const block = report(info, runs, checks, rss, notes)
+  console.log(block)
+  if (!values['no-readme']) {
+    writeReadme(block)
+    log('bench/README.md updated')
+  }
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exit(1)
+})
