@@ -1,8 +1,5 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm'
-import { createPgConfig } from '@electric-sql/pglite/node-postgres'
 import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely'
 import pg from 'pg'
 import lockfile from 'proper-lockfile'
@@ -11,6 +8,7 @@ import * as lifecycle from './migrations/0002_lifecycle.ts'
 import * as ledger from './migrations/0003_ledger.ts'
 import * as refunds from './migrations/0004_refunds.ts'
 import * as payouts from './migrations/0005_payouts.ts'
+import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -44,7 +42,7 @@ export async function connectPostgres(url: string, poolSize = 10): Promise<DbHan
   // An idle connection the server ends (restart, failover, an administrator) leaves the pool and the next
   // query opens another; without a listener the pool's 'error' event would crash the process.
   pool.on('error', () => {})
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   return {
     db,
     kind: 'postgres',
@@ -97,9 +95,16 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
   }
   // PGlite starts its single-user backend with -F (fsync off): the embedded default trades durability for
   // speed, as it is for trying the service and for development.
+  // Loaded here, not at the top: the embedded database's module holds about 40 MiB that a process on
+  // PostgreSQL never needs.
+  const [{ PGlite }, { pg_trgm }, { createPgConfig }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite/node-postgres'),
+  ])
   const pglite = await PGlite.create(path, { extensions: { pg_trgm }, relaxedDurability: true })
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, types })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   return {
     db,
     kind: 'pglite',

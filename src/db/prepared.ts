@@ -1,0 +1,69 @@
+import type { Writable } from 'node:stream'
+import type { PostgresPool, PostgresPoolClient } from 'kysely'
+import type pg from 'pg'
+
+/** Distinct statement texts given a name, over the process; texts past it are sent unnamed. */
+const MAX_NAMED_TEXTS = 2_000
+/** Prepared statements one connection keeps at most (PostgreSQL holds each until the connection ends). */
+const MAX_PREPARED_PER_CONNECTION = 500
+
+const names = new Map<string, string>()
+
+function nameOf(text: string): string | null {
+  const known = names.get(text)
+  if (known !== undefined) return known
+  if (names.size >= MAX_NAMED_TEXTS) return null
+  const name = `mg_${names.size + 1}`
+  names.set(text, name)
+  return name
+}
+
+/**
+ * Kysely's pool over node-postgres, sending every statement that has parameters as a named (prepared) one:
+ * PostgreSQL then parses and plans a statement once per connection rather than on every execution, which
+ * is what an unnamed statement costs it. Kysely builds the same text for the same query shape, so the texts
+ * are few (one per shape, and per length of an `IN` list or multi-row `VALUES`); the caps above bound them
+ * all the same. Statements without parameters (`begin`, `commit`, DDL) keep the simple protocol.
+ */
+export function preparingPool(pool: pg.Pool): PostgresPool {
+  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>()
+  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+    const prepared = new Set<string>()
+    const query = (sql: string | pg.Submittable, parameters?: ReadonlyArray<unknown>) => {
+      if (typeof sql !== 'string') return client.query(sql)
+      if (!parameters || parameters.length === 0) return client.query(sql)
+      const name = nameOf(sql)
+      if (name === null || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
+        return client.query(sql, parameters as unknown[])
+      prepared.add(name)
+      // node-postgres writes Bind, Describe, Execute and Sync one by one, a system call each: corked, the
+      // socket sends them in one (client.query submits synchronously when the connection is idle, as a
+      // checked-out client is between Kysely's statements).
+      // (The embedded database's adapter has no socket to cork.)
+      const socket = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream
+      const stream = typeof socket?.cork === 'function' ? (socket as Writable) : null
+      stream?.cork()
+      try {
+        return client.query({ name, text: sql, values: parameters as unknown[] })
+      } finally {
+        stream?.uncork()
+      }
+    }
+    return {
+      query: query as unknown as PostgresPoolClient['query'],
+      release: () => client.release(),
+    }
+  }
+  return {
+    async connect() {
+      const client = await pool.connect()
+      let wrapped = clients.get(client)
+      if (!wrapped) {
+        wrapped = wrap(client)
+        clients.set(client, wrapped)
+      }
+      return wrapped
+    },
+    end: () => pool.end(),
+  }
+}

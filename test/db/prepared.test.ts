@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import type { Db, DbHandle } from '../../src/db/index.ts'
+import { backends, freshDatabase } from '../helpers/harness.ts'
+
+interface Prepared {
+  name: string
+  statement: string
+}
+
+for (const backend of backends()) {
+  describe(`prepared statements (${backend})`, () => {
+    let handle: DbHandle
+    let drop: () => Promise<void>
+    let db: Db
+
+    before(async () => {
+      ;({ handle, drop } = await freshDatabase(backend))
+      db = handle.db
+      await sql`CREATE TABLE notes (id int PRIMARY KEY, body text NOT NULL)`.execute(db)
+    })
+    after(() => drop())
+
+    it('a statement with parameters is prepared once on its connection and reused', async () => {
+      await db.connection().execute(async (conn) => {
+        for (let id = 1; id <= 3; id++)
+          await conn
+            .insertInto('notes' as never)
+            .values({ id, body: `note ${id}` } as never)
+            .execute()
+        const { rows } = await sql<Prepared>`SELECT name, statement FROM pg_prepared_statements`.execute(conn)
+        const inserts = rows.filter((row) => row.statement.startsWith('insert into "notes"'))
+        assert.equal(inserts.length, 1, JSON.stringify(rows))
+        assert.match(inserts[0]?.name ?? '', /^mg_\d+$/)
+      })
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM notes`.execute(db)
+      assert.equal(rows[0]?.n, 3)
+    })
+
+    it('a failing execution leaves the prepared statement usable, in and out of a transaction', async () => {
+      const insert = (trx: Db, id: number) =>
+        trx
+          .insertInto('notes' as never)
+          .values({ id, body: 'again' } as never)
+          .execute()
+      await assert.rejects(insert(db, 1), /duplicate key/)
+      await assert.rejects(
+        db.transaction().execute(async (trx) => {
+          await insert(trx as unknown as Db, 10)
+          await insert(trx as unknown as Db, 1)
+        }),
+        /duplicate key/,
+      )
+      await insert(db, 11)
+      const { rows } = await sql<{ id: number }>`SELECT id FROM notes ORDER BY id`.execute(db)
+      assert.deepEqual(
+        rows.map((row) => row.id),
+        [1, 2, 3, 11],
+      )
+    })
+
+    it('a statement without parameters is not prepared', async () => {
+      await db.connection().execute(async (conn) => {
+        await sql`SELECT count(*) FROM notes WHERE body <> 'x'`.execute(conn)
+        const { rows } = await sql<Prepared>`SELECT name, statement FROM pg_prepared_statements`.execute(conn)
+        assert.ok(!rows.some((row) => row.statement.includes("<> 'x'")), JSON.stringify(rows))
+      })
+    })
+  })
+}
