@@ -52,6 +52,18 @@ describe('newPaymentToken and isUuid', () => {
     assert.notEqual(newPaymentToken(), token)
   })
 
+  it('tokens stay distinct across many refills of their random pool (256 tokens a refill)', () => {
+    const tokens = Array.from({ length: 2000 }, () => newPaymentToken())
+    assert.equal(new Set(tokens).size, tokens.length)
+    // Every byte value turns up in about equal measure: no zeroed or repeated pool slices.
+    const counts = new Array<number>(256).fill(0)
+    for (const token of tokens)
+      for (const byte of Buffer.from(token, 'base64url')) counts[byte] = (counts[byte] ?? 0) + 1
+    const expected = (tokens.length * 16) / 256
+    for (const count of counts)
+      assert.ok(count > expected / 2 && count < expected * 2, `${count} vs ${expected}`)
+  })
+
   it('isUuid accepts lower-case hyphenated UUIDs only', () => {
     assert.equal(isUuid(newId()), true)
     assert.equal(isUuid('00000000-0000-0000-0000-000000000000'), true)

@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
+import { insertReturningAll } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type {
   Database,
@@ -25,7 +26,7 @@ export interface TransactionFilters {
 }
 
 export const insertTransaction = (db: Executor, row: NewTransaction) =>
-  db.insertInto('transactions').values(row).returningAll().executeTakeFirstOrThrow()
+  insertReturningAll(db, 'transactions', row)
 
 const scoped = (db: Executor, scope: Scope) =>
   db

@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import type { Db, DbHandle } from '../../src/db/index.ts'
+import { insertReturningAll } from '../../src/db/insert.ts'
+import { backends, freshDatabase } from '../helpers/harness.ts'
+
+// The helper is typed by the service's tables; this table stands in for one of them.
+const TABLE = 'insert_probe' as 'merchants'
+type Row = Record<string, unknown>
+const insert = (db: Db, row: Row) => insertReturningAll(db, TABLE, row as never) as Promise<Row>
+
+for (const backend of backends()) {
+  describe(`insertReturningAll (${backend})`, () => {
+    let handle: DbHandle
+    let drop: () => Promise<void>
+    let db: Db
+
+    before(async () => {
+      ;({ handle, drop } = await freshDatabase(backend))
+      db = handle.db
+      await sql`CREATE TABLE insert_probe (
+        id int PRIMARY KEY,
+        label text NOT NULL DEFAULT 'unnamed',
+        note text,
+        at timestamptz NOT NULL DEFAULT now()
+      )`.execute(db)
+    })
+    after(() => drop())
+
+    it('inserts the row and returns it whole, with the same statement each time', async () => {
+      const at = new Date('2026-01-02T03:04:05.678Z')
+      for (let id = 1; id <= 3; id++) {
+        const row = await insert(db, { id, label: `row ${id}`, note: null, at })
+        assert.deepEqual(row, { id, label: `row ${id}`, note: null, at })
+      }
+    })
+
+    it('leaves out a column whose value is undefined, so its default applies', async () => {
+      const row = await insert(db, { id: 10, label: undefined, note: 'n', at: new Date(0) })
+      assert.equal(row.label, 'unnamed')
+      assert.equal(row.note, 'n')
+    })
+
+    it('goes through Kysely when a value is an SQL expression', async () => {
+      for (const id of [20, 21]) {
+        const row = await insert(db, { id, label: sql`upper(${'x'})`, note: null, at: sql`now()` })
+        assert.equal(row.label, 'X')
+        assert.ok(row.at instanceof Date)
+      }
+    })
+
+    it('runs inside a transaction and rolls back with it; a duplicate key is the database error', async () => {
+      await assert.rejects(
+        db.transaction().execute(async (trx) => {
+          await insert(trx as unknown as Db, { id: 30, label: 'a', note: null, at: new Date() })
+          await insert(trx as unknown as Db, { id: 1, label: 'b', note: null, at: new Date() })
+        }),
+        /duplicate key/,
+      )
+      const { rows } = await sql<{
+        n: number
+      }>`SELECT count(*)::int AS n FROM insert_probe WHERE id = 30`.execute(db)
+      assert.equal(rows[0]?.n, 0)
+    })
+  })
+}
