@@ -17,7 +17,7 @@ import { Type } from 'typebox'
 import type { Config } from './config.ts'
 import { SimulatorConnector } from './connectors/simulator/index.ts'
 import type { Db } from './db/index.ts'
-import { registerAuth } from './http/auth.ts'
+import { infoEnabled, logContext, registerAuth } from './http/auth.ts'
 import { AppError, registerErrorSchemas, renderError } from './http/errors.ts'
 import { fingerprintKey, KEY_RELEASING_CODES, registerIdempotency } from './http/idempotency.ts'
 import { CursorMeta } from './http/pagination.ts'
@@ -291,7 +291,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.setErrorHandler((error: Error, request, reply) => {
     const rendered = renderError(error)
     if (request.idempotency && KEY_RELEASING_CODES.has(rendered.code)) request.idempotency.release = true
-    if (rendered.status >= 500) request.log.error({ err: error }, 'request failed')
+    if (rendered.status >= 500)
+      request.log.error(
+        // At `info` and below the request's child logger already carries these fields.
+        infoEnabled(request.log) ? { err: error } : { err: error, ...logContext(request) },
+        'request failed',
+      )
     else request.log.info({ code: rendered.code, status: rendered.status }, 'request refused')
     return reply
       .code(rendered.status)

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
+import { levels } from 'pino'
 import { constantTimeEqual, hmacSha256Hex } from '../lib/crypto.ts'
 import type { AuthContext, MerchantService } from '../modules/merchants/service.ts'
 import { AppError } from './errors.ts'
@@ -144,14 +145,29 @@ export function registerAuth(app: FastifyInstance, merchants: MerchantService): 
     const requirement = request.routeOptions.config.auth ?? 'none'
     if (requirement === 'none') return
     request.auth = await authenticate(merchants, request, requirement)
-    // Every later log line of the request says whose it is and which operation.
-    request.log = request.log.child({
-      merchant_uuid: request.auth.merchant.uuid,
-      mode: request.auth.mode,
-      route: request.routeOptions.url,
-    })
-    reply.log = request.log
+    // Every later log line of the request says whose it is and which operation. Above `info` the only
+    // lines a request can write are its errors, which add the same fields themselves (logContext), so the
+    // child logger is not made for every request.
+    if (infoEnabled(request.log)) {
+      request.log = request.log.child(logContext(request))
+      reply.log = request.log
+    }
   })
+}
+
+/** Whether a logger writes `info` lines (Fastify's logger type does not expose pino's isLevelEnabled). */
+export function infoEnabled(log: FastifyBaseLogger): boolean {
+  return (levels.values[log.level] ?? 0) <= (levels.values.info ?? 30)
+}
+
+/** Whose request this is and which operation: the fields every log line of an authenticated request carries. */
+export function logContext(request: FastifyRequest): Record<string, string> {
+  if (!request.auth) return {}
+  return {
+    merchant_uuid: request.auth.merchant.uuid,
+    mode: request.auth.mode,
+    route: request.routeOptions.url ?? request.url,
+  }
 }
 
 /** The caller of an authenticated route (routes that declare `auth` always have one). */
