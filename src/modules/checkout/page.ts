@@ -46,19 +46,21 @@ export function renderPage(data: PageData): string {
       </div>`,
     )
     .join('\n')
+  // A final payment needs no instructions or buttons: they are hidden (and the buttons off) from the start,
+  // as the script hides them when the payment becomes final while the page is open.
+  const hide = data.final ? ' hidden' : ''
   const requisitesSection = requisites.length
-    ? `  <section class="requisites" aria-labelledby="requisites-heading">
+    ? `  <section class="requisites" aria-labelledby="requisites-heading"${hide}>
     <h2 id="requisites-heading">Transfer details</h2>
     <p class="hint">Send exactly <strong>${escapeHtml(data.amount)}</strong> to these details from your banking app, before the time runs out. The payment is confirmed here automatically.</p>
     <dl>
 ${requisiteRows}
     </dl>
   </section>`
-    : `  <p class="hint">${data.testMode ? 'In test mode no card is charged: use the buttons below to try each outcome.' : 'Complete the payment with the payment provider; this page updates by itself.'}</p>`
-  // A final payment cannot be simulated again: its buttons are off from the start.
+    : `  <p class="hint"${hide}>${data.testMode ? 'In test mode no card is charged: use the buttons below to try each outcome.' : 'Complete the payment with the payment provider; this page updates by itself.'}</p>`
   const off = data.final ? ' disabled' : ''
   const sandbox = data.testMode
-    ? `  <section class="sandbox" aria-labelledby="sandbox-heading">
+    ? `  <section class="sandbox" aria-labelledby="sandbox-heading"${hide}>
     <h2 id="sandbox-heading">Test mode</h2>
     <p>No real money moves. Try an outcome:</p>
     <div class="actions">

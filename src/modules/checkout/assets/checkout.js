@@ -34,6 +34,8 @@
     clearInterval(tickTimer)
     countdown.parentElement.hidden = true
     for (const button of document.querySelectorAll('[data-simulate]')) button.disabled = true
+    // Nothing is left to do: the instructions, the details to transfer to and the test buttons go.
+    for (const part of document.querySelectorAll('.requisites, .hint, .sandbox')) part.hidden = true
     if (view.redirect_url) {
       redirectNote.hidden = false
       redirectNote.textContent = 'Taking you back to the shop…'
