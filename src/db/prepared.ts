@@ -8,14 +8,30 @@ const MAX_NAMED_TEXTS = 2_000
 const MAX_PREPARED_PER_CONNECTION = 500
 
 const names = new Map<string, string>()
+/** Names are never reused: a connection may still hold a forgotten one. */
+let issued = 0
 
 function nameOf(text: string): string | null {
   const known = names.get(text)
   if (known !== undefined) return known
   if (names.size >= MAX_NAMED_TEXTS) return null
-  const name = `mg_${names.size + 1}`
+  const name = `mg_${++issued}`
   names.set(text, name)
   return name
+}
+
+/**
+ * PostgreSQL refuses to run a prepared statement whose result columns changed since it was prepared (a
+ * migration added or dropped a column of a table it returns whole). The text then gets a new name, so every
+ * connection prepares it afresh.
+ */
+function isStalePlan(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  return code === '0A000' && typeof message === 'string' && message.includes('cached plan must not change')
+}
+
+function forget(text: string, name: string): void {
+  if (names.get(text) === name) names.delete(text)
 }
 
 /**
@@ -29,9 +45,19 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>()
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     const prepared = new Set<string>()
-    const query = (sql: string | pg.Submittable, parameters?: ReadonlyArray<unknown>) => {
+    // Kysely opens and ends its transactions with these statements, without parameters.
+    let inTransaction = false
+    const query = (
+      sql: string | pg.Submittable,
+      parameters?: ReadonlyArray<unknown>,
+      retried = false,
+    ): unknown => {
       if (typeof sql !== 'string') return client.query(sql)
-      if (!parameters || parameters.length === 0) return client.query(sql)
+      if (!parameters || parameters.length === 0) {
+        if (sql === 'begin' || sql.startsWith('start transaction')) inTransaction = true
+        else if (sql === 'commit' || sql === 'rollback') inTransaction = false
+        return client.query(sql)
+      }
       const name = nameOf(sql)
       if (name === null || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
         return client.query(sql, parameters as unknown[])
@@ -42,12 +68,21 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
       // (The embedded database's adapter has no socket to cork.)
       const socket = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream
       const stream = typeof socket?.cork === 'function' ? (socket as Writable) : null
+      let running: Promise<unknown>
       stream?.cork()
       try {
-        return client.query({ name, text: sql, values: parameters as unknown[] })
+        running = client.query({ name, text: sql, values: parameters as unknown[] })
       } finally {
         stream?.uncork()
       }
+      return running.catch((error: unknown) => {
+        if (!isStalePlan(error)) throw error
+        forget(sql, name)
+        // Outside a transaction the statement runs again, prepared anew; inside one the transaction has
+        // failed, and its next attempt finds the new name.
+        if (inTransaction || retried) throw error
+        return query(sql, parameters, true)
+      })
     }
     return {
       query: query as unknown as PostgresPoolClient['query'],

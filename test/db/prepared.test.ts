@@ -60,6 +60,48 @@ for (const backend of backends()) {
       )
     })
 
+    it('after a column is added, a prepared SELECT * runs again prepared anew, outside a transaction', async () => {
+      await sql`CREATE TABLE shapes (id int PRIMARY KEY, a text NOT NULL)`.execute(db)
+      await sql`INSERT INTO shapes VALUES (1, 'x')`.execute(db)
+      const read = (executor: Db) =>
+        executor
+          .selectFrom('shapes' as never)
+          .selectAll()
+          .where('id' as never, '=', 1 as never)
+          .executeTakeFirst()
+      await db.connection().execute(async (conn) => {
+        assert.deepEqual(await read(conn), { id: 1, a: 'x' })
+        await sql`ALTER TABLE shapes ADD COLUMN b text NOT NULL DEFAULT 'y'`.execute(conn)
+        // The same connection still holds the statement prepared for two columns.
+        assert.deepEqual(await read(conn), { id: 1, a: 'x', b: 'y' })
+        assert.deepEqual(await read(conn), { id: 1, a: 'x', b: 'y' })
+      })
+    })
+
+    it('inside a transaction the stale statement fails that transaction once; its retry succeeds', async () => {
+      await sql`CREATE TABLE shapes2 (id int PRIMARY KEY, a text NOT NULL)`.execute(db)
+      await sql`INSERT INTO shapes2 VALUES (1, 'x')`.execute(db)
+      const read = (executor: Db) =>
+        executor
+          .selectFrom('shapes2' as never)
+          .selectAll()
+          .where('id' as never, '=', 1 as never)
+          .executeTakeFirst()
+      await db.connection().execute(async (conn) => {
+        assert.deepEqual(await read(conn), { id: 1, a: 'x' })
+        await sql`ALTER TABLE shapes2 ADD COLUMN b int NOT NULL DEFAULT 2`.execute(conn)
+        await assert.rejects(
+          conn.transaction().execute((trx) => read(trx as unknown as Db)),
+          /cached plan must not change result type/,
+        )
+        assert.deepEqual(await conn.transaction().execute((trx) => read(trx as unknown as Db)), {
+          id: 1,
+          a: 'x',
+          b: 2,
+        })
+      })
+    })
+
     it('a statement without parameters is not prepared', async () => {
       await db.connection().execute(async (conn) => {
         await sql`SELECT count(*) FROM notes WHERE body <> 'x'`.execute(conn)
