@@ -98,7 +98,14 @@ for (const backend of backends()) {
         responses.map((r) => `${r.statusCode} ${r.body.slice(0, 80)}`).join('\n'),
       )
       const conflicts = responses.filter((r) => r.statusCode === 409)
-      assert.equal(conflicts.length, N - 1)
+      assert.equal(
+        conflicts.length,
+        N - 1,
+        responses
+          .filter((r) => r.statusCode !== 409)
+          .map((r) => `${r.statusCode} ${r.body.slice(0, 300)}`)
+          .join('\n'),
+      )
       for (const res of conflicts) {
         const error = res.json().error
         assert.equal(error.code, 'conflict')
@@ -110,8 +117,13 @@ for (const backend of backends()) {
         rows.map((r) => r.uuid),
         [created[0]?.json().uuid],
       )
-      // The losers' requisite assignments rolled back with their inserts.
-      assert.equal(await assignments(), assignedBefore + 1)
+      // The losers' requisite assignments rolled back with their inserts: at most the winner's is counted (a
+      // create that finds every requisite being assigned shares the least recently used one without marking it).
+      const assignedAfter = await assignments()
+      assert.ok(
+        assignedAfter === assignedBefore || assignedAfter === assignedBefore + 1,
+        `${assignedBefore} → ${assignedAfter}`,
+      )
     })
 
     it(`${N} simultaneous distinct creates all succeed: keys and external_ids do not block each other`, async () => {

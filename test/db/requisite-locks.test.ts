@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import type { Trx } from '../../src/db/index.ts'
+import { newId, newPaymentToken } from '../../src/lib/ids.ts'
+import { takeLeastRecentlyUsed } from '../../src/modules/requisites/repository.ts'
+import { insertTransaction } from '../../src/modules/transactions/repository.ts'
+import { backends, call, createTestContext, newTransaction, type TestContext } from '../helpers/harness.ts'
+
+interface Deferred {
+  promise: Promise<void>
+  resolve: () => void
+}
+const deferred = (): Deferred => {
+  let resolve = () => {}
+  const promise = new Promise<void>((r) => {
+    resolve = r
+  })
+  return { promise, resolve }
+}
+
+// Two sessions that interleave: only PostgreSQL has them (the embedded database runs one transaction at a time).
+for (const backend of backends().filter((b) => b === 'postgres')) {
+  describe(`requisite assignment and row locks (${backend})`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await createTestContext(backend)
+    })
+    after(() => ctx.close())
+
+    it('a create sharing a requisite another create is assigning does not deadlock with it over one external_id', async () => {
+      // One active p2p_card requisite, so the second create finds it being assigned and shares it.
+      const template = (
+        await call(ctx, 'POST', '/integration/transactions', newTransaction({ payment_method: 'p2p_card' }))
+      ).json()
+      const row = await ctx.db
+        .selectFrom('transactions')
+        .selectAll()
+        .where('uuid', '=', template.uuid)
+        .executeTakeFirstOrThrow()
+      await ctx.db
+        .updateTable('requisites')
+        .set({ active: false })
+        .where('payment_method', '=', 'p2p_card')
+        .where('uuid', '!=', row.requisite_uuid as string)
+        .execute()
+      const externalId = `lock-${newId()}`
+      const insert = (trx: Trx, requisiteUuid: string) =>
+        insertTransaction(trx, {
+          ...row,
+          uuid: newId(),
+          external_id: externalId,
+          payment_token: newPaymentToken(),
+          requisite_uuid: requisiteUuid,
+          metadata: row.metadata === null ? null : JSON.stringify(row.metadata),
+          requisites: row.requisites === null ? null : JSON.stringify(row.requisites),
+        })
+
+      const took = deferred()
+      const go = deferred()
+      let taken = ''
+      // B takes the requisite (row-locked until B ends), then waits.
+      const b = ctx.db.transaction().execute(async (trx) => {
+        taken = (await takeLeastRecentlyUsed(trx, 'p2p_card', new Date()))?.uuid ?? ''
+        took.resolve()
+        await go.promise
+        await insert(trx, taken)
+      })
+      await took.promise
+      // A finds it locked, shares it, and inserts the external_id first: its foreign key check must not wait
+      // for B's lock.
+      let aInserted = false
+      const a = ctx.db.transaction().execute(async (trx) => {
+        const shared = await takeLeastRecentlyUsed(trx, 'p2p_card', new Date())
+        assert.equal(shared?.uuid, taken)
+        await insert(trx, taken)
+        aInserted = true
+        // A commits only once B is waiting for A's external_id.
+        await go.promise
+        const deadline = Date.now() + 10_000
+        for (;;) {
+          const { rows } = await sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE 'insert into "transactions"%'`.execute(ctx.db)
+          if ((rows[0]?.n ?? 0) > 0 || Date.now() > deadline) break
+          await new Promise((r) => setImmediate(r))
+        }
+      })
+      // Wait until A has inserted (fixed) or is stuck waiting on a lock (the deadlock's first half).
+      const deadline = Date.now() + 10_000
+      for (;;) {
+        if (aInserted) break
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`.execute(ctx.db)
+        if ((rows[0]?.n ?? 0) > 0 || Date.now() > deadline) break
+        await new Promise((r) => setImmediate(r))
+      }
+      go.resolve()
+      const [resultA, resultB] = await Promise.allSettled([a, b])
+      assert.equal(resultA.status, 'fulfilled', String((resultA as PromiseRejectedResult).reason))
+      assert.equal(resultB.status, 'rejected')
+      const reason = (resultB as PromiseRejectedResult).reason as { code?: string; constraint?: string }
+      assert.equal(reason.code, '23505', String(reason))
+      assert.equal(reason.constraint, 'transactions_external_id_key')
+    })
+  })
+}
