@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, beforeEach, describe, it } from 'node:test'
+import { before, beforeEach, describe, it } from 'node:test'
 import { sql } from 'kysely'
-import type { Db, DbHandle } from '../../src/db/index.ts'
-import { backends, freshDatabase } from '../helpers/harness.ts'
+import type { Db } from '../../src/db/index.ts'
+import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 /** Lets every other ready promise and I/O callback run, so concurrent transactions get a chance to interleave. */
 const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -22,17 +22,14 @@ async function ownersOf(db: Db): Promise<{ owner: number; n: number }[]> {
 
 for (const backend of backends()) {
   describe(`database transactions (${backend})`, () => {
-    let handle: DbHandle
-    let drop: () => Promise<void>
+    const database = suiteDatabase(backend)
     let db: Db
 
     before(async () => {
-      ;({ handle, drop } = await freshDatabase(backend))
-      db = handle.db
+      db = database()
       await sql`CREATE TABLE counters (id int PRIMARY KEY, value int NOT NULL)`.execute(db)
       await sql`CREATE TABLE items (owner int NOT NULL, n int NOT NULL)`.execute(db)
     })
-    after(() => drop())
     beforeEach(async () => {
       await sql`DELETE FROM items`.execute(db)
       await sql`DELETE FROM counters`.execute(db)
@@ -114,7 +111,7 @@ for (const backend of backends()) {
         await sql`INSERT INTO items (owner, n) VALUES (101, 1)`.execute(trx)
         await sql`UPDATE counters SET value = value + 1 WHERE id = 1`.execute(trx)
       })
-      if (handle.kind === 'postgres') {
+      if (backend === 'postgres') {
         // The reader does not wait for the open transaction and must not see its uncommitted row.
         assert.equal((await reader).rows[0]?.n, 0)
         release()

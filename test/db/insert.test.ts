@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
-import type { Db, DbHandle } from '../../src/db/index.ts'
+import type { Db } from '../../src/db/index.ts'
 import { insertReturningAll } from '../../src/db/insert.ts'
-import { backends, freshDatabase } from '../helpers/harness.ts'
+import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 // The helper is typed by the service's tables; this table stands in for one of them.
 const TABLE = 'insert_probe' as 'merchants'
@@ -12,13 +12,11 @@ const insert = (db: Db, row: Row) => insertReturningAll(db, TABLE, row as never)
 
 for (const backend of backends()) {
   describe(`insertReturningAll (${backend})`, () => {
-    let handle: DbHandle
-    let drop: () => Promise<void>
+    const database = suiteDatabase(backend)
     let db: Db
 
     before(async () => {
-      ;({ handle, drop } = await freshDatabase(backend))
-      db = handle.db
+      db = database()
       await sql`CREATE TABLE insert_probe (
         id int PRIMARY KEY,
         label text NOT NULL DEFAULT 'unnamed',
@@ -26,7 +24,6 @@ for (const backend of backends()) {
         at timestamptz NOT NULL DEFAULT now()
       )`.execute(db)
     })
-    after(() => drop())
 
     it('inserts the row and returns it whole, with the same statement each time', async () => {
       const at = new Date('2026-01-02T03:04:05.678Z')

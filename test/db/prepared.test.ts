@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
-import type { Db, DbHandle } from '../../src/db/index.ts'
-import { backends, freshDatabase } from '../helpers/harness.ts'
+import type { Db } from '../../src/db/index.ts'
+import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 interface Prepared {
   name: string
@@ -11,16 +11,13 @@ interface Prepared {
 
 for (const backend of backends()) {
   describe(`prepared statements (${backend})`, () => {
-    let handle: DbHandle
-    let drop: () => Promise<void>
+    const database = suiteDatabase(backend)
     let db: Db
 
     before(async () => {
-      ;({ handle, drop } = await freshDatabase(backend))
-      db = handle.db
+      db = database()
       await sql`CREATE TABLE notes (id int PRIMARY KEY, body text NOT NULL)`.execute(db)
     })
-    after(() => drop())
 
     it('a statement with parameters is prepared once on its connection and reused', async () => {
       await db.connection().execute(async (conn) => {
@@ -60,15 +57,20 @@ for (const backend of backends()) {
       )
     })
 
-    it('after a column is added, a prepared SELECT * runs again prepared anew, outside a transaction', async () => {
-      await sql`CREATE TABLE shapes (id int PRIMARY KEY, a text NOT NULL)`.execute(db)
-      await sql`INSERT INTO shapes VALUES (1, 'x')`.execute(db)
-      const read = (executor: Db) =>
+    /** A table of one row, and a prepared `SELECT *` of that row. */
+    const shapes = async (table: string) => {
+      await sql`CREATE TABLE ${sql.table(table)} (id int PRIMARY KEY, a text NOT NULL)`.execute(db)
+      await sql`INSERT INTO ${sql.table(table)} VALUES (1, 'x')`.execute(db)
+      return (executor: Db) =>
         executor
-          .selectFrom('shapes' as never)
+          .selectFrom(table as never)
           .selectAll()
           .where('id' as never, '=', 1 as never)
           .executeTakeFirst()
+    }
+
+    it('after a column is added, a prepared SELECT * runs again prepared anew, outside a transaction', async () => {
+      const read = await shapes('shapes')
       await db.connection().execute(async (conn) => {
         assert.deepEqual(await read(conn), { id: 1, a: 'x' })
         await sql`ALTER TABLE shapes ADD COLUMN b text NOT NULL DEFAULT 'y'`.execute(conn)
@@ -79,14 +81,7 @@ for (const backend of backends()) {
     })
 
     it('inside a transaction the stale statement fails that transaction once; its retry succeeds', async () => {
-      await sql`CREATE TABLE shapes2 (id int PRIMARY KEY, a text NOT NULL)`.execute(db)
-      await sql`INSERT INTO shapes2 VALUES (1, 'x')`.execute(db)
-      const read = (executor: Db) =>
-        executor
-          .selectFrom('shapes2' as never)
-          .selectAll()
-          .where('id' as never, '=', 1 as never)
-          .executeTakeFirst()
+      const read = await shapes('shapes2')
       await db.connection().execute(async (conn) => {
         assert.deepEqual(await read(conn), { id: 1, a: 'x' })
         await sql`ALTER TABLE shapes2 ADD COLUMN b int NOT NULL DEFAULT 2`.execute(conn)

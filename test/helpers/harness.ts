@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
+import { after, before } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { buildApp, createLogger, createServices, type ServiceOptions, type Services } from '../../src/app.ts'
@@ -22,6 +23,22 @@ export function backends(): Backend[] {
 }
 
 /** A fresh, empty database of the given kind; `drop` removes it. */
+/**
+ * A fresh database for the suite this is called in, made before its tests and dropped after them. Returns
+ * the way to reach it from inside the tests.
+ */
+export function suiteDatabase(backend: Backend): () => Db {
+  let fresh: { handle: DbHandle; drop(): Promise<void> } | null = null
+  before(async () => {
+    fresh = await freshDatabase(backend)
+  })
+  after(() => fresh?.drop())
+  return () => {
+    if (!fresh) throw new Error('the suite database is made in before()')
+    return fresh.handle.db
+  }
+}
+
 export async function freshDatabase(backend: Backend): Promise<{ handle: DbHandle; drop(): Promise<void> }> {
   if (backend === 'pglite') {
     const handle = await connectPglite(null)
