@@ -93,15 +93,15 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
       throw error
     }
   }
-  // PGlite starts its single-user backend with -F (fsync off): the embedded default trades durability for
-  // speed, as it is for trying the service and for development.
-  // Loaded here, not at the top: the embedded database's module holds about 40 MiB that a process on
+  // Loaded here, not at the top: the embedded database's module holds about 35 MiB that a process on
   // PostgreSQL never needs.
   const [{ PGlite }, { pg_trgm }, { createPgConfig }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
     import('@electric-sql/pglite/node-postgres'),
   ])
+  // PGlite starts its single-user backend with -F (fsync off): the embedded default trades durability for
+  // speed, as it is for trying the service and for development.
   const pglite = await PGlite.create(path, { extensions: { pg_trgm }, relaxedDurability: true })
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, types })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })

@@ -50,10 +50,7 @@ export async function insertReturningAll<T extends keyof Database & string>(
     text = same ? compiled.sql : null
     texts.set(key, text)
   }
-  if (text === null)
-    return (await db.insertInto(table).values(row).returningAll().executeTakeFirstOrThrow()) as Selectable<
-      Database[T]
-    >
+  if (text === null) return viaKysely(db, table, row)
   const { rows } = await db.executeQuery<Selectable<Database[T]>>(CompiledQuery.raw(text, values))
   const inserted = rows[0]
   if (!inserted) throw new Error(`INSERT INTO ${table} returned no row`)

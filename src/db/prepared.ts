@@ -45,6 +45,11 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>()
   const wrap = (client: pg.PoolClient): PostgresPoolClient => {
     const prepared = new Set<string>()
+    // node-postgres writes Bind, Describe, Execute and Sync one by one, a system call each: corked, the
+    // socket sends them in one (client.query submits synchronously when the connection is idle, as a
+    // checked-out client is between Kysely's statements). The embedded database's adapter has no socket.
+    const socket = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream
+    const stream = typeof socket?.cork === 'function' ? (socket as Writable) : null
     // Kysely opens and ends its transactions with these statements, without parameters.
     let inTransaction = false
     const query = (
@@ -62,12 +67,6 @@ export function preparingPool(pool: pg.Pool): PostgresPool {
       if (name === null || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
         return client.query(sql, parameters as unknown[])
       prepared.add(name)
-      // node-postgres writes Bind, Describe, Execute and Sync one by one, a system call each: corked, the
-      // socket sends them in one (client.query submits synchronously when the connection is idle, as a
-      // checked-out client is between Kysely's statements).
-      // (The embedded database's adapter has no socket to cork.)
-      const socket = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream
-      const stream = typeof socket?.cork === 'function' ? (socket as Writable) : null
       let running: Promise<unknown>
       stream?.cork()
       try {

@@ -5,7 +5,14 @@ import type { Trx } from '../../src/db/index.ts'
 import { newId, newPaymentToken } from '../../src/lib/ids.ts'
 import { takeLeastRecentlyUsed } from '../../src/modules/requisites/repository.ts'
 import { insertTransaction } from '../../src/modules/transactions/repository.ts'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../helpers/harness.ts'
+import {
+  backends,
+  call,
+  createTestContext,
+  eventually,
+  newTransaction,
+  type TestContext,
+} from '../helpers/harness.ts'
 
 interface Deferred {
   promise: Promise<void>
@@ -56,6 +63,14 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
           requisites: row.requisites === null ? null : JSON.stringify(row.requisites),
         })
 
+      /** Whether a session running a statement like `pattern` waits for a lock. */
+      const sessionsWaitingOnLock = async (pattern: string) => {
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE ${pattern}`.execute(ctx.db)
+        return (rows[0]?.n ?? 0) > 0
+      }
+
       const took = deferred()
       const go = deferred()
       let taken = ''
@@ -77,24 +92,10 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
         aInserted = true
         // A commits only once B is waiting for A's external_id.
         await go.promise
-        const deadline = Date.now() + 10_000
-        for (;;) {
-          const { rows } = await sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE wait_event_type = 'Lock' AND query LIKE 'insert into "transactions"%'`.execute(ctx.db)
-          if ((rows[0]?.n ?? 0) > 0 || Date.now() > deadline) break
-          await new Promise((r) => setImmediate(r))
-        }
+        await eventually(() => sessionsWaitingOnLock('insert into "transactions"%'), 10_000)
       })
       // Wait until A has inserted (fixed) or is stuck waiting on a lock (the deadlock's first half).
-      const deadline = Date.now() + 10_000
-      for (;;) {
-        if (aInserted) break
-        const { rows } = await sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`.execute(ctx.db)
-        if ((rows[0]?.n ?? 0) > 0 || Date.now() > deadline) break
-        await new Promise((r) => setImmediate(r))
-      }
+      await eventually(async () => aInserted || sessionsWaitingOnLock('%'), 10_000)
       go.resolve()
       const [resultA, resultB] = await Promise.allSettled([a, b])
       assert.equal(resultA.status, 'fulfilled', String((resultA as PromiseRejectedResult).reason))
