@@ -8,6 +8,8 @@ export interface Config {
   appEnv: AppEnv
   /** PostgreSQL URL; null means the embedded PGlite database under `dataDir`. */
   databaseUrl: string | null
+  /** How many PostgreSQL connections one process's pool may open (not used on the embedded database). */
+  databasePoolSize: number
   dataDir: string
   port: number
   host: string
@@ -165,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     appEnv,
     databaseUrl,
+    databasePoolSize: parseWhole('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 10),
     dataDir,
     port,
     host,

@@ -33,7 +33,11 @@ const seconds = (name: string) => (value: string) => {
 /** Opens the configured database, migrated, runs `work`, and closes it. */
 async function withDatabase<T>(work: (handle: DbHandle, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig()
-  const handle = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const handle = await connect({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+  })
   try {
     await migrateToLatest(handle.db)
     return await work(handle, config)
@@ -45,7 +49,11 @@ async function withDatabase<T>(work: (handle: DbHandle, config: Config) => Promi
 async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
   const config = loadConfig()
   const logger = createLogger(config.logLevel)
-  const handle = await connect({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const handle = await connect({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+  })
   const applied = await migrateToLatest(handle.db)
   if (applied.length) logger.info({ migrations: applied }, 'database migrated')
   const services = createServices(handle.db, config)

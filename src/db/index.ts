@@ -120,8 +120,14 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
   }
 }
 
-export function connect(options: { databaseUrl: string | null; dataDir: string | null }): Promise<DbHandle> {
-  return options.databaseUrl ? connectPostgres(options.databaseUrl) : connectPglite(options.dataDir)
+export function connect(options: {
+  databaseUrl: string | null
+  dataDir: string | null
+  poolSize?: number
+}): Promise<DbHandle> {
+  return options.databaseUrl
+    ? connectPostgres(options.databaseUrl, options.poolSize)
+    : connectPglite(options.dataDir)
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {

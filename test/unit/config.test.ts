@@ -114,6 +114,14 @@ describe('loadConfig', () => {
     assert.equal(loadConfig(DEVELOPMENT).logLevel, 'info')
     assert.equal(loadConfig(DEVELOPMENT).host, '127.0.0.1')
   })
+
+  it('DATABASE_POOL_SIZE defaults to 10 and must be a whole number of at least 1', () => {
+    assert.equal(loadConfig(DEVELOPMENT).databasePoolSize, 10)
+    assert.equal(loadConfig({ ...DEVELOPMENT, DATABASE_POOL_SIZE: '' }).databasePoolSize, 10)
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_POOL_SIZE: '32' }).databasePoolSize, 32)
+    for (const bad of ['0', '-3', '2.5', 'ten'])
+      refused({ ...DEVELOPMENT, DATABASE_POOL_SIZE: bad }, /DATABASE_POOL_SIZE must be a whole number/)
+  })
 })
 
 describe('parseDuration', () => {
