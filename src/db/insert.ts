@@ -12,25 +12,49 @@ const isPlainValue = (value: unknown): boolean =>
   value instanceof Date ||
   Buffer.isBuffer(value)
 
+/** Which columns an insert reads back: all of them, or the ones named. */
+type Returning = '*' | readonly string[]
+
 const viaKysely = async <T extends keyof Database & string>(
   db: Executor,
   table: T,
   row: Insertable<Database[T]>,
-) =>
-  (await db.insertInto(table).values(row).returningAll().executeTakeFirstOrThrow()) as Selectable<Database[T]>
+  returning: Returning,
+): Promise<unknown> => {
+  const query = db.insertInto(table).values(row)
+  return returning === '*'
+    ? query.returningAll().executeTakeFirstOrThrow()
+    : // biome-ignore lint/suspicious/noExplicitAny: the column names are the caller's, checked by its signature
+      query.returning(returning as any).executeTakeFirstOrThrow()
+}
 
-/**
- * `INSERT INTO <table> (<columns>) VALUES (…) RETURNING *` of one row: the statement Kysely builds, built once
- * per table and set of columns and then reused with the row's values as its parameters (a hot insert's text
- * was a tenth of its CPU time, built anew every time). A column whose value is undefined is left out, as
- * Kysely leaves it out. The first build checks that Kysely passes the values through unchanged and in column
- * order, and a row with a value that is not a plain one (an SQL expression, say) goes through Kysely.
- */
-export async function insertReturningAll<T extends keyof Database & string>(
+const compile = <T extends keyof Database & string>(
   db: Executor,
   table: T,
   row: Insertable<Database[T]>,
-): Promise<Selectable<Database[T]>> {
+  returning: Returning,
+) => {
+  const query = db.insertInto(table).values(row)
+  return returning === '*'
+    ? query.returningAll().compile()
+    : // biome-ignore lint/suspicious/noExplicitAny: as above
+      query.returning(returning as any).compile()
+}
+
+/**
+ * `INSERT INTO <table> (<columns>) VALUES (…) RETURNING <returning>` of one row: the statement Kysely builds,
+ * built once per table, set of columns and returned columns, then reused with the row's values as its
+ * parameters (a hot insert's text was a tenth of its CPU time, built anew every time). A column whose value is
+ * undefined is left out, as Kysely leaves it out. The first build checks that Kysely passes the values through
+ * unchanged and in column order, and a row with a value that is not a plain one (an SQL expression, say) goes
+ * through Kysely.
+ */
+async function insertOne<T extends keyof Database & string>(
+  db: Executor,
+  table: T,
+  row: Insertable<Database[T]>,
+  returning: Returning,
+): Promise<unknown> {
   const columns: string[] = []
   const values: unknown[] = []
   let plain = true
@@ -40,19 +64,34 @@ export async function insertReturningAll<T extends keyof Database & string>(
     values.push(value)
     plain &&= isPlainValue(value)
   }
-  if (!plain) return viaKysely(db, table, row)
-  const key = `${table}(${columns.join(',')})`
+  if (!plain) return viaKysely(db, table, row, returning)
+  const key = `${table}(${columns.join(',')}) ${returning === '*' ? '*' : returning.join(',')}`
   let text = texts.get(key)
   if (text === undefined) {
-    const compiled = db.insertInto(table).values(row).returningAll().compile()
+    const compiled = compile(db, table, row, returning)
     const same =
       compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i])
     text = same ? compiled.sql : null
     texts.set(key, text)
   }
-  if (text === null) return viaKysely(db, table, row)
-  const { rows } = await db.executeQuery<Selectable<Database[T]>>(CompiledQuery.raw(text, values))
+  if (text === null) return viaKysely(db, table, row, returning)
+  const { rows } = await db.executeQuery(CompiledQuery.raw(text, values))
   const inserted = rows[0]
   if (!inserted) throw new Error(`INSERT INTO ${table} returned no row`)
   return inserted
 }
+
+/**
+ * Inserts one row and reads back only the columns named (see insertOne): for a caller that knows the rest of
+ * the row already, as the values it inserted.
+ */
+export const insertReturning = async <
+  T extends keyof Database & string,
+  C extends keyof Selectable<Database[T]> & string,
+>(
+  db: Executor,
+  table: T,
+  row: Insertable<Database[T]>,
+  returning: readonly C[],
+): Promise<Pick<Selectable<Database[T]>, C>> =>
+  (await insertOne(db, table, row, returning)) as Pick<Selectable<Database[T]>, C>

@@ -1,12 +1,12 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import { insertReturningAll } from '../../db/insert.ts'
+import { insertReturning } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type {
   Database,
   Mode,
-  NewTransaction,
   ProviderCallbacksTable,
+  TransactionRow,
   TransactionUpdate,
 } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
@@ -25,8 +25,22 @@ export interface TransactionFilters {
   search?: { text: string; uuid: string | null }
 }
 
-export const insertTransaction = (db: Executor, row: NewTransaction) =>
-  insertReturningAll(db, 'transactions', row)
+/** A new transaction's row as the service builds it: every column but `settled_at`, JSON as text. */
+export type NewTransactionRow = Omit<TransactionRow, 'metadata' | 'requisites' | 'settled_at'> & {
+  metadata: string | null
+  requisites: string | null
+}
+
+/**
+ * Inserts a new transaction and gives back its row without reading the whole row back. Every column is known
+ * here but the JSON ones, read back as PostgreSQL stores them (jsonb has its own order of an object's keys, and a
+ * later read must show the same), and `settled_at`, which a new row leaves null. A create costs the client and
+ * PostgreSQL less: two columns to format, send and parse, not thirty-six.
+ */
+export async function insertTransaction(db: Executor, row: NewTransactionRow): Promise<TransactionRow> {
+  const stored = await insertReturning(db, 'transactions', row, ['metadata', 'requisites'])
+  return { ...row, settled_at: null, metadata: stored.metadata, requisites: stored.requisites }
+}
 
 const scoped = (db: Executor, scope: Scope) =>
   db

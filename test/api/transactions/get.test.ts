@@ -24,18 +24,22 @@ for (const backend of backends()) {
     let p2p: any
     // biome-ignore lint/suspicious/noExplicitAny: response bodies
     let bank: any
+    /** The create responses' bodies as sent, by uuid. */
+    const sent = new Map<string, string>()
 
     before(async () => {
       ctx = await createTestContext(backend)
       const made = async (body: Record<string, unknown>) => {
         const res = await call(ctx, 'POST', '/integration/transactions', body)
         assert.equal(res.statusCode, 201, res.body)
+        sent.set(res.json().uuid, res.body)
         return res.json()
       }
       card = await made(
         newTransaction({
           external_id: 'A.b_c:d-1',
-          metadata: { order: 'A-1' },
+          // Keys in an order jsonb does not keep (it puts shorter keys first).
+          metadata: { order: 'A-1', a: 'x' },
           success_url: 'https://shop.example/ok',
         }),
       )
@@ -51,6 +55,8 @@ for (const backend of backends()) {
           assert.equal(res.statusCode, 200, res.body)
           assert.match(String(res.headers['content-type']), /^application\/json/)
           assert.deepEqual(res.json(), tx)
+          // Byte for byte: the create answered with the row as stored, metadata keys in the same order.
+          assert.equal(res.body, sent.get(tx.uuid))
         }
       })
 
