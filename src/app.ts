@@ -36,7 +36,7 @@ import { RatesResponse, rateRoutes } from './modules/rates/routes.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
 import { refundRoutes } from './modules/refunds/routes.ts'
 import { RefundResponse } from './modules/refunds/schemas.ts'
-import { createRefundService, type RefundService } from './modules/refunds/service.ts'
+import { createRefundService, type RefundService, type RefundTiming } from './modules/refunds/service.ts'
 import { createRequisiteService, type RequisiteService } from './modules/requisites/service.ts'
 import { sandboxRoutes } from './modules/sandbox/routes.ts'
 import { createSandboxService, type SandboxService } from './modules/sandbox/service.ts'
@@ -86,6 +86,10 @@ export interface ServiceOptions {
   dispatch?: Partial<DispatchOptions>
   /** The sandbox provider's payout completion delay, and the payout checks' timing. */
   payouts?: { completionMs?: number; timing?: Partial<PayoutTiming> }
+  /** The sandbox provider (tests pass one whose answers they control). */
+  simulator?: SimulatorConnector
+  /** The refund checks' timing. */
+  refunds?: { timing?: Partial<RefundTiming> }
 }
 
 export function createServices(db: Db, config: Config, options: ServiceOptions = {}): Services {
@@ -96,7 +100,8 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
       requireHttps: config.appEnv === 'production',
       timeoutMs: config.webhook.timeoutMs,
     })
-  const simulator = new SimulatorConnector({ payoutCompletionMs: options.payouts?.completionMs })
+  const simulator =
+    options.simulator ?? new SimulatorConnector({ payoutCompletionMs: options.payouts?.completionMs })
   const merchants = createMerchantService({ db, config })
   const rates = createRateService({ db, config })
   const requisites = createRequisiteService({ db })
@@ -112,7 +117,16 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     ledger,
     connectors: { [simulator.name]: simulator },
   })
-  const refunds = createRefundService({ db, transactions, ledger, connector: simulator })
+  // A worker's claim on a refund or payout it asks the provider about: a worker killed mid-claim leaves it
+  // in flight this long, so no longer than the recheck itself (and at most 30 s, above a provider's timeout).
+  const recoveryLeaseMs = Math.min(30_000, config.providerRecheckMs)
+  const refunds = createRefundService({
+    db,
+    transactions,
+    ledger,
+    connector: simulator,
+    timing: { recheckMs: config.providerRecheckMs, leaseMs: recoveryLeaseMs, ...options.refunds?.timing },
+  })
   const payouts = createPayoutService({
     db,
     config,
@@ -120,7 +134,11 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     ledger,
     webhooks,
     connector: simulator,
-    timing: options.payouts?.timing,
+    timing: {
+      submitTimeoutMs: config.providerRecheckMs,
+      leaseMs: recoveryLeaseMs,
+      ...options.payouts?.timing,
+    },
   })
   const sandbox = createSandboxService({ config, simulator, transactions, payouts })
   const checkout = createCheckoutService({ transactions, merchants, sandbox })
@@ -186,6 +204,33 @@ export function createLogger(level: string, stream?: pino.DestinationStream): pi
   )
 }
 
+/** Refuses bytes that are not UTF-8 rather than reading them as U+FFFD. */
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+/** With the `u` flag a pair is one code point: only an unpaired surrogate matches. */
+const LONE_SURROGATE = /\p{Cs}/u
+
+/**
+ * Whether a parsed JSON value holds a lone surrogate in any string, key or value, at any depth (walked with a
+ * stack of its own: 64 KiB of `[` nest deeper than the call stack reaches).
+ */
+function hasLoneSurrogate(value: unknown): boolean {
+  const pending = [value]
+  while (pending.length) {
+    const item = pending.pop()
+    if (typeof item === 'string') {
+      if (LONE_SURROGATE.test(item)) return true
+    } else if (Array.isArray(item)) {
+      for (const inner of item) pending.push(inner)
+    } else if (typeof item === 'object' && item !== null) {
+      for (const [key, inner] of Object.entries(item)) {
+        if (LONE_SURROGATE.test(key)) return true
+        pending.push(inner)
+      }
+    }
+  }
+  return false
+}
+
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { db, config } = deps
   const services = deps.services ?? createServices(db, config)
@@ -239,11 +284,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         new AppError('malformed_request', 'The request body is empty: send a JSON object.'),
         undefined,
       )
+    let text: string
     try {
-      done(null, sjson.parse(raw, undefined, { protoAction: 'error', constructorAction: 'error' }))
+      text = utf8.decode(raw)
     } catch {
-      done(new AppError('malformed_request', 'The request body is not valid JSON.'), undefined)
+      return done(new AppError('malformed_request', 'The request body is not valid UTF-8 JSON.'), undefined)
     }
+    let parsed: unknown
+    try {
+      parsed = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+    } catch {
+      return done(new AppError('malformed_request', 'The request body is not valid JSON.'), undefined)
+    }
+    // An escape such as "\ud800" with no pair decodes to a lone surrogate: no character, and no UTF-8 for it
+    // (written to the database it would be stored as U+FFFD, not as what the client sent).
+    if (hasLoneSurrogate(parsed))
+      return done(new AppError('malformed_request', 'The request body is not valid UTF-8 JSON.'), undefined)
+    done(null, parsed)
   })
 
   app.addHook('onRequest', async (request, reply) => {
@@ -405,7 +462,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   registerAuth(app, services.merchants)
   await registerRateLimit(app, config.rateLimit, config.redisUrl)
-  registerIdempotency(app, db, fingerprintKey(config.masterKey))
+  registerIdempotency(app, db, fingerprintKey(config.masterKey), config.idempotencyLeaseMs)
   await app.register(transactionRoutes, { transactions: services.transactions })
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(balanceRoutes, { ledger: services.ledger })

@@ -28,6 +28,14 @@ export interface Config {
   metrics: { port: number; host: string } | null
   /** Per API key: a token bucket refilled at perSecond, holding at most burst (contract §10). */
   rateLimit: { perSecond: number; burst: number }
+  /** How long a running request holds its Idempotency-Key; past this a crashed request's key can be taken over. */
+  idempotencyLeaseMs: number
+  /**
+   * How long a refund or payout may wait on its hand-over to the provider before a worker asks the provider
+   * again (or hands it over again): the bound on what a crash between our commit and the provider's answer
+   * leaves in flight.
+   */
+  providerRecheckMs: number
   webhook: {
     /** Delays before attempts 2…n, seconds (default the Standard Webhooks schedule: 10 attempts in all). */
     retrySchedule: number[]
@@ -190,6 +198,8 @@ export function loadConfig(env: Env = process.env): Config {
       perSecond: parsePositive('RATE_LIMIT_PER_SECOND', env.RATE_LIMIT_PER_SECOND, 100),
       burst: parseWhole('RATE_LIMIT_BURST', env.RATE_LIMIT_BURST, 200),
     },
+    idempotencyLeaseMs: parsePositive('IDEMPOTENCY_LEASE_MS', env.IDEMPOTENCY_LEASE_MS, 60_000),
+    providerRecheckMs: parsePositive('PROVIDER_RECHECK_MS', env.PROVIDER_RECHECK_MS, 60_000),
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),
       timeoutMs: parsePositive('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 15_000),

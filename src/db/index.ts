@@ -8,6 +8,7 @@ import * as lifecycle from './migrations/0002_lifecycle.ts'
 import * as ledger from './migrations/0003_ledger.ts'
 import * as refunds from './migrations/0004_refunds.ts'
 import * as payouts from './migrations/0005_payouts.ts'
+import * as exactlyOnce from './migrations/0006_exactly_once.ts'
 import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -37,26 +38,38 @@ const types = {
       : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 }
 
-export async function connectPostgres(url: string, poolSize = 10): Promise<DbHandle> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types })
+/** How the service names its sessions in `pg_stat_activity` (an `application_name` in the URL wins). */
+export const APPLICATION_NAME = 'merchant-gateway'
+/** How long a request waits for a connection (a free one of the pool, or a new one) before it fails with 503. */
+const CONNECT_TIMEOUT_MS = 5_000
+/** The LISTEN session's reconnection delay: from the first, doubling up to the last, each with jitter. */
+const LISTEN_RETRY_FIRST_MS = 100
+const LISTEN_RETRY_MAX_MS = 5_000
+
+/** Where the database layer reports a lost and a regained LISTEN session (the service's logger). */
+export interface DbLog {
+  warn(fields: object, message: string): void
+  info(fields: object, message: string): void
+}
+
+export async function connectPostgres(url: string, poolSize = 10, log?: DbLog): Promise<DbHandle> {
+  const settings = {
+    connectionString: url,
+    application_name: APPLICATION_NAME,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    // A server gone without a word (a failover behind a virtual IP) is noticed on a connection left open.
+    keepAlive: true,
+  }
+  const pool = new pg.Pool({ ...settings, max: poolSize, types })
   // An idle connection the server ends (restart, failover, an administrator) leaves the pool and the next
-  // query opens another; without a listener the pool's 'error' event would crash the process.
+  // query opens another; without a listener the pool's 'error' event would crash the process. A connection
+  // checked out when it is cut: see preparingPool.
   pool.on('error', () => {})
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   return {
     db,
     kind: 'postgres',
-    async listen(channel, onNotify) {
-      // LISTEN needs a session of its own, outside the pool.
-      const client = new pg.Client({ connectionString: url })
-      client.on('error', () => {})
-      await client.connect()
-      client.on('notification', (message) => {
-        if (message.channel === channel) onNotify()
-      })
-      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
-      return () => client.end()
-    },
+    listen: (channel, onNotify) => listenWithReconnect(settings, channel, onNotify, log),
     poolStats: () => ({
       total: pool.totalCount,
       idle: pool.idleCount,
@@ -64,6 +77,95 @@ export async function connectPostgres(url: string, poolSize = 10): Promise<DbHan
       max: poolSize,
     }),
     close: () => db.destroy(),
+  }
+}
+
+/**
+ * LISTEN on a session of its own, outside the pool, kept open: when the server ends it (restart, failover, an
+ * administrator) it is opened again after a delay that starts at 100 ms and doubles up to 5 s, with jitter so
+ * that many processes do not all come back at once, and LISTEN is issued again. Whatever was notified while
+ * it was away is lost, so `onNotify` is called once after every reconnection: the listener looks for work as
+ * if told. The first connection must succeed (the promise rejects otherwise); the unsubscribe stops the
+ * reconnecting and ends the session.
+ */
+async function listenWithReconnect(
+  settings: pg.ClientConfig,
+  channel: string,
+  onNotify: () => void,
+  log?: DbLog,
+): Promise<() => Promise<void>> {
+  const statement = `LISTEN ${pg.escapeIdentifier(channel)}`
+  let stopped = false
+  let current: pg.Client | null = null
+  let retry: NodeJS.Timeout | null = null
+  let delay = LISTEN_RETRY_FIRST_MS
+  let failures = 0
+
+  /** A connected session that listens; `onLost` runs once if the connection goes afterwards. */
+  async function open(onLost: (error: unknown) => void): Promise<pg.Client> {
+    const client = new pg.Client(settings)
+    let live = false
+    let lost = false
+    const lose = (error: unknown) => {
+      if (!live || lost) return
+      lost = true
+      if (current === client) current = null
+      client.end().catch(() => {})
+      onLost(error)
+    }
+    // Without a listener an 'error' (the server ending the session) would end the process.
+    client.on('error', lose)
+    client.on('end', () => lose(new Error('Connection terminated')))
+    client.on('notification', (message) => {
+      if (message.channel === channel) onNotify()
+    })
+    try {
+      await client.connect()
+      await client.query(statement)
+    } catch (error) {
+      await client.end().catch(() => {})
+      throw error
+    }
+    live = true
+    return client
+  }
+
+  function reconnectLater(error: unknown): void {
+    if (stopped || retry) return
+    // Half the delay, plus up to as much again at random.
+    const wait = Math.round(delay / 2 + (Math.random() * delay) / 2)
+    delay = Math.min(delay * 2, LISTEN_RETRY_MAX_MS)
+    if (failures++ === 0) log?.warn({ err: error, channel }, 'LISTEN session lost; reconnecting')
+    retry = setTimeout(() => {
+      retry = null
+      if (stopped) return
+      open(reconnectLater).then(
+        (client) => {
+          if (stopped) {
+            client.end().catch(() => {})
+            return
+          }
+          current = client
+          log?.info({ channel, attempts: failures }, 'LISTEN session reconnected')
+          delay = LISTEN_RETRY_FIRST_MS
+          failures = 0
+          // Anything notified while the session was away was missed.
+          onNotify()
+        },
+        (err: unknown) => reconnectLater(err),
+      )
+    }, wait)
+    retry.unref()
+  }
+
+  current = await open(reconnectLater)
+  return async () => {
+    stopped = true
+    if (retry) clearTimeout(retry)
+    retry = null
+    const client = current
+    current = null
+    await client?.end()
   }
 }
 
@@ -124,9 +226,11 @@ export function connect(options: {
   databaseUrl: string | null
   dataDir: string | null
   poolSize?: number
+  /** Reports of the LISTEN session's losses and reconnections (PostgreSQL). */
+  log?: DbLog
 }): Promise<DbHandle> {
   return options.databaseUrl
-    ? connectPostgres(options.databaseUrl, options.poolSize)
+    ? connectPostgres(options.databaseUrl, options.poolSize, options.log)
     : connectPglite(options.dataDir)
 }
 
@@ -140,6 +244,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0003_ledger': ledger,
         '0004_refunds': refunds,
         '0005_payouts': payouts,
+        '0006_exactly_once': exactlyOnce,
       }),
     },
   })

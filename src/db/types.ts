@@ -268,6 +268,11 @@ export interface RefundsTable {
   reason: string | null
   message: string
   action_request_id: string
+  /** The Idempotency-Key the refund was made with: unique per merchant and mode. */
+  idempotency_key: string | null
+  provider_reference: string | null
+  /** When the recovery job next asks the provider about the refund, while it is pending. */
+  next_check_at: Timestamp | null
   succeeded_at: Timestamp | null
   failed_at: Timestamp | null
   created_at: Timestamp
@@ -318,6 +323,10 @@ export interface PayoutsTable {
   metadata: Json<Record<string, string>> | null
   callback_url: string | null
   action_request_id: string
+  /** The Idempotency-Key the payout was made with: unique per merchant and mode. */
+  idempotency_key: string | null
+  /** The destination as the provider needs it, encrypted; kept only until the provider has taken the payout. */
+  destination_sealed: string | null
   aggregate_version: number
   next_check_at: Timestamp | null
   submitted_at: Timestamp | null

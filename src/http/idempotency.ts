@@ -14,16 +14,31 @@ declare module 'fastify' {
     idempotency?: IdempotencyRequirement
     /** The body may be left out; it then validates as `{}`. */
     bodyOptional?: boolean
+    /**
+     * For operations that store their Idempotency-Key with the object they make, in the same database
+     * transaction (refunds, payouts): the answer for the object this key made, if one was committed. A retry
+     * of a key whose first request has not stored its answer (it is still running, or died after its commit)
+     * gets this answer, replayed, rather than waiting for the lease.
+     */
+    committedAnswer?: (
+      scope: { merchantUuid: string; mode: Mode },
+      key: string,
+    ) => Promise<CommittedAnswer | null>
   }
   interface FastifyRequest {
     idempotency: { key: string; merchantUuid: string; mode: Mode; owner: string; release: boolean } | null
   }
 }
 
+/** What a retry of a committed request answers: the object as it stands now. */
+export interface CommittedAnswer {
+  status: number
+  headers: Record<string, string>
+  body: unknown
+}
+
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
 const RETENTION_MS = 7 * 24 * 3600 * 1000
-/** How long a running request holds its key; past this a crashed request's key can be taken over. */
-const LEASE_MS = 60_000
 /**
  * Refusals of the request's content, found by the service rather than the schema, are validation too: like a
  * schema refusal they do not keep the key, so the corrected request may use it.
@@ -53,10 +68,17 @@ export function fingerprint(request: FastifyRequest, key: Buffer): string {
 
 /**
  * One mechanism for every POST that opts in. The first request that passes authentication and validation
- * owns the key (the hook runs after both); its response is stored once sent, and replayed byte for byte.
- * A 5xx is not stored: the key is released and the request may be retried.
+ * owns the key (the hook runs after both) for `leaseMs`; its response is stored once sent, and replayed byte
+ * for byte. A 5xx is not stored: the key is released and the request may be retried. Operations that move
+ * money also store the key on the object they make, in the same database transaction as the money
+ * (`committedAnswer`): a crash between that commit and the stored response is answered from the object.
  */
-export function registerIdempotency(app: FastifyInstance, db: Db, fingerprintKey: Buffer): void {
+export function registerIdempotency(
+  app: FastifyInstance,
+  db: Db,
+  fingerprintKey: Buffer,
+  leaseMs = 60_000,
+): void {
   app.decorateRequest('idempotency', null)
 
   app.addHook('preHandler', async (request, reply) => {
@@ -94,7 +116,7 @@ export function registerIdempotency(app: FastifyInstance, db: Db, fingerprintKey
         fingerprint: print,
         state: 'running',
         owner,
-        locked_until: new Date(now.getTime() + LEASE_MS),
+        locked_until: new Date(now.getTime() + leaseMs),
         created_at: now,
         expires_at: new Date(now.getTime() + RETENTION_MS),
       })
@@ -146,10 +168,20 @@ export function registerIdempotency(app: FastifyInstance, db: Db, fingerprintKey
         existing.response_body ?? '',
       )
     }
-    // Still running; unless its lease ran out (its process died), in which case this request takes it over.
+    // Still running, or its process died. When the object it makes was committed, that is the answer.
+    const committed = await request.routeOptions.config.committedAnswer?.(scope, key)
+    if (committed) {
+      return replay(
+        reply,
+        committed.status,
+        { 'content-type': 'application/json; charset=utf-8', ...committed.headers },
+        JSON.stringify(committed.body),
+      )
+    }
+    // Unless its lease ran out (its process died), in which case this request takes it over.
     const takenOver = await db
       .updateTable('idempotency_keys')
-      .set({ owner, locked_until: new Date(now.getTime() + LEASE_MS) })
+      .set({ owner, locked_until: new Date(now.getTime() + leaseMs) })
       .where('merchant_uuid', '=', scope.merchantUuid)
       .where('mode', '=', scope.mode)
       .where('key', '=', key)

@@ -10,12 +10,13 @@ export interface WorkerOptions {
   dispatcher?: Partial<DispatcherOptions>
   /** How often the expiry and settlement jobs look for work. */
   jobIntervalMs?: number
-  /** How often the payout job asks the provider about open payouts (default 1 s). */
+  /** How often the payout and refund jobs look for open ones whose check is due (default 1 s). */
   payoutIntervalMs?: number
 }
 
 /**
- * Everything a `--role worker` process runs: the outbox dispatcher, the expiry, settlement and payout jobs,
+ * Everything a `--role worker` process runs: the outbox dispatcher, the expiry, settlement, payout and refund
+ * recovery jobs,
  * and housekeeping.
  */
 export function startWorkers(
@@ -31,7 +32,7 @@ export function startWorkers(
     listen: (onNotify) => handle.listen(WAKE_CHANNEL, onNotify),
     options: { leaseMs: services.webhooks.leaseMs, ...options.dispatcher },
   })
-  const { transactions, payouts } = services
+  const { transactions, payouts, refunds } = services
   const jobs = [
     startBatchJob({
       name: 'expiry',
@@ -48,6 +49,12 @@ export function startWorkers(
     startBatchJob({
       name: 'payouts',
       step: (n) => payouts.checkDue(n),
+      log,
+      intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
+    }),
+    startBatchJob({
+      name: 'refunds',
+      step: (n) => refunds.checkDue(n),
       log,
       intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
     }),

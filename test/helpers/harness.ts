@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { after, before } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { KyselyPlugin } from 'kysely'
 import pg from 'pg'
 import { buildApp, createLogger, createServices, type ServiceOptions, type Services } from '../../src/app.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
@@ -123,11 +124,14 @@ export async function createTestContext(
   backend: Backend,
   configOverrides: Partial<Config> = {},
   serviceOptions: ServiceOptions = {},
+  /** Kysely plugins on the app's database only (a suite injects database failures with one). */
+  appPlugins: KyselyPlugin[] = [],
 ): Promise<TestContext> {
   const { handle, drop } = await freshDatabase(backend)
   await migrateToLatest(handle.db)
   const config = testConfig(configOverrides)
-  const services = createServices(handle.db, config, serviceOptions)
+  const appDb = appPlugins.reduce<Db>((db, plugin) => db.withPlugin(plugin), handle.db)
+  const services = createServices(appDb, config, serviceOptions)
   const logs: string[] = []
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -136,7 +140,7 @@ export async function createTestContext(
     },
   })
   const logger = createLogger('info', sink)
-  const app = await buildApp({ db: handle.db, config, services, logger })
+  const app = await buildApp({ db: appDb, config, services, logger })
   const serverErrors: TestContext['serverErrors'] = []
   app.addHook('onResponse', async (request, reply) => {
     if (reply.statusCode >= 500)

@@ -99,3 +99,7 @@ export const listCallbacks = (db: Executor, payoutUuid: string) =>
     .orderBy('received_at')
     .orderBy('uuid')
     .execute()
+
+/** The payout made with this Idempotency-Key, if one was committed. */
+export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
+  scoped(db, scope).where('idempotency_key', '=', key).executeTakeFirst()

@@ -7,6 +7,7 @@ import { CreatePayoutRequest, ListPayoutsQuery, PayoutQuoteQuery } from './schem
 import type { PayoutService } from './service.ts'
 
 const tags = ['Payouts']
+const locationOf = (uuid: string) => `/integration/payouts/${uuid}`
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = async (
@@ -37,7 +38,14 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
   app.post(
     '/integration/payouts',
     {
-      config: { auth: 'signature', idempotency: 'required' },
+      config: {
+        auth: 'signature',
+        idempotency: 'required',
+        committedAnswer: async (scope, key) => {
+          const payout = await payouts.findByIdempotencyKey(scope, key)
+          return payout && { status: 201, headers: { location: locationOf(payout.uuid) }, body: payout }
+        },
+      },
       schema: {
         operationId: 'createPayout',
         summary: 'Pay out USDT to a wallet, or to a card',
@@ -55,18 +63,23 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
         response: {
           201: {
             ...Type.Ref('PayoutResponse'),
-            description: 'The payout, as the provider left it (usually processing). `Location` names it.',
+            description:
+              'The payout, as the provider left it (usually processing). `Location` names it. A retry of a key whose payout was made answers that payout as it stands, with `Idempotent-Replayed: true`.',
           },
           ...errorResponses(400, 401, 409, 413, 415, 422, 503),
         },
       },
     },
     async (request, reply) => {
-      const owner = request.idempotency?.owner
-      if (!owner)
+      const claim = request.idempotency
+      if (!claim)
         throw new AppError('idempotency_key_required', 'This operation needs an Idempotency-Key header.')
-      const payout = await payouts.create(authOf(request), request.body, owner)
-      return reply.code(201).header('location', `/integration/payouts/${payout.uuid}`).send(payout)
+      const { payout, replayed } = await payouts.create(authOf(request), request.body, {
+        idempotencyKey: claim.key,
+        actionRequestId: claim.owner,
+      })
+      if (replayed) reply.header('idempotent-replayed', 'true')
+      return reply.code(201).header('location', locationOf(payout.uuid)).send(payout)
     },
   )
 

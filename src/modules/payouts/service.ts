@@ -2,8 +2,10 @@ import type { Config } from '../../config.ts'
 import type { PaymentConnector, PayoutOutcome, ProviderPayoutResult } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { PayoutQuoteRow, PayoutRow, PayoutStatus } from '../../db/types.ts'
+import { isUniqueViolation } from '../../db/unique.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { type PayoutFigures, payoutFigures } from '../../lib/money.ts'
 import type { LedgerService, Posting } from '../ledger/service.ts'
@@ -29,7 +31,7 @@ export const QUOTE_TTL_MS = 60_000
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
 export interface PayoutTiming {
-  /** How long a payout whose hand-over to the provider was interrupted waits before it is checked. */
+  /** How long a payout whose hand-over to the provider was interrupted waits before it is handed over again. */
   submitTimeoutMs: number
   /** How often a processing payout is checked with the provider. */
   pollIntervalMs: number
@@ -41,10 +43,19 @@ const DEFAULT_TIMING: PayoutTiming = { submitTimeoutMs: 60_000, pollIntervalMs: 
 
 export type PayoutService = ReturnType<typeof createPayoutService>
 
+/** The outcome of a create: the payout, and whether it was made by an earlier request with the same key. */
+export interface CreatedPayout {
+  payout: PayoutView
+  replayed: boolean
+}
+
 /**
- * Payouts (contract §6.3). Creation reserves the total from the available USDT balance together with the
- * pending payout; the provider is then handed the payout outside any database transaction, and what it says
- * (at once, in a callback, or when a worker asks) is applied by the one handler, `applyOutcome`.
+ * Payouts (contract §6.3), exactly once per Idempotency-Key. Creation reserves the total from the available
+ * USDT balance together with the pending payout and its key, in one database transaction: a retry of the key
+ * finds that payout and answers it, whatever instant the first request died at. The provider is then handed
+ * the payout outside any database transaction (it is idempotent on the payout's uuid); a hand-over that a
+ * crash or an unreachable provider cut off is made again by `checkDue` from the sealed destination. What the
+ * provider says (at once, in a callback, or when a worker asks) is applied by the one handler, `applyOutcome`.
  */
 export function createPayoutService(deps: {
   db: Db
@@ -58,6 +69,11 @@ export function createPayoutService(deps: {
   const { db, config, rates, ledger, webhooks, connector } = deps
   const timing = { ...DEFAULT_TIMING, ...deps.timing }
   const scopeOf = (auth: AuthContext) => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
+  // The destination as the provider needs it (a full card number) is kept only sealed, and only until the
+  // provider has taken the payout.
+  const sealKey = deriveKey(config.masterKey, 'payout-destination')
+  const seal = (order: Record<string, string>) => encryptSecret(sealKey, JSON.stringify(order))
+  const unseal = (sealed: string) => JSON.parse(decryptSecret(sealKey, sealed)) as Record<string, string>
 
   function toView(row: PayoutRow): PayoutView {
     const destination = row.destination as Record<string, string>
@@ -211,6 +227,8 @@ export function createPayoutService(deps: {
         status: step,
         aggregate_version: current.aggregate_version + 1,
         updated_at: now,
+        // Taken by the provider, or refused: the destination is never needed again.
+        destination_sealed: null,
         ...(step === 'processing' && {
           submitted_at: current.submitted_at ?? now,
           provider_reference: source.reference ?? current.provider_reference,
@@ -253,6 +271,32 @@ export function createPayoutService(deps: {
   const outcomeOf = (result: ProviderPayoutResult): PayoutOutcome =>
     result.status === 'unknown' ? 'failed' : result.status
 
+  /**
+   * Hands a pending payout to the provider and applies its answer. A provider that cannot be reached leaves the
+   * payout pending, to be handed over again by `checkDue`: whether it took the payout is unknown, and a crash
+   * or a cut connection of ours is no reason for the merchant's payout to fail.
+   */
+  async function handOver(row: PayoutRow, destination: Record<string, string>): Promise<PayoutRow> {
+    let result: ProviderPayoutResult
+    try {
+      result = await connector.submitPayout({
+        payoutUuid: row.uuid,
+        method: row.method,
+        amount: row.amount,
+        currency: row.currency,
+        amountUsdtMicro: row.amount_usdt_micro,
+        destination,
+      })
+    } catch {
+      return row
+    }
+    return settle(row.uuid, outcomeOf(result), {
+      connector: connector.name,
+      reference: result.reference,
+      message: result.message,
+    })
+  }
+
   async function get(auth: AuthContext, uuid: string): Promise<PayoutRow> {
     const row = isUuid(uuid) ? await repo.findPayout(db, scopeOf(auth), uuid) : undefined
     if (!row) throw notFound('payout')
@@ -291,7 +335,16 @@ export function createPayoutService(deps: {
       }
     },
 
-    async create(auth: AuthContext, input: CreatePayoutInput, actionRequestId: string): Promise<PayoutView> {
+    async create(
+      auth: AuthContext,
+      input: CreatePayoutInput,
+      request: { idempotencyKey: string; actionRequestId: string },
+    ): Promise<CreatedPayout> {
+      // A payout this key made is the answer, before any rule (an expired quote, a spent balance) could
+      // refuse the retry of a request that succeeded.
+      const earlier = await repo.findByIdempotencyKey(db, scopeOf(auth), request.idempotencyKey)
+      if (earlier) return { payout: toView(earlier), replayed: true }
+
       const method = input.method as PayoutRow['method']
       const destination = checkDestination(method, input.destination)
       if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
@@ -300,11 +353,11 @@ export function createPayoutService(deps: {
         ? await heldFigures(auth, input, input.quote_id, now)
         : await figuresNow(auth, input.amount, input.currency)
 
-      // The intent: the payout and its reservation, together or not at all.
-      const created = await db.transaction().execute(async (trx) => {
-        let row: PayoutRow
-        try {
-          row = await repo.insertPayout(trx, {
+      // The intent: the payout, its key and its reservation, together or not at all.
+      let created: PayoutRow
+      try {
+        created = await db.transaction().execute(async (trx) => {
+          const row = await repo.insertPayout(trx, {
             uuid: newId(),
             merchant_uuid: auth.merchant.uuid,
             mode: auth.mode,
@@ -313,6 +366,7 @@ export function createPayoutService(deps: {
             currency: input.currency,
             method,
             destination: JSON.stringify(destination.shown),
+            destination_sealed: seal(destination.order),
             card_brand: destination.cardBrand,
             wallet_uuid: destination.walletUuid,
             quote_uuid: input.quote_id ?? null,
@@ -324,54 +378,40 @@ export function createPayoutService(deps: {
             provider_reference: null,
             metadata: input.metadata ? JSON.stringify(input.metadata) : null,
             callback_url: input.callback_url ?? null,
-            action_request_id: actionRequestId,
+            action_request_id: request.actionRequestId,
+            idempotency_key: request.idempotencyKey,
             aggregate_version: 1,
-            // Should the hand-over below be cut off, a worker asks the provider about it after this.
+            // Should the hand-over below be cut off, a worker hands it over again after this.
             next_check_at: new Date(now.getTime() + timing.submitTimeoutMs),
             created_at: now,
             updated_at: now,
           })
-        } catch (error) {
-          if ((error as { constraint?: string }).constraint === 'payouts_external_id_key') {
-            throw new AppError(
-              'conflict',
-              `A payout with external_id "${input.external_id}" already exists.`,
-              {
-                external_id: input.external_id,
-              },
-            )
-          }
-          throw error
-        }
-        await ledger.post(trx, posting(row, 'reserved', now))
-        return row
-      })
-
-      // The call, outside any database transaction: the full card number exists only here, in memory.
-      let result: ProviderPayoutResult
-      try {
-        result = await connector.submitPayout({
-          payoutUuid: created.uuid,
-          method,
-          amount: created.amount,
-          currency: created.currency,
-          amountUsdtMicro: created.amount_usdt_micro,
-          destination: destination.order,
+          await ledger.post(trx, posting(row, 'reserved', now))
+          return row
         })
       } catch (error) {
-        result = {
-          status: 'failed',
-          reference: null,
-          message: `The provider could not be reached: ${(error as Error).message}`,
-        }
+        const external = isUniqueViolation(error, 'payouts_external_id_key')
+        if (!external && !isUniqueViolation(error, 'payouts_idempotency_key')) throw error
+        // A request with this key committed while this one ran: its payout is the answer, never a conflict.
+        const made = await repo.findByIdempotencyKey(db, scopeOf(auth), request.idempotencyKey)
+        if (made) return { payout: toView(made), replayed: true }
+        throw new AppError('conflict', `A payout with external_id "${input.external_id}" already exists.`, {
+          external_id: input.external_id,
+        })
       }
-      // The outcome.
-      const row = await settle(created.uuid, outcomeOf(result), {
-        connector: connector.name,
-        reference: result.reference,
-        message: result.message,
-      })
-      return toView(row)
+
+      // The call, outside any database transaction.
+      const row = await handOver(created, destination.order)
+      return { payout: toView(row), replayed: false }
+    },
+
+    /** The payout this key made, as it stands: what a retry of a committed request replays. */
+    async findByIdempotencyKey(
+      scope: { merchantUuid: string; mode: AuthContext['mode'] },
+      key: string,
+    ): Promise<PayoutView | null> {
+      const row = await repo.findByIdempotencyKey(db, scope, key)
+      return row ? toView(row) : null
     },
 
     get: async (auth: AuthContext, uuid: string) => toView(await get(auth, uuid)),
@@ -415,6 +455,11 @@ export function createPayoutService(deps: {
     async checkDue(limit = 100, now = new Date()): Promise<number> {
       const claimed = await repo.claimDue(db, now, new Date(now.getTime() + timing.leaseMs), limit)
       for (const row of claimed) {
+        // A hand-over that never got its answer is made again (the provider is idempotent on the uuid).
+        if (row.status === 'pending' && row.destination_sealed) {
+          await handOver(row, unseal(row.destination_sealed))
+          continue
+        }
         let result: ProviderPayoutResult
         try {
           result = await connector.payoutStatus({

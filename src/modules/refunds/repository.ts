@@ -38,3 +38,48 @@ export const findRefund = (db: Executor, scope: { merchantUuid: string; mode: Mo
     .where('merchant_uuid', '=', scope.merchantUuid)
     .where('mode', '=', scope.mode)
     .executeTakeFirst()
+
+/** The refund made with this Idempotency-Key, if one was committed. */
+export const findByIdempotencyKey = (
+  db: Executor,
+  scope: { merchantUuid: string; mode: Mode },
+  key: string,
+) =>
+  db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where('idempotency_key', '=', key)
+    .executeTakeFirst()
+
+/** The refund row, locked for the rest of the caller's transaction. */
+export const lockRefund = (db: Executor, uuid: string) =>
+  db.selectFrom('refunds').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()
+
+export const findRefundByUuid = (db: Executor, uuid: string) =>
+  db.selectFrom('refunds').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+
+/**
+ * Pending refunds whose provider check is due, claimed until `leaseUntil`: SKIP LOCKED keeps workers apart,
+ * and a worker that dies leaves its claims to be taken again once the lease runs out.
+ */
+export const claimDue = (db: Executor, now: Date, leaseUntil: Date, limit: number) =>
+  db
+    .updateTable('refunds')
+    .set({ next_check_at: leaseUntil })
+    .where(
+      'uuid',
+      'in',
+      db
+        .selectFrom('refunds')
+        .select('uuid')
+        .where('status', '=', 'pending')
+        .where('next_check_at', '<=', now)
+        .orderBy('next_check_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
+    .execute()

@@ -7,6 +7,7 @@ import { CreateRefundRequest } from './schemas.ts'
 import type { RefundService } from './service.ts'
 
 const tags = ['Refunds']
+const locationOf = (uuid: string) => `/integration/refunds/${uuid}`
 
 export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }> = async (
   app,
@@ -15,7 +16,14 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
   app.post(
     '/integration/refunds',
     {
-      config: { auth: 'signature', idempotency: 'required' },
+      config: {
+        auth: 'signature',
+        idempotency: 'required',
+        committedAnswer: async (scope, key) => {
+          const refund = await refunds.findByIdempotencyKey(scope, key)
+          return refund && { status: 201, headers: { location: locationOf(refund.uuid) }, body: refund }
+        },
+      },
       schema: {
         operationId: 'createRefund',
         summary: 'Refund a paid transaction',
@@ -33,18 +41,23 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
         response: {
           201: {
             ...Type.Ref('RefundResponse'),
-            description: 'The refund (the sandbox provider answers at once).',
+            description:
+              'The refund (the sandbox provider answers at once). A retry of a key whose refund was made answers that refund, with `Idempotent-Replayed: true`.',
           },
           ...errorResponses(400, 401, 404, 409, 413, 415, 422),
         },
       },
     },
     async (request, reply) => {
-      const owner = request.idempotency?.owner
-      if (!owner)
+      const claim = request.idempotency
+      if (!claim)
         throw new AppError('idempotency_key_required', 'This operation needs an Idempotency-Key header.')
-      const refund = await refunds.create(authOf(request), request.body, owner)
-      return reply.code(201).header('location', `/integration/refunds/${refund.uuid}`).send(refund)
+      const { refund, replayed } = await refunds.create(authOf(request), request.body, {
+        idempotencyKey: claim.key,
+        actionRequestId: claim.owner,
+      })
+      if (replayed) reply.header('idempotent-replayed', 'true')
+      return reply.code(201).header('location', locationOf(refund.uuid)).send(refund)
     },
   )
 

@@ -240,6 +240,13 @@ export function createTransactionService(deps: {
       })
     },
 
+    /** The transaction, locked for the rest of the caller's transaction (a worker's view: no owner check). */
+    async lock(trx: Executor, uuid: string): Promise<TransactionRow> {
+      const row = await repo.lockByUuid(trx, uuid)
+      if (!row) throw notFound('transaction')
+      return row
+    },
+
     /** The caller's transaction, locked for the rest of `trx` (refunds check and spend its remainder). */
     async lockOwned(trx: Executor, auth: AuthContext, uuid: string): Promise<TransactionRow> {
       const row = isUuid(uuid) ? await repo.lockByUuid(trx, uuid) : undefined

@@ -1143,7 +1143,7 @@ for (const backend of backends()) {
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
-    it('a pending payout whose hand-over was cut off is failed once its check is due, and its reservation released', async () => {
+    it('a pending payout that cannot be handed over again (no sealed destination) is failed once its check is due, and its reservation released', async () => {
       const m = await h.funded('Cut off')
       const p = await h.created(m, { amount: 10000 })
       // Back to the state just after the intent committed: pending, never handed over, no event.
