@@ -53,6 +53,7 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
+    log: logger,
   })
   const applied = await migrateToLatest(handle.db)
   if (applied.length) logger.info({ migrations: applied }, 'database migrated')

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
 
 /** The closed list of error codes (contract §3), each with its one HTTP status. */
 export const ERROR_STATUS = {
@@ -266,5 +267,16 @@ export function renderError(error: FastifyError | AppError | Error): RenderedErr
   if (fe.statusCode === 403) return { ...base, status: 403, code: 'forbidden', message: 'Forbidden.' }
   if (fe.statusCode !== undefined && fe.statusCode >= 400 && fe.statusCode < 500)
     return { ...base, status: 400, code: 'malformed_request', message: 'The request cannot be served.' }
+  // The database went away under the request (a failover, a restart, a cut connection) or cannot be reached:
+  // its transaction rolled back with the session, and the client may retry (with the same Idempotency-Key:
+  // a cut that lands as the COMMIT is acknowledged leaves the write done but unanswered).
+  if (isDatabaseUnavailable(error))
+    return {
+      ...base,
+      status: 503,
+      code: 'unavailable',
+      message: DEFAULT_MESSAGES.unavailable as string,
+      headers: { 'retry-after': '1' },
+    }
   return { ...base, status: 500, code: 'internal_error', message: DEFAULT_MESSAGES.internal_error as string }
 }

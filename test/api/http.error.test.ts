@@ -55,6 +55,70 @@ for (const backend of backends()) {
         assertError(ctor, 400, 'malformed_request')
       })
 
+      it('answers 400 malformed_request for a body that is not valid UTF-8, and stores nothing', async () => {
+        const tx = newTransaction()
+        const json = Buffer.from(JSON.stringify({ ...tx, description: 'DESC' }))
+        const at = json.indexOf('DESC')
+        const invalid = [
+          Buffer.from([0xff]), // never in UTF-8
+          Buffer.from([0xc3]), // a sequence cut short
+          Buffer.from([0xc0, 0xaf]), // an overlong "/"
+          Buffer.from([0xed, 0xa0, 0x80]), // a surrogate (U+D800) encoded as UTF-8 (CESU-8)
+          Buffer.from([0xf4, 0x90, 0x80, 0x80]), // past U+10FFFF
+        ]
+        for (const bytes of invalid) {
+          const payload = Buffer.concat([json.subarray(0, at), bytes, json.subarray(at)])
+          const res = await ctx.app.inject({
+            method: 'POST',
+            url: '/integration/transactions',
+            headers: { 'content-type': 'application/json', 'x-api-key': ctx.merchant.keys.test.secret },
+            payload,
+          })
+          const error = assertError(res, 400, 'malformed_request')
+          assert.match(error.message, /UTF-8/, bytes.toString('hex'))
+        }
+        const lookup = await call(ctx, 'GET', `/integration/transactions/by-external-id/${tx.external_id}`)
+        assert.equal(lookup.statusCode, 404, 'nothing was stored with a replacement character')
+        // Valid multi-byte UTF-8, and a pair of surrogate escapes (one character), are read as sent.
+        const ok = await create(
+          JSON.stringify({ ...newTransaction(), description: 'Заказ ✓ 😀 PAIR' }).replace(
+            'PAIR',
+            '\\ud83d\\ude00',
+          ),
+        )
+        assert.equal(ok.statusCode, 201, ok.body)
+        assert.equal(ok.json().description, 'Заказ ✓ 😀 😀')
+      })
+
+      it('answers 400 malformed_request for a lone surrogate escape in a value or a key, at any depth', async () => {
+        const tx = newTransaction()
+        const raw = (description: string, metadata = '{"order":"1"}') =>
+          JSON.stringify({ ...tx, description: 'DESC' })
+            .replace('"DESC"', `"${description}"`)
+            .replace(/}$/, `,"metadata":${metadata}}`)
+        // Each string below is JSON text: '\\ud800' is the six characters of the escape.
+        const sent = [
+          raw('a\\ud800'), // a lone high surrogate
+          raw('\\udc00 b'), // a lone low surrogate
+          raw('\\ude00\\ud83d'), // a pair in the wrong order
+          raw('x\\ud83dy'), // a high surrogate followed by a character
+          raw('\\ud83d\\u0041'), // a high surrogate followed by another escape
+          raw('ok', '{"order":"\\udfff"}'), // a nested value
+          raw('ok', '{"k\\ud800":"1"}'), // a key
+          raw('ok', '{"list":[["\\udbff"]]}'), // inside arrays
+        ]
+        for (const body of sent) {
+          const error = assertError(await create(body), 400, 'malformed_request')
+          assert.match(error.message, /UTF-8/, body)
+        }
+        const lookup = await call(ctx, 'GET', `/integration/transactions/by-external-id/${tx.external_id}`)
+        assert.equal(lookup.statusCode, 404)
+        // An escaped backslash before "ud800" ("\\ud800" in the JSON) is the text \ud800: accepted as sent.
+        const text = await create(JSON.stringify({ ...newTransaction(), description: '\\ud800' }))
+        assert.equal(text.statusCode, 201, text.body)
+        assert.equal(text.json().description, '\\ud800')
+      })
+
       it('answers 422 when the JSON is valid but not an object', async () => {
         for (const raw of ['[]', '"text"', '42', 'null']) {
           const res = await create(raw)
