@@ -3,13 +3,12 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { buildApp, createLogger, createServices } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
 import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
-import { seedDemo } from './db/seed.ts'
 import type { Mode } from './db/types.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
-import { outboxStats } from './modules/webhooks/repository.ts'
+import { seedDemo } from './seed.ts'
 import { startWorkers } from './workers/index.ts'
 
 const out = (line: string): void => {
@@ -63,7 +62,7 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
   const app = await buildApp({ db: handle.db, config, services, logger })
   const workers = role !== 'api' ? startWorkers(handle, services, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
-  setMetricSources({ outbox: () => outboxStats(handle.db), pool: () => handle.poolStats() })
+  setMetricSources({ outbox: () => services.webhooks.outboxStats(), pool: () => handle.poolStats() })
   const metricsServer = config.metrics
     ? await startMetricsServer(config.metrics.port, config.metrics.host)
     : null

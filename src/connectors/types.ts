@@ -1,4 +1,5 @@
-import type { ProviderOutcome } from '../modules/transactions/state-machine.ts'
+/** What a payment provider can say about a payment. */
+export type ProviderOutcome = 'paid' | 'failed' | 'expired'
 
 /** A provider's word about a payment, once its own format is parsed. */
 export interface ProviderCallback {

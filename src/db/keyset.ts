@@ -1,5 +1,11 @@
 import { type SelectQueryBuilder, sql } from 'kysely'
-import type { Cursor } from '../http/pagination.ts'
+
+/** A position in a newest-first list, and which way the page it opens goes from there. */
+export interface Cursor {
+  direction: 'next' | 'prev'
+  createdAt: string
+  uuid: string
+}
 
 /**
  * One page of a list in keyset order: newest first (created_at desc, uuid desc) going forward, the reverse

@@ -1,10 +1,33 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify'
 import { levels } from 'pino'
+import type { Merchant, Mode } from '../db/types.ts'
 import { constantTimeEqual, hmacSha256Hex } from '../lib/crypto.ts'
-import type { AuthContext, MerchantService } from '../modules/merchants/service.ts'
 import { AppError } from './errors.ts'
 
 export type AuthRequirement = 'none' | 'key' | 'signature'
+
+/** What an authenticated request knows about its caller. */
+export interface AuthContext {
+  keyId: string
+  mode: Mode
+  merchant: Merchant
+}
+
+/** An API key as the authenticator sees it: whose it is, whether it still works, and its secret. */
+export interface KnownKey {
+  auth: AuthContext
+  revoked: boolean
+  /** The plain secret, kept in process memory only to verify X-Signature. */
+  secret: string
+}
+
+/** Where the authenticator looks keys up (the merchants module, with its cache). */
+export interface KeyLookup {
+  /** The key whose secret is `secret` (an `X-Api-Key`); null when unknown. */
+  byApiKey(secret: string): Promise<KnownKey | null>
+  /** The key for an `X-Signature` key_id; null when unknown. */
+  byKeyId(keyId: string): Promise<KnownKey | null>
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -77,7 +100,7 @@ const single = (value: string | string[] | undefined): string | undefined =>
   Array.isArray(value) ? value[0] : value
 
 async function authenticate(
-  merchants: MerchantService,
+  merchants: KeyLookup,
   request: FastifyRequest,
   requirement: AuthRequirement,
 ): Promise<AuthContext> {
@@ -139,7 +162,7 @@ async function authenticate(
 }
 
 /** Authenticates every route that asks for it, before its input is validated. */
-export function registerAuth(app: FastifyInstance, merchants: MerchantService): void {
+export function registerAuth(app: FastifyInstance, merchants: KeyLookup): void {
   app.decorateRequest('auth', null)
   app.addHook('preValidation', async (request, reply) => {
     const requirement = request.routeOptions.config.auth ?? 'none'

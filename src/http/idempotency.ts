@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { claimKey, findKey, releaseKey, storeAnswer, takeOverKey } from '../db/idempotency-keys.ts'
 import type { Db } from '../db/index.ts'
 import type { Mode } from '../db/types.ts'
 import { deriveKey } from '../lib/crypto.ts'
@@ -38,7 +39,6 @@ export interface CommittedAnswer {
 }
 
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/
-const RETENTION_MS = 7 * 24 * 3600 * 1000
 /**
  * Refusals of the request's content, found by the service rather than the schema, are validation too: like a
  * schema refusal they do not keep the key, so the corrected request may use it.
@@ -107,49 +107,13 @@ export function registerIdempotency(
     const owner = newId()
 
     // Claim the key, or take over one whose retention has run out.
-    const claimed = await db
-      .insertInto('idempotency_keys')
-      .values({
-        merchant_uuid: scope.merchantUuid,
-        mode: scope.mode,
-        key,
-        fingerprint: print,
-        state: 'running',
-        owner,
-        locked_until: new Date(now.getTime() + leaseMs),
-        created_at: now,
-        expires_at: new Date(now.getTime() + RETENTION_MS),
-      })
-      .onConflict((oc) =>
-        oc
-          .columns(['merchant_uuid', 'mode', 'key'])
-          .doUpdateSet((eb) => ({
-            fingerprint: eb.ref('excluded.fingerprint'),
-            state: 'running',
-            owner: eb.ref('excluded.owner'),
-            locked_until: eb.ref('excluded.locked_until'),
-            response_status: null,
-            response_headers: null,
-            response_body: null,
-            created_at: eb.ref('excluded.created_at'),
-            expires_at: eb.ref('excluded.expires_at'),
-          }))
-          .where('idempotency_keys.expires_at', '<', now),
-      )
-      .returning('key')
-      .executeTakeFirst()
+    const claimed = await claimKey(db, scope, key, { fingerprint: print, owner, now, leaseMs })
     if (claimed) {
       request.idempotency = { key, ...scope, owner, release: false }
       return
     }
 
-    const existing = await db
-      .selectFrom('idempotency_keys')
-      .selectAll()
-      .where('merchant_uuid', '=', scope.merchantUuid)
-      .where('mode', '=', scope.mode)
-      .where('key', '=', key)
-      .executeTakeFirst()
+    const existing = await findKey(db, scope, key)
     if (!existing)
       throw new AppError('idempotency_request_in_progress', 'Retry the request.', null, null, {
         'retry-after': '1',
@@ -179,16 +143,7 @@ export function registerIdempotency(
       )
     }
     // Unless its lease ran out (its process died), in which case this request takes it over.
-    const takenOver = await db
-      .updateTable('idempotency_keys')
-      .set({ owner, locked_until: new Date(now.getTime() + leaseMs) })
-      .where('merchant_uuid', '=', scope.merchantUuid)
-      .where('mode', '=', scope.mode)
-      .where('key', '=', key)
-      .where('state', '=', 'running')
-      .where('locked_until', '<', now)
-      .returning('key')
-      .executeTakeFirst()
+    const takenOver = await takeOverKey(db, scope, key, { owner, now, leaseMs })
     if (!takenOver) {
       throw new AppError(
         'idempotency_request_in_progress',
@@ -209,13 +164,7 @@ export function registerIdempotency(
     request.idempotency = null
     // Only the current owner writes: a request whose lease was taken over must not overwrite its successor.
     if (reply.statusCode >= 500 || owned.release) {
-      await db
-        .deleteFrom('idempotency_keys')
-        .where('merchant_uuid', '=', owned.merchantUuid)
-        .where('mode', '=', owned.mode)
-        .where('key', '=', owned.key)
-        .where('owner', '=', owned.owner)
-        .execute()
+      await releaseKey(db, owned, owned.key, owned.owner)
       return payload
     }
     const headers: Record<string, string> = {}
@@ -223,19 +172,11 @@ export function registerIdempotency(
       const value = reply.getHeader(name)
       if (value !== undefined) headers[name] = String(value)
     }
-    await db
-      .updateTable('idempotency_keys')
-      .set({
-        state: 'done',
-        response_status: reply.statusCode,
-        response_headers: JSON.stringify(headers),
-        response_body: typeof payload === 'string' ? payload : String(payload ?? ''),
-      })
-      .where('merchant_uuid', '=', owned.merchantUuid)
-      .where('mode', '=', owned.mode)
-      .where('key', '=', owned.key)
-      .where('owner', '=', owned.owner)
-      .execute()
+    await storeAnswer(db, owned, owned.key, owned.owner, {
+      status: reply.statusCode,
+      headers,
+      body: typeof payload === 'string' ? payload : String(payload ?? ''),
+    })
     return payload
   })
 }
@@ -252,10 +193,4 @@ function replay(
     .header('idempotent-replayed', 'true')
     .serializer((x: unknown) => x as string)
     .send(body)
-}
-
-/** Removes keys past their 7-day retention. */
-export async function purgeExpiredIdempotencyKeys(db: Db, now = new Date()): Promise<number> {
-  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<', now).executeTakeFirst()
-  return Number(result.numDeletedRows)
 }

@@ -1,14 +1,10 @@
 import { Type } from 'typebox'
+import type { Cursor } from '../db/keyset.ts'
 import { sha256Hex } from '../lib/crypto.ts'
 import { isUuid } from '../lib/ids.ts'
 import { validationError } from './errors.ts'
 
-/** A position in a newest-first list, and which way the page it opens goes from there. */
-export interface Cursor {
-  direction: 'next' | 'prev'
-  createdAt: string
-  uuid: string
-}
+export type { Cursor }
 
 export const PaginationQuery = {
   cursor: Type.Optional(

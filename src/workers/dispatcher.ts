@@ -2,8 +2,7 @@ import { hostname } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Db } from '../db/index.ts'
 import { randomBase62 } from '../lib/ids.ts'
-import type { AttemptRecord, ClaimedDelivery } from '../modules/webhooks/repository.ts'
-import type { WebhookService } from '../modules/webhooks/service.ts'
+import type { AttemptRecord, ClaimedDelivery, WebhookService } from '../modules/webhooks/service.ts'
 
 export interface DispatcherOptions {
   /** HTTP attempts in flight at once in this process. */

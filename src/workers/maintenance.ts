@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { purgeExpiredIdempotencyKeys } from '../db/idempotency-keys.ts'
 import type { Db } from '../db/index.ts'
-import { purgeExpiredIdempotencyKeys } from '../http/idempotency.ts'
 import type { PayoutService } from '../modules/payouts/service.ts'
 
 /**

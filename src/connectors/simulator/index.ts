@@ -1,10 +1,10 @@
 import { newId } from '../../lib/ids.ts'
-import type { ProviderOutcome } from '../../modules/transactions/state-machine.ts'
 import type {
   PaymentConnector,
   PayoutOrder,
   PayoutOutcome,
   ProviderCallback,
+  ProviderOutcome,
   ProviderPayoutCallback,
   ProviderPayoutResult,
   ProviderRefundResult,

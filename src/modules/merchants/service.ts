@@ -1,7 +1,8 @@
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../../config.ts'
 import type { Db, Executor } from '../../db/index.ts'
-import type { Merchant, Mode } from '../../db/types.ts'
+import type { Mode } from '../../db/types.ts'
+import type { KnownKey } from '../../http/auth.ts'
 import { decryptSecret, encryptSecret, sha256Hex } from '../../lib/crypto.ts'
 import { newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
 import { isKnownCurrency } from '../../lib/money.ts'
@@ -12,32 +13,18 @@ export interface ApiKeyCredentials {
   secret: string
 }
 
-/** What an authenticated request knows about its caller. */
-export interface AuthContext {
-  keyId: string
-  mode: Mode
-  merchant: Merchant
-}
-
-interface CachedKey {
-  auth: AuthContext
-  revoked: boolean
-  /** The plain secret, kept in process memory only to verify X-Signature. */
-  secret: string
-}
-
 export type MerchantService = ReturnType<typeof createMerchantService>
 
 export function createMerchantService(deps: { db: Db; config: Config }) {
   const { db, config } = deps
   // A short-lived cache saves a database round trip per request; revocation is seen within its TTL.
-  const cache = new LRUCache<string, CachedKey>({ max: 10_000, ttl: config.keyCacheTtlMs })
+  const cache = new LRUCache<string, KnownKey>({ max: 10_000, ttl: config.keyCacheTtlMs })
   const fees = new LRUCache<string, { fee_bps: number; merchant_fee_share_bps: number }>({
     max: 10_000,
     ttl: config.keyCacheTtlMs,
   })
 
-  function toCached(row: repo.KeyWithMerchant): CachedKey {
+  function toCached(row: repo.KeyWithMerchant): KnownKey {
     return {
       auth: { keyId: row.key_id, mode: row.mode, merchant: row.merchant },
       revoked: row.revoked_at !== null,
@@ -48,7 +35,7 @@ export function createMerchantService(deps: { db: Db; config: Config }) {
   async function lookup(
     cacheKey: string,
     load: () => Promise<repo.KeyWithMerchant | null>,
-  ): Promise<CachedKey | null> {
+  ): Promise<KnownKey | null> {
     const hit = cache.get(cacheKey)
     if (hit) return hit
     const row = await load()

@@ -1,13 +1,9 @@
 import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { keysetPage } from '../../db/keyset.ts'
-import type { Mode, PayoutCallbacksTable, PayoutQuotesTable, PayoutsTable } from '../../db/types.ts'
+import type { Scope } from '../../db/scope.ts'
+import type { PayoutCallbacksTable, PayoutQuotesTable, PayoutsTable } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
-
-export interface Scope {
-  merchantUuid: string
-  mode: Mode
-}
 
 export interface PayoutFilters {
   statuses?: string[]

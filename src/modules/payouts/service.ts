@@ -1,15 +1,17 @@
 import type { Config } from '../../config.ts'
 import type { PaymentConnector, PayoutOutcome, ProviderPayoutResult } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
+import { scopeOf } from '../../db/scope.ts'
 import type { PayoutQuoteRow, PayoutRow, PayoutStatus } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
+import type { AuthContext } from '../../http/auth.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { type PayoutFigures, payoutFigures } from '../../lib/money.ts'
+import { iso } from '../../lib/time.ts'
 import type { LedgerService, Posting } from '../ledger/service.ts'
-import type { AuthContext } from '../merchants/service.ts'
 import type { RateService } from '../rates/service.ts'
 import type { WebhookService } from '../webhooks/service.ts'
 import { checkDestination } from './destination.ts'
@@ -27,8 +29,6 @@ import { payoutTransition } from './state-machine.ts'
 export const PAYOUT_CURRENCY = 'USDT'
 /** How long a quote holds its figures (contract §6.3). */
 export const QUOTE_TTL_MS = 60_000
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
 export interface PayoutTiming {
   /** How long a payout whose hand-over to the provider was interrupted waits before it is handed over again. */
@@ -68,7 +68,6 @@ export function createPayoutService(deps: {
 }) {
   const { db, config, rates, ledger, webhooks, connector } = deps
   const timing = { ...DEFAULT_TIMING, ...deps.timing }
-  const scopeOf = (auth: AuthContext) => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
   // The destination as the provider needs it (a full card number) is kept only sealed, and only until the
   // provider has taken the payout.
   const sealKey = deriveKey(config.masterKey, 'payout-destination')

@@ -2,16 +2,15 @@ import type { PaymentConnector, ProviderRefundResult } from '../../connectors/ty
 import type { Db } from '../../db/index.ts'
 import type { AccountKind, RefundRow } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
+import type { AuthContext } from '../../http/auth.ts'
 import { AppError, notFound } from '../../http/errors.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { convertCeil } from '../../lib/money.ts'
+import { iso } from '../../lib/time.ts'
 import type { LedgerService } from '../ledger/service.ts'
-import type { AuthContext } from '../merchants/service.ts'
 import type { TransactionService } from '../transactions/service.ts'
 import * as repo from './repository.ts'
 import type { CreateRefundInput, RefundView } from './schemas.ts'
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
 export type RefundService = ReturnType<typeof createRefundService>
 

@@ -1,11 +1,11 @@
 import type { Config } from '../../config.ts'
 import type { SimulatorConnector } from '../../connectors/simulator/index.ts'
+import type { ProviderOutcome } from '../../connectors/types.ts'
 import type { TransactionRow } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
-import type { AuthContext } from '../merchants/service.ts'
 import type { PayoutService } from '../payouts/service.ts'
 import type { TransactionService } from '../transactions/service.ts'
-import type { ProviderOutcome } from '../transactions/state-machine.ts'
 
 export const SIMULATIONS = ['paid', 'failed', 'expired', 'failed-then-paid'] as const
 export type Simulation = (typeof SIMULATIONS)[number]

@@ -2,19 +2,9 @@ import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { insertReturning } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
-import type {
-  Database,
-  Mode,
-  ProviderCallbacksTable,
-  TransactionRow,
-  TransactionUpdate,
-} from '../../db/types.ts'
+import type { Scope } from '../../db/scope.ts'
+import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdate } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
-
-export interface Scope {
-  merchantUuid: string
-  mode: Mode
-}
 
 export interface TransactionFilters {
   statuses?: string[]

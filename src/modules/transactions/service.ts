@@ -1,13 +1,16 @@
 import type { Config } from '../../config.ts'
-import type { PaymentConnector, ProviderCallback } from '../../connectors/types.ts'
+import type { PaymentConnector, ProviderCallback, ProviderOutcome } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
+import { scopeOf } from '../../db/scope.ts'
 import type { TransactionRow } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { isUuid, newId, newPaymentToken } from '../../lib/ids.ts'
 import { computeFees, convertFloor, formatMinor } from '../../lib/money.ts'
+import { iso } from '../../lib/time.ts'
 import type { LedgerService } from '../ledger/service.ts'
-import type { AuthContext, MerchantService } from '../merchants/service.ts'
+import type { MerchantService } from '../merchants/service.ts'
 import type { RateService } from '../rates/service.ts'
 import { isH2hMethod, type RequisiteService } from '../requisites/service.ts'
 import type { WebhookService } from '../webhooks/service.ts'
@@ -19,11 +22,9 @@ import {
   PAYMENT_METHODS,
   type TransactionView,
 } from './schemas.ts'
-import { type ProviderOutcome, type TransactionStatus, transition } from './state-machine.ts'
+import { type TransactionStatus, transition } from './state-machine.ts'
 
 const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
-const iso = (d: Date) => d.toISOString()
-const isoOrNull = (d: Date | null) => (d ? d.toISOString() : null)
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/
@@ -56,7 +57,6 @@ export function createTransactionService(deps: {
   connectors: Record<string, PaymentConnector>
 }) {
   const { db, config, merchants, rates, requisites, webhooks, ledger, connectors } = deps
-  const scopeOf = (auth: AuthContext): repo.Scope => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
 
   function toView(row: TransactionRow): TransactionView {
     return {
@@ -89,8 +89,8 @@ export function createTransactionService(deps: {
       h2h_url: row.requisites ? `${config.publicBaseUrl}/integration/transactions/${row.uuid}/h2h` : null,
       requisites: row.requisites,
       expires_at: iso(row.expires_at),
-      paid_at: isoOrNull(row.paid_at),
-      settle_available_at: isoOrNull(row.settle_available_at),
+      paid_at: iso(row.paid_at),
+      settle_available_at: iso(row.settle_available_at),
       aggregate_version: row.aggregate_version,
       created_at: iso(row.created_at),
       updated_at: iso(row.updated_at),

@@ -1,5 +1,4 @@
-/** What a payment provider can say about a payment. */
-export type ProviderOutcome = 'paid' | 'failed' | 'expired'
+import type { ProviderOutcome } from '../../connectors/types.ts'
 
 export type TransactionStatus = 'pending' | 'paid' | 'failed' | 'expired' | 'partially_refunded' | 'refunded'
 

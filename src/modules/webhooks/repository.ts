@@ -1,19 +1,14 @@
 import { type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { keysetPage } from '../../db/keyset.ts'
+import type { Scope } from '../../db/scope.ts'
 import type {
   EventsTable,
-  Mode,
   WebhookConfigsTable,
   WebhookDeliveriesTable,
   WebhookDelivery,
 } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
-
-export interface Scope {
-  merchantUuid: string
-  mode: Mode
-}
 
 export const findConfig = (db: Executor, scope: Scope) =>
   db

@@ -3,13 +3,15 @@ import { sql } from 'kysely'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../../config.ts'
 import type { Db, Executor } from '../../db/index.ts'
+import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { Mode, WebhookConfig, WebhookDelivery } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { deliveryOutcomes } from '../../lib/metrics.ts'
-import type { AuthContext } from '../merchants/service.ts'
+import { iso } from '../../lib/time.ts'
 import { type AttemptResult, nextAttemptDelayMs, type Sender } from './delivery.ts'
 import * as repo from './repository.ts'
 import {
@@ -22,11 +24,11 @@ import {
 import { assertSafeUrl, UnsafeTargetError } from './ssrf.ts'
 
 /** The channel a committed event is announced on (NOTIFY is delivered on commit). */
+export type { AttemptRecord, ClaimedDelivery } from './repository.ts'
+
 export const WAKE_CHANNEL = 'mg_webhook_deliveries'
 
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null)
 
 export interface RecordEventInput {
   merchantUuid: string
@@ -65,7 +67,6 @@ export function createWebhookService(deps: {
     requireHttps: config.appEnv === 'production',
     allowPrivateNetworks: config.webhookAllowPrivateNetworks,
   }
-  const scopeOf = (auth: AuthContext): repo.Scope => ({ merchantUuid: auth.merchant.uuid, mode: auth.mode })
   // Signing secrets opened once per sealed value: every delivery needs them, and a sealed value never changes.
   const opened = new LRUCache<string, string>({ max: 10_000 })
   const open = (sealed: string): string => {
@@ -77,7 +78,7 @@ export function createWebhookService(deps: {
     return plain
   }
 
-  const ensure = (db: Executor, scope: repo.Scope) =>
+  const ensure = (db: Executor, scope: Scope) =>
     repo.ensureConfig(
       db,
       scope,
@@ -472,6 +473,9 @@ export function createWebhookService(deps: {
     },
 
     listAttempts: (deliveryUuid: string) => repo.listAttempts(db, deliveryUuid),
+
+    /** Deliveries waiting to be sent, and the age of the oldest (the outbox metrics). */
+    outboxStats: () => repo.outboxStats(db),
     claimDue: repo.claimDue,
     releaseClaims: (worker: string, uuids?: string[]) => repo.releaseClaims(db, worker, uuids),
   }

@@ -1,5 +1,5 @@
-import type { Services } from '../app.ts'
-import type { Db } from './index.ts'
+import type { Services } from './app.ts'
+import type { Db } from './db/index.ts'
 
 /** Demo market rates: units of each currency per 1 USDT. */
 export const DEMO_RATES: Record<string, string> = {
