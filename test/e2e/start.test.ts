@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -32,8 +32,8 @@ function environment(dataDir: string, port: number): NodeJS.ProcessEnv {
   return env
 }
 
-function start(dataDir: string, port: number): Program {
-  return spawnProgram(['serve'], environment(dataDir, port))
+function start(dataDir: string, port: number, options: { compiled?: boolean } = {}): Program {
+  return spawnProgram(['serve'], environment(dataDir, port), options)
 }
 
 interface Banner {
@@ -151,5 +151,57 @@ describe('the real program on the embedded default', () => {
     assert.equal(second.secret, first.secret)
     assert.doesNotMatch(again.output(), /\(created\)/, 'the second start finds the demo merchant')
     assert.equal(await stop(again), 0, again.output())
+  })
+})
+
+describe('the compiled program, as `npm start` runs it', () => {
+  let dataDir: string
+  let port: number
+  let server: Program | undefined
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'mg-e2e-dist-'))
+    port = await freePort()
+  })
+  after(async () => {
+    if (server && server.child.exitCode === null) await stop(server)
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  it('builds to dist/ on install, and `npm start` runs dist/main.js with no transpiler', async () => {
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8'))
+    assert.equal(pkg.scripts.start, 'node dist/main.js serve')
+    assert.equal(pkg.scripts.prepare, 'npm run build')
+    assert.equal(pkg.dependencies.tsx, undefined, 'production installs no runtime transpiler')
+    // What `npm install` runs (prepare); incremental, so quick when dist/ is current.
+    await run('npm', ['run', 'build', '--silent'], { cwd: ROOT, timeout: START_DEADLINE_MS })
+  })
+
+  it('serves the API, the docs and the hosted page from the compiled files', async () => {
+    server = start(dataDir, port, { compiled: true })
+    const printed = await banner(server)
+    const { stdout } = await run('bash', ['-c', `${printed.curl} -w '\\n%{http_code}'`], { timeout: 30_000 })
+    const lines = stdout.trimEnd().split('\n')
+    assert.equal(lines.at(-1), '201', stdout)
+    const tx = JSON.parse(lines.slice(0, -1).join('\n'))
+    // The hosted page and the file it loads from beside the compiled module.
+    const page = await fetch(tx.payment_url)
+    assert.equal(page.status, 200)
+    const css = await fetch(`http://127.0.0.1:${port}/pay/assets/checkout.css`)
+    assert.equal(css.status, 200)
+    assert.match(await css.text(), /--accent/)
+    const doc = await fetch(`http://127.0.0.1:${port}/integration/openapi.json`)
+    assert.equal(doc.status, 200)
+    const version = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version
+    assert.equal((await doc.json()).info.version, version)
+    assert.equal(await stop(server), 0, server.output())
+  })
+
+  it('runs the operator commands through bin/merchant-gateway.js', async () => {
+    const { stdout } = await run(process.execPath, ['bin/merchant-gateway.js', 'rates', 'list'], {
+      cwd: ROOT,
+      env: environment(dataDir, port),
+      timeout: START_DEADLINE_MS,
+    })
+    assert.match(stdout, /^RUB\s+92\.15\s/m)
   })
 })

@@ -11,9 +11,17 @@ export interface Program {
   exited: Promise<number | null>
 }
 
-/** Starts the real program (`node --import tsx src/main.ts <args>`) with exactly `env`, collecting its output. */
-export function spawnProgram(args: string[], env: NodeJS.ProcessEnv): Program {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+/**
+ * Starts the real program with exactly `env`, collecting its output: from its sources
+ * (`node --import tsx src/main.ts <args>`), or as production runs it, compiled (`node dist/main.js <args>`).
+ */
+export function spawnProgram(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { compiled?: boolean } = {},
+): Program {
+  const entry = options.compiled ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
+  const child = spawn(process.execPath, [...entry, ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
