@@ -150,7 +150,12 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
       assert.equal(delivered.attempts, 1)
       assert.equal(delivered.response_status, 200)
       assert.equal(delivered.locked_by, null)
-      const attempts = await ctx.services.webhooks.listAttempts(claimed.uuid)
+      const attempts = await ctx.db
+        .selectFrom('webhook_attempts')
+        .selectAll()
+        .where('delivery_uuid', '=', claimed.uuid)
+        .orderBy('attempt')
+        .execute()
       const [only] = attempts
       assert.ok(attempts.length === 1 && only, `${attempts.length} attempts recorded`)
       assert.notEqual(only.worker, claimed.locked_by)

@@ -192,14 +192,6 @@ export function releaseClaims(db: Executor, worker: string, uuids?: string[]) {
   return query.execute()
 }
 
-export const listAttempts = (db: Executor, deliveryUuid: string) =>
-  db
-    .selectFrom('webhook_attempts')
-    .selectAll()
-    .where('delivery_uuid', '=', deliveryUuid)
-    .orderBy('attempt')
-    .execute()
-
 /** Deliveries waiting to be sent, and the age of the oldest (the outbox metrics). */
 export async function outboxStats(db: Executor, now = new Date()) {
   const row = await db

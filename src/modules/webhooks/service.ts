@@ -472,8 +472,6 @@ export function createWebhookService(deps: {
       return deliveryView(await attempt(claimed, worker))
     },
 
-    listAttempts: (deliveryUuid: string) => repo.listAttempts(db, deliveryUuid),
-
     /** Deliveries waiting to be sent, and the age of the oldest (the outbox metrics). */
     outboxStats: () => repo.outboxStats(db),
     claimDue: repo.claimDue,

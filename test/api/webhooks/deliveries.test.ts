@@ -14,6 +14,7 @@ import {
   type TestMerchant,
 } from '../../helpers/harness.ts'
 import {
+  attemptRows,
   createTx,
   deliveryRows,
   eventRows,
@@ -179,7 +180,7 @@ for (const backend of backends()) {
         .where('uuid', '=', delivery.uuid)
         .executeTakeFirstOrThrow()
       assert.deepEqual(row, { status: 'failed', next_attempt_at: null })
-      assert.equal((await ctx.services.webhooks.listAttempts(delivery.uuid)).length, 1)
+      assert.equal((await attemptRows(ctx, delivery.uuid)).length, 1)
     })
 
     it('an unreachable endpoint: failed, no response status, the error says why', async () => {
@@ -466,7 +467,7 @@ for (const backend of backends()) {
           const after = await getDelivery(ctx, delivery.uuid, merchant)
           assert.equal(after.status, 'failed')
           assert.equal(after.attempts, 1)
-          assert.equal((await ctx.services.webhooks.listAttempts(delivery.uuid)).length, 1)
+          assert.equal((await attemptRows(ctx, delivery.uuid)).length, 1)
         },
       )
     })
@@ -507,7 +508,7 @@ for (const backend of backends()) {
           return d.status === 'succeeded' && d.attempts === 2 ? d : null
         })
         assert.equal(after.response_status, 200)
-        assert.equal((await ctx.services.webhooks.listAttempts(row.uuid)).length, 2)
+        assert.equal((await attemptRows(ctx, row.uuid)).length, 2)
         // Still one delivery: redeliver makes an attempt, not a copy.
         assert.equal((await deliveryRows(ctx, tx.uuid)).length, 1)
       })
@@ -616,7 +617,7 @@ for (const backend of backends()) {
           assert.equal((await eventRows(ctx, next.uuid)).length, 1)
           assert.deepEqual(await deliveryRows(ctx, next.uuid), [])
           assert.equal(receiver.received.length, 1)
-          assert.equal((await ctx.services.webhooks.listAttempts(row.uuid)).length, 1)
+          assert.equal((await attemptRows(ctx, row.uuid)).length, 1)
 
           // A PUT switches it on again and clears the reason.
           const again = await putConfig(ctx, { url: `${receiver.url}/hooks` }, { merchant })

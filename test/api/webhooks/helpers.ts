@@ -81,6 +81,15 @@ export const deliveryRows = (ctx: TestContext, aggregateUuid: string) =>
     .orderBy('webhook_deliveries.created_at')
     .execute()
 
+/** The attempts of one delivery, first to last (the API shows a delivery's count and its last attempt only). */
+export const attemptRows = (ctx: TestContext, deliveryUuid: string) =>
+  ctx.db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_uuid', '=', deliveryUuid)
+    .orderBy('attempt')
+    .execute()
+
 /** What `receiver` got for `eventId` (the webhook-id header). */
 export const receivedFor = (receiver: Receiver, eventId: string) =>
   receiver.received.filter((r) => r.headers['webhook-id'] === eventId)
