@@ -55,6 +55,39 @@ export const updateConfig = (
     .returningAll()
     .executeTakeFirstOrThrow()
 
+/**
+ * Makes a new sealed secret the current one. One statement: the current secret becomes the previous one until
+ * `previousUntil` (whatever was previous is dropped, so at most two are valid; none when `previousUntil` is
+ * null), and concurrent rotations cannot hand out a secret that never signs.
+ */
+export const rotateSecret = (
+  db: Executor,
+  scope: Scope,
+  secretSealed: string,
+  previousUntil: Date | null,
+  at: Date,
+) =>
+  db
+    .updateTable('webhook_configs')
+    .set((eb) => ({
+      secret_sealed: secretSealed,
+      previous_secret_sealed: previousUntil ? eb.ref('secret_sealed') : null,
+      previous_secret_expires_at: previousUntil,
+      updated_at: at,
+    }))
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+
+/** The channel a committed event is announced on (NOTIFY is delivered on commit). */
+export const WAKE_CHANNEL = 'mg_webhook_deliveries'
+
+/** NOTIFY inside the transaction: listeners hear it only if and when the transaction commits. */
+export async function notifyDispatchers(trx: Executor): Promise<void> {
+  await sql`SELECT pg_notify(${WAKE_CHANNEL}, '')`.execute(trx)
+}
+
 export const insertEvent = (db: Executor, row: Insertable<EventsTable>) =>
   db.insertInto('events').values(row).execute()
 
@@ -69,6 +102,21 @@ export const findDelivery = (db: Executor, scope: Scope, uuid: string) =>
     .where('mode', '=', scope.mode)
     .where('uuid', '=', uuid)
     .executeTakeFirst()
+
+/** Makes a delivery due now, whatever its state, and drops any claim on it. */
+export const requeueDelivery = (db: Executor, uuid: string, at: Date) =>
+  db
+    .updateTable('webhook_deliveries')
+    .set({
+      status: 'pending',
+      next_attempt_at: at,
+      locked_until: null,
+      locked_by: null,
+      updated_at: at,
+    })
+    .where('uuid', '=', uuid)
+    .returningAll()
+    .executeTakeFirstOrThrow()
 
 export function listDeliveries(
   db: Executor,
@@ -87,10 +135,6 @@ export function listDeliveries(
   return keysetPage(query, cursor, limit)
 }
 
-/**
- * Claims up to `limit` due deliveries for `worker` until `leaseUntil`. SKIP LOCKED lets any number of
- * workers claim side by side; the lease lets another worker take over the claims of one that died.
- */
 /** A claimed delivery with what signing it needs: its merchant's configuration, read in the same statement. */
 export type ClaimedDelivery = WebhookDelivery & {
   secret_sealed: string | null

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto'
-import { sql } from 'kysely'
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../../config.ts'
 import type { Db, Executor } from '../../db/index.ts'
@@ -23,10 +22,8 @@ import {
 } from './schemas.ts'
 import { assertSafeUrl, UnsafeTargetError } from './ssrf.ts'
 
-/** The channel a committed event is announced on (NOTIFY is delivered on commit). */
 export type { AttemptRecord, ClaimedDelivery } from './repository.ts'
-
-export const WAKE_CHANNEL = 'mg_webhook_deliveries'
+export { WAKE_CHANNEL } from './repository.ts'
 
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
 
@@ -291,21 +288,13 @@ export function createWebhookService(deps: {
       const scope = scopeOf(auth)
       await ensure(db, scope)
       const now = new Date()
-      // One statement: the current secret becomes the previous one (whatever was previous is dropped, so at
-      // most two are valid), and concurrent rotations cannot hand out a secret that never signs.
-      const updated = await db
-        .updateTable('webhook_configs')
-        .set((eb) => ({
-          secret_sealed: encryptSecret(config.masterKey, newWebhookSecret()),
-          previous_secret_sealed: overlapSeconds > 0 ? eb.ref('secret_sealed') : null,
-          previous_secret_expires_at:
-            overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null,
-          updated_at: now,
-        }))
-        .where('merchant_uuid', '=', scope.merchantUuid)
-        .where('mode', '=', scope.mode)
-        .returningAll()
-        .executeTakeFirstOrThrow()
+      const updated = await repo.rotateSecret(
+        db,
+        scope,
+        encryptSecret(config.masterKey, newWebhookSecret()),
+        overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null,
+        now,
+      )
       return configView(updated)
     },
 
@@ -360,7 +349,7 @@ export function createWebhookService(deps: {
           created_at: input.occurredAt,
           updated_at: input.occurredAt,
         })
-        await sqlNotify(trx)
+        await repo.notifyDispatchers(trx)
       }
       return eventId
     },
@@ -401,20 +390,9 @@ export function createWebhookService(deps: {
         throw new AppError('invalid_state', 'Test deliveries are not redelivered: send a new test instead.')
       const now = new Date()
       const updated = await db.transaction().execute(async (trx) => {
-        const u = await trx
-          .updateTable('webhook_deliveries')
-          .set({
-            status: 'pending',
-            next_attempt_at: now,
-            locked_until: null,
-            locked_by: null,
-            updated_at: now,
-          })
-          .where('uuid', '=', uuid)
-          .returningAll()
-          .executeTakeFirstOrThrow()
-        await sqlNotify(trx)
-        return u
+        const requeued = await repo.requeueDelivery(trx, uuid, now)
+        await repo.notifyDispatchers(trx)
+        return requeued
       })
       return deliveryView(updated)
     },
@@ -477,9 +455,4 @@ export function createWebhookService(deps: {
     claimDue: repo.claimDue,
     releaseClaims: (worker: string, uuids?: string[]) => repo.releaseClaims(db, worker, uuids),
   }
-}
-
-/** NOTIFY inside the transaction: listeners hear it only if and when the transaction commits. */
-async function sqlNotify(trx: Executor): Promise<void> {
-  await sql`SELECT pg_notify(${WAKE_CHANNEL}, '')`.execute(trx)
 }
