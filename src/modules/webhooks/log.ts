@@ -1,0 +1,83 @@
+import { type Scope, scopeOf } from '../../db/scope.ts'
+import type { WebhookDelivery } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
+import { AppError, notFound } from '../../http/errors.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { isUuid } from '../../lib/ids.ts'
+import { iso } from '../../lib/time.ts'
+import type { WebhookDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import type { WebhookDeliveryView } from './schemas.ts'
+
+export interface ListDeliveriesInput {
+  cursor?: string
+  per_page?: number
+  status?: string
+  event?: string
+}
+
+export function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
+  return {
+    uuid: d.uuid,
+    event_id: d.event_id,
+    event: d.event,
+    url: d.url,
+    status: d.status,
+    attempts: d.attempts,
+    last_attempt_at: iso(d.last_attempt_at),
+    next_attempt_at: d.status === 'pending' ? iso(d.next_attempt_at) : null,
+    response_status: d.response_status,
+    response_body: d.response_body,
+    duration_ms: d.duration_ms,
+    error: d.error,
+    is_test: d.is_test,
+    created_at: d.created_at.toISOString(),
+  }
+}
+
+export async function listDeliveries(
+  deps: Pick<WebhookDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListDeliveriesInput,
+) {
+  const perPage = query.per_page ?? 25
+  const digest = filterDigest({ status: query.status, event: query.event })
+  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
+  const rows = await repo.listDeliveries(
+    deps.db,
+    scopeOf(auth),
+    { status: query.status, event: query.event },
+    cursor,
+    perPage + 1,
+  )
+  return cursorPage(
+    rows,
+    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/webhook/deliveries` },
+    deliveryView,
+  )
+}
+
+/** The merchant's delivery `uuid`, or 404 (a malformed uuid included). */
+async function findOwnDelivery(deps: Pick<WebhookDeps, 'db'>, scope: Scope, uuid: string) {
+  const row = isUuid(uuid) ? await repo.findDelivery(deps.db, scope, uuid) : undefined
+  if (!row) throw notFound('webhook delivery')
+  return row
+}
+
+export async function getDelivery(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, uuid: string) {
+  return deliveryView(await findOwnDelivery(deps, scopeOf(auth), uuid))
+}
+
+/** Queues a fresh attempt of a delivery, whatever its state; the dispatcher sends it at once. */
+export async function redeliver(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, uuid: string) {
+  const row = await findOwnDelivery(deps, scopeOf(auth), uuid)
+  if (row.is_test)
+    throw new AppError('invalid_state', 'Test deliveries are not redelivered: send a new test instead.')
+  const now = new Date()
+  const updated = await deps.db.transaction().execute(async (trx) => {
+    const requeued = await repo.requeueDelivery(trx, uuid, now)
+    await repo.notifyDispatchers(trx)
+    return requeued
+  })
+  return deliveryView(updated)
+}
