@@ -85,6 +85,10 @@ export function listPage(
   return keysetPage(query, cursor, limit)
 }
 
+/** The transaction's amount, whatever its merchant and mode. */
+export const findAmount = (db: Executor, uuid: string) =>
+  db.selectFrom('transactions').select('amount').where('uuid', '=', uuid).executeTakeFirstOrThrow()
+
 /** The transaction row, locked for the rest of the caller's transaction. */
 export const lockByUuid = (db: Executor, uuid: string) =>
   db.selectFrom('transactions').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()

@@ -1,0 +1,107 @@
+import type { Executor } from '../../db/index.ts'
+import type { AuthContext } from '../../http/auth.ts'
+import { AppError } from '../../http/errors.ts'
+import { newId, newPaymentToken } from '../../lib/ids.ts'
+import { computeFees, convertFloor } from '../../lib/money.ts'
+import { isH2hMethod } from '../requisites/service.ts'
+import type { TransactionDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import { type CreateTransactionInput, PAYMENT_METHODS, type TransactionView } from './schemas.ts'
+import { transactionView } from './view.ts'
+
+export async function createTransaction(
+  deps: Pick<TransactionDeps, 'db' | 'config' | 'merchants' | 'rates' | 'requisites' | 'webhooks'>,
+  auth: AuthContext,
+  input: CreateTransactionInput,
+): Promise<TransactionView> {
+  const { db, merchants, rates, requisites, webhooks } = deps
+  const { merchant } = auth
+  if (!(PAYMENT_METHODS as readonly string[]).includes(input.payment_method)) {
+    throw new AppError(
+      'unsupported_payment_method',
+      `Payment method "${input.payment_method}" is not supported.`,
+      {
+        supported: [...PAYMENT_METHODS],
+      },
+    )
+  }
+  // Refused here (422) as the configured webhook URL is, not first at delivery time.
+  if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
+  const rate = await rates.merchantRate(input.currency, merchant.settlement_currency, merchant.fx_markup_bps)
+  const fee = await merchants.fee(merchant.uuid, input.payment_method)
+  const fees = computeFees(input.amount, fee.fee_bps, fee.merchant_fee_share_bps)
+  const settlementAmount = convertFloor(
+    fees.net_amount,
+    input.currency,
+    rate.pay_in_rate,
+    merchant.settlement_currency,
+  )
+  const now = new Date()
+  const uuid = newId()
+
+  const insert = async (
+    executor: Executor,
+    assigned: { uuid: string; fields: Record<string, string> } | null,
+  ) => {
+    try {
+      return await repo.insertTransaction(executor, {
+        uuid,
+        merchant_uuid: merchant.uuid,
+        mode: auth.mode,
+        type: 'payment',
+        external_id: input.external_id,
+        amount: input.amount,
+        ...fees,
+        fee_bps: fee.fee_bps,
+        merchant_fee_share_bps: fee.merchant_fee_share_bps,
+        currency: input.currency,
+        settlement_currency: merchant.settlement_currency,
+        settlement_amount: settlementAmount,
+        fx_rate: rate.pay_in_rate,
+        fx_rate_updated_at: rate.updated_at,
+        payment_method: input.payment_method,
+        status: 'pending',
+        description: input.description ?? null,
+        metadata: input.metadata ? JSON.stringify(input.metadata) : null,
+        callback_url: input.callback_url ?? null,
+        success_url: input.success_url ?? null,
+        fail_url: input.fail_url ?? null,
+        payment_token: newPaymentToken(),
+        requisites: assigned ? JSON.stringify(assigned.fields) : null,
+        requisite_uuid: assigned?.uuid ?? null,
+        expires_at: new Date(now.getTime() + merchant.transaction_ttl_seconds * 1000),
+        paid_at: null,
+        settle_available_at: null,
+        aggregate_version: 1,
+        created_at: now,
+        updated_at: now,
+      })
+    } catch (error) {
+      if ((error as { code?: string; constraint?: string }).constraint === 'transactions_external_id_key') {
+        throw new AppError(
+          'conflict',
+          `A transaction with external_id "${input.external_id}" already exists.`,
+          {
+            external_id: input.external_id,
+          },
+        )
+      }
+      throw error
+    }
+  }
+  // A card payment is one INSERT (atomic by itself); a host-to-host one also takes its requisites, together.
+  const h2hMethod = isH2hMethod(input.payment_method) ? input.payment_method : null
+  const row = h2hMethod
+    ? await db.transaction().execute(async (trx) => {
+        const assigned = await requisites.assign(trx, h2hMethod, now)
+        if (!assigned) {
+          throw new AppError(
+            'unsupported_payment_method',
+            `Payment method "${input.payment_method}" is not available right now: no requisites are configured for it.`,
+          )
+        }
+        return insert(trx, assigned)
+      })
+    : await insert(db, null)
+  return transactionView(deps, row)
+}

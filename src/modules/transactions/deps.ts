@@ -1,0 +1,20 @@
+import type { Config } from '../../config.ts'
+import type { PaymentConnector } from '../../connectors/types.ts'
+import type { Db } from '../../db/index.ts'
+import type { LedgerService } from '../ledger/service.ts'
+import type { MerchantService } from '../merchants/service.ts'
+import type { RateService } from '../rates/service.ts'
+import type { RequisiteService } from '../requisites/service.ts'
+import type { WebhookService } from '../webhooks/service.ts'
+
+/** What the transactions module's operations need; each takes the part it uses. */
+export interface TransactionDeps {
+  db: Db
+  config: Config
+  merchants: MerchantService
+  rates: RateService
+  requisites: RequisiteService
+  webhooks: WebhookService
+  ledger: LedgerService
+  connectors: Record<string, PaymentConnector>
+}

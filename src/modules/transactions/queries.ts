@@ -1,0 +1,153 @@
+import type { Executor } from '../../db/index.ts'
+import { scopeOf } from '../../db/scope.ts'
+import type { TransactionRow } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
+import { AppError, notFound, validationError } from '../../http/errors.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { isUuid } from '../../lib/ids.ts'
+import { distinctSorted } from '../../lib/lists.ts'
+import { iso } from '../../lib/time.ts'
+import type { TransactionDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import { EXTERNAL_ID_PATTERN, type ListTransactionsInput } from './schemas.ts'
+import { transactionView } from './view.ts'
+
+const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/
+
+/** A `date_from`/`date_to` value: a bare date covers its whole UTC day (end inclusive for `date_to`). */
+function parseDateFilter(field: string, value: string, endOfDay: boolean): Date {
+  if (DATE_ONLY.test(value)) {
+    const start = new Date(`${value}T00:00:00.000Z`)
+    if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== value)
+      throw validationError(field, 'is not a valid date')
+    return endOfDay ? new Date(start.getTime() + 86_400_000 - 1) : start
+  }
+  const parsed = new Date(value)
+  if (!DATE_TIME.test(value) || Number.isNaN(parsed.getTime())) {
+    throw validationError(field, 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time')
+  }
+  return parsed
+}
+
+/** The transaction of the caller, or 404: what the sandbox checks before it simulates anything. */
+export async function getOwnedTransaction(
+  deps: Pick<TransactionDeps, 'db'>,
+  auth: AuthContext,
+  uuid: string,
+): Promise<TransactionRow> {
+  const row = isUuid(uuid) ? await repo.findByUuid(deps.db, scopeOf(auth), uuid) : undefined
+  if (!row) throw notFound('transaction')
+  return row
+}
+
+export async function getTransaction(
+  deps: Pick<TransactionDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  uuid: string,
+) {
+  return transactionView(deps, await getOwnedTransaction(deps, auth, uuid))
+}
+
+export async function getTransactionByExternalId(
+  deps: Pick<TransactionDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  externalId: string,
+) {
+  // An id that could never have been accepted names nothing (and may hold bytes the database refuses).
+  const row = EXTERNAL_ID_REGEX.test(externalId)
+    ? await repo.findByExternalId(deps.db, scopeOf(auth), externalId)
+    : undefined
+  if (!row) throw notFound('transaction')
+  return transactionView(deps, row)
+}
+
+/** What a host-to-host payment shows its payer: the requisites to transfer to, and the amount. */
+export async function getH2hDetails(deps: Pick<TransactionDeps, 'db'>, auth: AuthContext, uuid: string) {
+  const row = await getOwnedTransaction(deps, auth, uuid)
+  if (!row.requisites)
+    throw new AppError(
+      'not_found',
+      'This transaction has no host-to-host requisites: its payment method uses the hosted page.',
+    )
+  return {
+    uuid: row.uuid,
+    status: row.status,
+    amount: row.amount,
+    gross_amount: row.gross_amount,
+    currency: row.currency,
+    payment_method: row.payment_method,
+    requisites: row.requisites,
+    expires_at: iso(row.expires_at),
+  }
+}
+
+export async function listTransactions(
+  deps: Pick<TransactionDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListTransactionsInput,
+) {
+  const perPage = query.per_page ?? 25
+  const from =
+    query.date_from !== undefined ? parseDateFilter('date_from', query.date_from, false) : undefined
+  const to = query.date_to !== undefined ? parseDateFilter('date_to', query.date_to, true) : undefined
+  if (from && to && from > to) throw validationError('date_from', 'must not be after date_to')
+  const statuses = query.status ? distinctSorted(query.status) : undefined
+  const filters: repo.TransactionFilters = {
+    statuses,
+    paymentMethod: query.payment_method,
+    currency: query.currency,
+    from,
+    to,
+    search: query.search
+      ? {
+          text: query.search,
+          uuid: isUuid(query.search.toLowerCase()) ? query.search.toLowerCase() : null,
+        }
+      : undefined,
+  }
+  const digest = filterDigest({
+    status: statuses?.join(','),
+    payment_method: query.payment_method,
+    currency: query.currency,
+    date_from: from?.toISOString(),
+    date_to: to?.toISOString(),
+    search: query.search,
+  })
+  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
+  const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
+  return cursorPage(
+    rows,
+    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/transactions` },
+    (row) => transactionView(deps, row),
+  )
+}
+
+/** The transaction behind a hosted payment page token, or undefined. */
+export const findTransactionByPaymentToken = (deps: Pick<TransactionDeps, 'db'>, token: string) =>
+  repo.findByPaymentToken(deps.db, token)
+
+/** The transaction's amount in minor units, whoever owns it (a refund shows it beside its own). */
+export const transactionAmount = async (deps: Pick<TransactionDeps, 'db'>, uuid: string) =>
+  (await repo.findAmount(deps.db, uuid)).amount
+
+/** The transaction, locked for the rest of the caller's transaction (a worker's view: no owner check). */
+export async function lockTransaction(trx: Executor, uuid: string): Promise<TransactionRow> {
+  const row = await repo.lockByUuid(trx, uuid)
+  if (!row) throw notFound('transaction')
+  return row
+}
+
+/** The caller's transaction, locked for the rest of `trx` (refunds check and spend its remainder). */
+export async function lockOwnedTransaction(
+  trx: Executor,
+  auth: AuthContext,
+  uuid: string,
+): Promise<TransactionRow> {
+  const row = isUuid(uuid) ? await repo.lockByUuid(trx, uuid) : undefined
+  if (!row || row.merchant_uuid !== auth.merchant.uuid || row.mode !== auth.mode)
+    throw notFound('transaction')
+  return row
+}

@@ -1,0 +1,63 @@
+import type { Executor } from '../../db/index.ts'
+import type { TransactionRow } from '../../db/types.ts'
+import type { TransactionDeps } from './deps.ts'
+import * as repo from './repository.ts'
+
+const money = (row: TransactionRow) => ({
+  merchantUuid: row.merchant_uuid,
+  mode: row.mode,
+  reference: { type: 'transaction' as const, uuid: row.uuid },
+  currency: row.settlement_currency,
+})
+
+/** A paid transaction credits the merchant's pending balance by its settlement amount. */
+export const postPaymentReceived = (
+  deps: Pick<TransactionDeps, 'ledger'>,
+  trx: Executor,
+  row: TransactionRow,
+  at: Date,
+) =>
+  deps.ledger.post(trx, {
+    ...money(row),
+    kind: 'payment_received',
+    lines: [
+      { account: 'provider_clearing', amount: -row.settlement_amount },
+      { account: 'pending', amount: row.settlement_amount },
+    ],
+    at,
+  })
+
+/** At settle_available_at the amount moves from pending to available. */
+export const postPaymentSettled = (
+  deps: Pick<TransactionDeps, 'ledger'>,
+  trx: Executor,
+  row: TransactionRow,
+  at: Date,
+) =>
+  deps.ledger.post(trx, {
+    ...money(row),
+    kind: 'payment_settled',
+    lines: [
+      { account: 'pending', amount: -row.settlement_amount },
+      { account: 'available', amount: row.settlement_amount },
+    ],
+    at,
+  })
+
+/** Moves paid money whose hold has ended from pending to available; safe with several workers. */
+export async function settleDueTransactions(
+  deps: Pick<TransactionDeps, 'db' | 'ledger'>,
+  limit = 100,
+  now = new Date(),
+): Promise<number> {
+  return deps.db.transaction().execute(async (trx) => {
+    const due = await repo.lockSettlementDue(trx, now, limit)
+    // Merchant by merchant, in one order, so two workers settling at once lock accounts in the same order.
+    due.sort((a, b) => `${a.merchant_uuid}${a.mode}`.localeCompare(`${b.merchant_uuid}${b.mode}`))
+    for (const row of due) {
+      await postPaymentSettled(deps, trx, row, now)
+      await repo.updateTransaction(trx, row.uuid, { settled_at: now })
+    }
+    return due.length
+  })
+}

@@ -1,0 +1,130 @@
+import type { ProviderCallback, ProviderOutcome } from '../../connectors/types.ts'
+import type { Executor } from '../../db/index.ts'
+import type { TransactionRow, TransactionUpdate } from '../../db/types.ts'
+import { AppError, notFound } from '../../http/errors.ts'
+import { isUuid } from '../../lib/ids.ts'
+import { applyProviderOutcome, changeStatus, type StatusTable } from '../status-change.ts'
+import type { TransactionDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import { postPaymentReceived, postPaymentSettled } from './settlement.ts'
+import { type TransactionStatus, transition } from './state-machine.ts'
+import { transactionView } from './view.ts'
+
+type Deps = Pick<TransactionDeps, 'config' | 'merchants' | 'ledger' | 'webhooks'>
+
+/** How a transaction's status change is written and shown in its event. */
+const transactionsTable = (
+  deps: Pick<TransactionDeps, 'config'>,
+): StatusTable<TransactionRow, TransactionStatus, TransactionUpdate> => ({
+  aggregateType: 'transaction',
+  write: (trx, uuid, { status, fields, aggregate_version, updated_at }) =>
+    repo.updateTransaction(trx, uuid, { status, ...fields, aggregate_version, updated_at }),
+  toView: (row) => transactionView(deps, row),
+})
+
+/**
+ * The one place a provider's outcome changes a transaction (contract §6.1): under the row lock the caller
+ * holds, the outcome is recorded, and when the state machine applies it the row moves on, its aggregate_version
+ * grows and the event goes to the outbox, all in the caller's database transaction.
+ */
+export async function applyTransactionOutcome(
+  deps: Deps,
+  trx: Executor,
+  row: TransactionRow,
+  outcome: ProviderOutcome,
+  source: { connector: string; reference: string | null },
+) {
+  const now = new Date()
+  const result = transition(row.status as TransactionStatus, outcome)
+  return applyProviderOutcome(deps, trx, transactionsTable(deps), row, {
+    outcome,
+    source,
+    // A payment moves one step at a time: the state machine's answer is that step.
+    result: result.kind === 'applied' ? { kind: 'applied', steps: [result] } : result,
+    at: now,
+    record: ({ uuid, connector, ...word }) =>
+      repo.insertProviderCallback(trx, { uuid, connector, transaction_uuid: row.uuid, ...word }),
+    async plan(current, to) {
+      if (to !== 'paid') return { fields: {} }
+      const merchant = await deps.merchants.getMerchant(current.merchant_uuid, trx)
+      // Test mode has no hold, so that payouts can be tried at once.
+      const holdSeconds = current.mode === 'test' ? 0 : (merchant?.settlement_hold_seconds ?? 86400)
+      const settleNow = holdSeconds === 0
+      return {
+        fields: {
+          paid_at: now,
+          settle_available_at: new Date(now.getTime() + holdSeconds * 1000),
+          ...(settleNow && { settled_at: now }),
+        },
+        // The money arrived: it is the merchant's, pending until the hold ends (at once without a hold).
+        async post(updated) {
+          await postPaymentReceived(deps, trx, updated, now)
+          if (settleNow) await postPaymentSettled(deps, trx, updated, now)
+        },
+      }
+    },
+  })
+}
+
+/** A provider callback, parsed: applied to its transaction in one database transaction. */
+async function handleCallback(deps: Deps & Pick<TransactionDeps, 'db'>, callback: ProviderCallback) {
+  return deps.db.transaction().execute(async (trx) => {
+    const row = isUuid(callback.transactionUuid)
+      ? await repo.lockByUuid(trx, callback.transactionUuid)
+      : undefined
+    if (!row) throw notFound('transaction')
+    return (await applyTransactionOutcome(deps, trx, row, callback.outcome, callback)).row
+  })
+}
+
+/** Where every provider's callback enters: parsed by its connector, then the one handler. */
+export async function receiveProviderCallback(
+  deps: Deps & Pick<TransactionDeps, 'db' | 'connectors'>,
+  connectorName: string,
+  body: unknown,
+): Promise<TransactionRow> {
+  const connector = deps.connectors[connectorName]
+  if (!connector) throw notFound('payment provider')
+  let callback: ProviderCallback
+  try {
+    callback = connector.parseCallback(body)
+  } catch (error) {
+    throw new AppError('malformed_request', (error as Error).message)
+  }
+  return handleCallback(deps, callback)
+}
+
+/** Expires up to `limit` overdue pending transactions; any number of workers may run it at once. */
+export async function expireOverdueTransactions(
+  deps: Deps & Pick<TransactionDeps, 'db'>,
+  limit = 100,
+  now = new Date(),
+): Promise<number> {
+  return deps.db.transaction().execute(async (trx) => {
+    const overdue = await repo.lockOverdue(trx, now, limit)
+    for (const row of overdue)
+      await applyTransactionOutcome(deps, trx, row, 'expired', { connector: 'expiry', reference: null })
+    return overdue.length
+  })
+}
+
+/**
+ * After a refund succeeded: partially_refunded, or refunded once `refundedTotal` reaches the amount, with
+ * its event, in the caller's transaction (which holds the row lock).
+ */
+export async function markTransactionRefunded(
+  deps: Pick<TransactionDeps, 'config' | 'webhooks'>,
+  trx: Executor,
+  row: TransactionRow,
+  refundedTotal: number,
+  at: Date,
+): Promise<TransactionRow> {
+  const to = refundedTotal >= row.amount ? 'refunded' : 'partially_refunded'
+  if (row.status === to && to === 'refunded') return row
+  return changeStatus(deps, trx, transactionsTable(deps), row, {
+    status: to,
+    event: `transaction.${to}`,
+    at,
+    fields: {},
+  })
+}
