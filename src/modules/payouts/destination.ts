@@ -1,6 +1,7 @@
 import cardValidator from 'card-validator'
 import luhn10 from 'card-validator/dist/luhn-10.js'
 import { AppError } from '../../http/errors.ts'
+import { decryptSecret, encryptSecret } from '../../lib/crypto.ts'
 import { newId } from '../../lib/ids.ts'
 import { WALLET_NETWORKS } from './schemas.ts'
 
@@ -86,3 +87,13 @@ export function checkDestination(
     throw new AppError('validation_failed', 'The request is invalid.', null, errors)
   return checked
 }
+
+/**
+ * The destination as the provider needs it (a full card number) is kept only sealed, and only until the
+ * provider has taken the payout.
+ */
+export const sealDestination = (key: Buffer, order: Record<string, string>): string =>
+  encryptSecret(key, JSON.stringify(order))
+
+export const unsealDestination = (key: Buffer, sealed: string): Record<string, string> =>
+  JSON.parse(decryptSecret(key, sealed)) as Record<string, string>

@@ -1,0 +1,57 @@
+import { type Scope, scopeOf } from '../../db/scope.ts'
+import type { PayoutRow } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
+import { notFound } from '../../http/errors.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { isUuid } from '../../lib/ids.ts'
+import { distinctSorted } from '../../lib/lists.ts'
+import type { PayoutDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import type { ListPayoutsInput, PayoutView } from './schemas.ts'
+import { payoutView } from './view.ts'
+
+/** The caller's payout, or 404: what the sandbox checks before it simulates anything. */
+export async function getOwnedPayout(
+  deps: Pick<PayoutDeps, 'db'>,
+  auth: AuthContext,
+  uuid: string,
+): Promise<PayoutRow> {
+  const row = isUuid(uuid) ? await repo.findPayout(deps.db, scopeOf(auth), uuid) : undefined
+  if (!row) throw notFound('payout')
+  return row
+}
+
+export const getPayout = async (deps: Pick<PayoutDeps, 'db'>, auth: AuthContext, uuid: string) =>
+  payoutView(await getOwnedPayout(deps, auth, uuid))
+
+/** The payout this key made, as it stands: what a retry of a committed request replays. */
+export async function findPayoutByIdempotencyKey(
+  deps: Pick<PayoutDeps, 'db'>,
+  scope: Scope,
+  key: string,
+): Promise<PayoutView | null> {
+  const row = await repo.findByIdempotencyKey(deps.db, scope, key)
+  return row ? payoutView(row) : null
+}
+
+export async function listPayouts(
+  deps: Pick<PayoutDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListPayoutsInput,
+) {
+  const perPage = query.per_page ?? 25
+  const statuses = query.status ? distinctSorted(query.status) : undefined
+  const filters = { statuses, method: query.method, currency: query.currency }
+  const digest = filterDigest({
+    status: statuses?.join(','),
+    method: query.method,
+    currency: query.currency,
+  })
+  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
+  const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
+  return cursorPage(
+    rows,
+    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/payouts` },
+    payoutView,
+  )
+}
