@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import type { Mode, RefundsTable } from '../../db/types.ts'
+import type { Scope } from '../../db/scope.ts'
+import type { RefundsTable } from '../../db/types.ts'
 
 export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
   db.insertInto('refunds').values(row).returningAll().executeTakeFirstOrThrow()
@@ -30,7 +31,7 @@ export const committedMinor = (db: Executor, transactionUuid: string) =>
 export const succeededMinor = (db: Executor, transactionUuid: string) =>
   sumMinor(db, transactionUuid, ['succeeded'])
 
-export const findRefund = (db: Executor, scope: { merchantUuid: string; mode: Mode }, uuid: string) =>
+export const findRefund = (db: Executor, scope: Scope, uuid: string) =>
   db
     .selectFrom('refunds')
     .selectAll()
@@ -40,11 +41,7 @@ export const findRefund = (db: Executor, scope: { merchantUuid: string; mode: Mo
     .executeTakeFirst()
 
 /** The refund made with this Idempotency-Key, if one was committed. */
-export const findByIdempotencyKey = (
-  db: Executor,
-  scope: { merchantUuid: string; mode: Mode },
-  key: string,
-) =>
+export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
   db
     .selectFrom('refunds')
     .selectAll()

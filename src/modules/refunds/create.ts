@@ -1,0 +1,108 @@
+import { scopeOf } from '../../db/scope.ts'
+import type { RefundRow } from '../../db/types.ts'
+import { isUniqueViolation } from '../../db/unique.ts'
+import type { AuthContext } from '../../http/auth.ts'
+import { AppError } from '../../http/errors.ts'
+import { newId } from '../../lib/ids.ts'
+import { convertCeil } from '../../lib/money.ts'
+import type { RefundDeps } from './deps.ts'
+import { refundPosting } from './postings.ts'
+import * as repo from './repository.ts'
+import type { CreateRefundInput, RefundView } from './schemas.ts'
+import { askProviderToRefund, settleRefund } from './settle.ts'
+import { refundView } from './view.ts'
+
+/** The outcome of a create: the refund, and whether it was made by an earlier request with the same key. */
+export interface CreatedRefund {
+  refund: RefundView
+  replayed: boolean
+}
+
+type Request = { idempotencyKey: string; actionRequestId: string }
+
+/** Records the intent, or finds the refund an earlier request with this key committed. */
+export async function openRefund(
+  deps: Pick<RefundDeps, 'db' | 'transactions' | 'ledger' | 'timing'>,
+  auth: AuthContext,
+  input: CreateRefundInput,
+  request: Request,
+): Promise<{ row: RefundRow; transactionAmount: number; replayed: boolean }> {
+  const { transactions, ledger, timing } = deps
+  const scope = scopeOf(auth)
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const tx = await transactions.lockOwned(trx, auth, input.transaction_uuid)
+    // Under the payment's lock: a request with this key that committed before is seen here, before any rule
+    // about what is left to refund would refuse its retry.
+    const earlier = await repo.findByIdempotencyKey(trx, scope, request.idempotencyKey)
+    if (earlier) return { row: earlier, transactionAmount: tx.amount, replayed: true }
+    if (tx.status !== 'paid' && tx.status !== 'partially_refunded') {
+      throw new AppError(
+        'invalid_state',
+        `Only paid or partially refunded transactions can be refunded; this one is ${tx.status}.`,
+        { status: tx.status },
+      )
+    }
+    const refundable = tx.amount - (await repo.committedMinor(trx, tx.uuid))
+    const amount = input.amount_minor ?? refundable
+    if (amount > refundable || amount <= 0) {
+      throw new AppError(
+        'refund_exceeds_amount',
+        `At most ${refundable} can still be refunded on this transaction.`,
+        { refundable_minor: refundable },
+      )
+    }
+    const row = await repo.insertRefund(trx, {
+      uuid: newId(),
+      merchant_uuid: tx.merchant_uuid,
+      mode: tx.mode,
+      transaction_uuid: tx.uuid,
+      amount_minor: amount,
+      currency: tx.currency,
+      // ceil(amount in major units / the transaction's rate), in the settlement currency: the merchant's cost.
+      settlement_debit: convertCeil(amount, tx.currency, tx.fx_rate, tx.settlement_currency),
+      status: 'pending',
+      reason: input.reason ?? null,
+      message: 'Refund requested.',
+      action_request_id: request.actionRequestId,
+      idempotency_key: request.idempotencyKey,
+      // Should the provider's answer never be settled (a crash from here on), a worker asks again after this.
+      next_check_at: new Date(now.getTime() + timing.recheckMs),
+      created_at: now,
+      updated_at: now,
+    })
+    await ledger.post(trx, refundPosting(row, 'refund_debited', 1, tx.settlement_currency, now))
+    return { row, transactionAmount: tx.amount, replayed: false }
+  })
+}
+
+/** The intent first (`openRefund`), then the provider, outside any database transaction, then its answer. */
+export async function createRefund(
+  deps: RefundDeps,
+  auth: AuthContext,
+  input: CreateRefundInput,
+  request: Request,
+): Promise<CreatedRefund> {
+  let opened: Awaited<ReturnType<typeof openRefund>>
+  try {
+    opened = await openRefund(deps, auth, input, request)
+  } catch (error) {
+    // Two requests with one key for different payments (the key's record was purged after its retention):
+    // the refund the key already made is the answer.
+    if (!isUniqueViolation(error, 'refunds_idempotency_key')) throw error
+    const earlier = await repo.findByIdempotencyKey(deps.db, scopeOf(auth), request.idempotencyKey)
+    if (!earlier) throw error
+    return { refund: await refundView(deps, earlier), replayed: true }
+  }
+  const { row, transactionAmount, replayed } = opened
+  if (replayed || row.status !== 'pending')
+    return { refund: await refundView(deps, row, transactionAmount), replayed }
+
+  const outcome = await askProviderToRefund(deps, row)
+  if (!outcome || outcome.status === 'pending')
+    return { refund: await refundView(deps, row, transactionAmount), replayed }
+  return {
+    refund: await refundView(deps, await settleRefund(deps, row.uuid, outcome), transactionAmount),
+    replayed,
+  }
+}

@@ -1,0 +1,28 @@
+import type { PaymentConnector } from '../../connectors/types.ts'
+import type { Db } from '../../db/index.ts'
+import type { LedgerService } from '../ledger/service.ts'
+import type { TransactionService } from '../transactions/service.ts'
+
+export interface RefundTiming {
+  /** How long a refund may wait on its hand-over to the provider before a worker asks the provider again. */
+  recheckMs: number
+  /** How often a refund the provider still calls pending is asked about again. */
+  pollIntervalMs: number
+  /** How long a worker holds a refund it is asking about. */
+  leaseMs: number
+}
+
+export const DEFAULT_REFUND_TIMING: RefundTiming = {
+  recheckMs: 60_000,
+  pollIntervalMs: 5_000,
+  leaseMs: 30_000,
+}
+
+/** What the refunds module's operations need; each takes the part it uses. */
+export interface RefundDeps {
+  db: Db
+  transactions: TransactionService
+  ledger: LedgerService
+  connector: PaymentConnector
+  timing: RefundTiming
+}
