@@ -52,69 +52,82 @@ export function formatAmount(amountMinor: number, currency: string, locale = 'en
 
 export type CheckoutService = ReturnType<typeof createCheckoutService>
 
-/** The hosted payment page (contract §9): reads a transaction by its page token, never by its uuid. */
-export function createCheckoutService(deps: {
+export interface CheckoutDeps {
   transactions: TransactionService
   merchants: MerchantService
   sandbox: SandboxService
-  now?: () => Date
-}) {
-  const { transactions, merchants, sandbox } = deps
-  const now = deps.now ?? (() => new Date())
+  now: () => Date
+}
 
-  function pageStatus(row: TransactionRow): PageStatus {
-    if (row.status === 'paid' || row.status === 'partially_refunded' || row.status === 'refunded')
-      return 'paid'
-    if (row.status === 'failed' || row.status === 'expired') return row.status
-    // A pending payment past its deadline is expired to the customer, even before the expiry job marks it.
-    return row.expires_at <= now() ? 'expired' : 'pending'
-  }
-
-  function statusView(row: TransactionRow): PageStatusView {
-    const status = pageStatus(row)
-    const final = status !== 'pending'
-    return {
-      status,
-      message: MESSAGES[status],
-      final,
-      expires_at: row.expires_at.toISOString(),
-      redirect_url: !final ? null : status === 'paid' ? row.success_url : row.fail_url,
-    }
-  }
-
-  async function find(token: string): Promise<TransactionRow | undefined> {
-    return TOKEN.test(token) ? transactions.findByPaymentToken(token) : undefined
-  }
-
+/** The hosted payment page (contract §9): reads a transaction by its page token, never by its uuid. */
+export function createCheckoutService(input: Omit<CheckoutDeps, 'now'> & { now?: () => Date }) {
+  const deps: CheckoutDeps = { ...input, now: input.now ?? (() => new Date()) }
   return {
-    /** Everything the page shows, or null for a token that names nothing. */
-    async page(token: string) {
-      const row = await find(token)
-      if (!row) return null
-      const merchant = await merchants.getMerchant(row.merchant_uuid)
-      return {
-        token,
-        merchantName: merchant?.name ?? '',
-        amount: formatAmount(row.gross_amount, row.currency),
-        currency: row.currency,
-        description: row.description,
-        paymentMethod: row.payment_method,
-        requisites: row.requisites as Record<string, string> | null,
-        testMode: row.mode === 'test',
-        ...statusView(row),
-      }
-    },
-
-    async status(token: string): Promise<PageStatusView | null> {
-      const row = await find(token)
-      return row ? statusView(row) : null
-    },
-
-    /** A test-mode button: the simulated provider's callback, then the status as the customer sees it. */
-    async simulate(token: string, outcome: 'paid' | 'failed'): Promise<PageStatusView | null> {
-      const row = await find(token)
-      if (!row) return null
-      return statusView(await sandbox.simulateFromPage(row, outcome))
-    },
+    page: (token: string) => checkoutPage(deps, token),
+    status: (token: string) => checkoutStatus(deps, token),
+    simulate: (token: string, outcome: 'paid' | 'failed') => simulateFromCheckout(deps, token, outcome),
   }
+}
+
+function pageStatus(deps: Pick<CheckoutDeps, 'now'>, row: TransactionRow): PageStatus {
+  if (row.status === 'paid' || row.status === 'partially_refunded' || row.status === 'refunded') return 'paid'
+  if (row.status === 'failed' || row.status === 'expired') return row.status
+  // A pending payment past its deadline is expired to the customer, even before the expiry job marks it.
+  return row.expires_at <= deps.now() ? 'expired' : 'pending'
+}
+
+function statusView(deps: Pick<CheckoutDeps, 'now'>, row: TransactionRow): PageStatusView {
+  const status = pageStatus(deps, row)
+  const final = status !== 'pending'
+  return {
+    status,
+    message: MESSAGES[status],
+    final,
+    expires_at: row.expires_at.toISOString(),
+    redirect_url: !final ? null : status === 'paid' ? row.success_url : row.fail_url,
+  }
+}
+
+async function findByToken(
+  deps: Pick<CheckoutDeps, 'transactions'>,
+  token: string,
+): Promise<TransactionRow | undefined> {
+  return TOKEN.test(token) ? deps.transactions.findByPaymentToken(token) : undefined
+}
+
+/** Everything the page shows, or null for a token that names nothing. */
+export async function checkoutPage(deps: CheckoutDeps, token: string) {
+  const row = await findByToken(deps, token)
+  if (!row) return null
+  const merchant = await deps.merchants.getMerchant(row.merchant_uuid)
+  return {
+    token,
+    merchantName: merchant?.name ?? '',
+    amount: formatAmount(row.gross_amount, row.currency),
+    currency: row.currency,
+    description: row.description,
+    paymentMethod: row.payment_method,
+    requisites: row.requisites as Record<string, string> | null,
+    testMode: row.mode === 'test',
+    ...statusView(deps, row),
+  }
+}
+
+export async function checkoutStatus(
+  deps: Pick<CheckoutDeps, 'transactions' | 'now'>,
+  token: string,
+): Promise<PageStatusView | null> {
+  const row = await findByToken(deps, token)
+  return row ? statusView(deps, row) : null
+}
+
+/** A test-mode button: the simulated provider's callback, then the status as the customer sees it. */
+export async function simulateFromCheckout(
+  deps: Pick<CheckoutDeps, 'transactions' | 'sandbox' | 'now'>,
+  token: string,
+  outcome: 'paid' | 'failed',
+): Promise<PageStatusView | null> {
+  const row = await findByToken(deps, token)
+  if (!row) return null
+  return statusView(deps, await deps.sandbox.simulateFromPage(row, outcome))
 }

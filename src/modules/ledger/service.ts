@@ -27,122 +27,126 @@ export type LedgerService = ReturnType<typeof createLedgerService>
 /**
  * A double-entry ledger: every movement is a journal entry whose lines sum to zero, posted in the caller's
  * database transaction together with the state change that causes it. Account balances are kept in the same
- * transaction, so they never disagree with the journal; `verify` recomputes them to prove it.
+ * transaction, so they never disagree with the journal; `verifyLedger` recomputes them to prove it.
  */
 export function createLedgerService(deps: { db: Db }) {
   const { db } = deps
-
   return {
-    /** Posts the entry unless it was posted before for the same cause; returns whether it posted. */
-    async post(trx: Executor, posting: Posting): Promise<boolean> {
-      const sum = posting.lines.reduce((total, line) => total + line.amount, 0)
-      if (sum !== 0) throw new Error(`unbalanced journal entry ${posting.kind}: lines sum to ${sum}`)
-      const entryUuid = await repo.insertEntryOnce(trx, {
-        uuid: newId(),
+    post: (trx: Executor, posting: Posting) => postJournalEntry(trx, posting),
+    balances: (merchantUuid: string, mode: Mode) => merchantBalances(db, merchantUuid, mode),
+    balancesView: (merchant: Merchant, mode: Mode) => balancesView(db, merchant, mode),
+    verify: () => verifyLedger(db),
+  }
+}
+
+/** Posts the entry unless it was posted before for the same cause; returns whether it posted. */
+export async function postJournalEntry(trx: Executor, posting: Posting): Promise<boolean> {
+  const sum = posting.lines.reduce((total, line) => total + line.amount, 0)
+  if (sum !== 0) throw new Error(`unbalanced journal entry ${posting.kind}: lines sum to ${sum}`)
+  const entryUuid = await repo.insertEntryOnce(trx, {
+    uuid: newId(),
+    merchantUuid: posting.merchantUuid,
+    mode: posting.mode,
+    kind: posting.kind,
+    referenceType: posting.reference.type,
+    referenceUuid: posting.reference.uuid,
+    at: posting.at,
+  })
+  if (!entryUuid) return false
+  // Every posting first locks all of the merchant's accounts in this currency, in one order; a database
+  // transaction that posts several entries (or settles several merchants, in merchant order) cannot deadlock.
+  await repo.ensureAccounts(
+    trx,
+    posting.merchantUuid,
+    posting.mode,
+    posting.currency,
+    [...ALL_KINDS],
+    posting.at,
+    newId,
+  )
+  await repo.lockAccounts(trx, posting.merchantUuid, posting.mode, posting.currency)
+  // Accounts are always touched in the same order, so concurrent postings cannot deadlock.
+  const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))
+  const lines = []
+  for (const line of ordered) {
+    const account = await repo.addToAccount(
+      trx,
+      {
         merchantUuid: posting.merchantUuid,
         mode: posting.mode,
-        kind: posting.kind,
-        referenceType: posting.reference.type,
-        referenceUuid: posting.reference.uuid,
-        at: posting.at,
+        currency: posting.currency,
+        kind: line.account,
+      },
+      line.amount,
+      posting.at,
+      newId(),
+    )
+    if (account.balance < 0 && posting.mustStayNonNegative?.includes(line.account)) {
+      throw new AppError('insufficient_balance', `The ${line.account} balance does not cover this.`, {
+        [`${line.account}_minor`]: account.balance - line.amount,
+        required_minor: -line.amount,
+        currency: posting.currency,
       })
-      if (!entryUuid) return false
-      // Every posting first locks all of the merchant's accounts in this currency, in one order; a database
-      // transaction that posts several entries (or settles several merchants, in merchant order) cannot deadlock.
-      await repo.ensureAccounts(
-        trx,
-        posting.merchantUuid,
-        posting.mode,
-        posting.currency,
-        [...ALL_KINDS],
-        posting.at,
-        newId,
-      )
-      await repo.lockAccounts(trx, posting.merchantUuid, posting.mode, posting.currency)
-      // Accounts are always touched in the same order, so concurrent postings cannot deadlock.
-      const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))
-      const lines = []
-      for (const line of ordered) {
-        const account = await repo.addToAccount(
-          trx,
-          {
-            merchantUuid: posting.merchantUuid,
-            mode: posting.mode,
-            currency: posting.currency,
-            kind: line.account,
-          },
-          line.amount,
-          posting.at,
-          newId(),
-        )
-        if (account.balance < 0 && posting.mustStayNonNegative?.includes(line.account)) {
-          throw new AppError('insufficient_balance', `The ${line.account} balance does not cover this.`, {
-            [`${line.account}_minor`]: account.balance - line.amount,
-            required_minor: -line.amount,
-            currency: posting.currency,
-          })
-        }
-        lines.push({ uuid: newId(), entry_uuid: entryUuid, account_uuid: account.uuid, amount: line.amount })
-      }
-      await repo.insertLines(trx, lines)
-      return true
-    },
-
-    /** The merchant's balances per currency in one mode: available, pending, reserved and their total. */
-    async balances(merchantUuid: string, mode: Mode) {
-      const accounts = await repo.accountsOf(db, merchantUuid, mode)
-      const byCurrency = new Map<
-        string,
-        { currency: string; available: number; pending: number; reserved: number; updated_at: Date }
-      >()
-      for (const a of accounts) {
-        if (a.kind !== 'available' && a.kind !== 'pending' && a.kind !== 'reserved') continue
-        const row = byCurrency.get(a.currency) ?? {
-          currency: a.currency,
-          available: 0,
-          pending: 0,
-          reserved: 0,
-          updated_at: a.updated_at,
-        }
-        row[a.kind] = a.balance
-        if (a.updated_at > row.updated_at) row.updated_at = a.updated_at
-        byCurrency.set(a.currency, row)
-      }
-      return [...byCurrency.values()]
-    },
-
-    /**
-     * What GET /integration/balances shows: every currency the merchant holds in this mode, with the total,
-     * and its settlement currency always listed (at zero before any payment).
-     */
-    async balancesView(merchant: Merchant, mode: Mode) {
-      const rows = await this.balances(merchant.uuid, mode)
-      if (!rows.some((r) => r.currency === merchant.settlement_currency)) {
-        rows.unshift({
-          currency: merchant.settlement_currency,
-          available: 0,
-          pending: 0,
-          reserved: 0,
-          updated_at: merchant.created_at,
-        })
-      }
-      return {
-        data: rows.map((r) => ({
-          ...r,
-          total: r.available + r.pending + r.reserved,
-          updated_at: r.updated_at.toISOString(),
-        })),
-      }
-    },
-
-    /** Recomputes every balance from the journal and checks every entry balances. */
-    async verify() {
-      const [mismatches, unbalanced, entries] = await Promise.all([
-        repo.balanceMismatches(db),
-        repo.unbalancedEntries(db),
-        repo.countEntries(db),
-      ])
-      return { ok: mismatches.length === 0 && unbalanced.length === 0, entries, mismatches, unbalanced }
-    },
+    }
+    lines.push({ uuid: newId(), entry_uuid: entryUuid, account_uuid: account.uuid, amount: line.amount })
   }
+  await repo.insertLines(trx, lines)
+  return true
+}
+
+/** The merchant's balances per currency in one mode: available, pending, reserved and their total. */
+export async function merchantBalances(db: Executor, merchantUuid: string, mode: Mode) {
+  const accounts = await repo.accountsOf(db, merchantUuid, mode)
+  const byCurrency = new Map<
+    string,
+    { currency: string; available: number; pending: number; reserved: number; updated_at: Date }
+  >()
+  for (const a of accounts) {
+    if (a.kind !== 'available' && a.kind !== 'pending' && a.kind !== 'reserved') continue
+    const row = byCurrency.get(a.currency) ?? {
+      currency: a.currency,
+      available: 0,
+      pending: 0,
+      reserved: 0,
+      updated_at: a.updated_at,
+    }
+    row[a.kind] = a.balance
+    if (a.updated_at > row.updated_at) row.updated_at = a.updated_at
+    byCurrency.set(a.currency, row)
+  }
+  return [...byCurrency.values()]
+}
+
+/**
+ * What GET /integration/balances shows: every currency the merchant holds in this mode, with the total,
+ * and its settlement currency always listed (at zero before any payment).
+ */
+export async function balancesView(db: Executor, merchant: Merchant, mode: Mode) {
+  const rows = await merchantBalances(db, merchant.uuid, mode)
+  if (!rows.some((r) => r.currency === merchant.settlement_currency)) {
+    rows.unshift({
+      currency: merchant.settlement_currency,
+      available: 0,
+      pending: 0,
+      reserved: 0,
+      updated_at: merchant.created_at,
+    })
+  }
+  return {
+    data: rows.map((r) => ({
+      ...r,
+      total: r.available + r.pending + r.reserved,
+      updated_at: r.updated_at.toISOString(),
+    })),
+  }
+}
+
+/** Recomputes every balance from the journal and checks every entry balances. */
+export async function verifyLedger(db: Executor) {
+  const [mismatches, unbalanced, entries] = await Promise.all([
+    repo.balanceMismatches(db),
+    repo.unbalancedEntries(db),
+    repo.countEntries(db),
+  ])
+  return { ok: mismatches.length === 0 && unbalanced.length === 0, entries, mismatches, unbalanced }
 }

@@ -15,145 +15,187 @@ export interface ApiKeyCredentials {
 
 export type MerchantService = ReturnType<typeof createMerchantService>
 
-export function createMerchantService(deps: { db: Db; config: Config }) {
-  const { db, config } = deps
-  // A short-lived cache saves a database round trip per request; revocation is seen within its TTL.
-  const cache = new LRUCache<string, KnownKey>({ max: 10_000, ttl: config.keyCacheTtlMs })
-  const fees = new LRUCache<string, { fee_bps: number; merchant_fee_share_bps: number }>({
-    max: 10_000,
-    ttl: config.keyCacheTtlMs,
-  })
+type Fee = { fee_bps: number; merchant_fee_share_bps: number }
 
-  function toCached(row: repo.KeyWithMerchant): KnownKey {
-    return {
-      auth: { keyId: row.key_id, mode: row.mode, merchant: row.merchant },
-      revoked: row.revoked_at !== null,
-      secret: decryptSecret(config.masterKey, row.secret_sealed),
-    }
+/** What the merchant operations need, with this process's caches of keys and fees. */
+export interface MerchantDeps {
+  db: Db
+  config: Config
+  keys: LRUCache<string, KnownKey>
+  fees: LRUCache<string, Fee>
+}
+
+export function createMerchantService(input: { db: Db; config: Config }) {
+  const { db, config } = input
+  const deps: MerchantDeps = {
+    db,
+    config,
+    // A short-lived cache saves a database round trip per request; revocation is seen within its TTL.
+    keys: new LRUCache<string, KnownKey>({ max: 10_000, ttl: config.keyCacheTtlMs }),
+    fees: new LRUCache<string, Fee>({ max: 10_000, ttl: config.keyCacheTtlMs }),
   }
-
-  async function lookup(
-    cacheKey: string,
-    load: () => Promise<repo.KeyWithMerchant | null>,
-  ): Promise<KnownKey | null> {
-    const hit = cache.get(cacheKey)
-    if (hit) return hit
-    const row = await load()
-    if (!row) return null
-    const entry = toCached(row)
-    cache.set(cacheKey, entry)
-    return entry
-  }
-
-  async function createKey(merchantUuid: string, mode: Mode): Promise<ApiKeyCredentials> {
-    const secret = `sk_${mode}_${randomBase62(SECRET_LENGTH)}`
-    const keyId = `mk_${mode}_${randomBase62(24)}`
-    await repo.insertKey(db, {
-      uuid: newId(),
-      merchant_uuid: merchantUuid,
-      key_id: keyId,
-      mode,
-      secret_hash: sha256Hex(secret),
-      secret_sealed: encryptSecret(config.masterKey, secret),
-      secret_last4: secret.slice(-4),
-      created_at: new Date(),
-    })
-    return { key_id: keyId, secret }
-  }
-
   return {
-    /** The key and its merchant for an `X-Api-Key` secret; null when unknown. */
-    byApiKey: (secret: string) => {
-      const hash = sha256Hex(secret)
-      return lookup(`h:${hash}`, () => repo.findKeyBySecretHash(db, hash))
-    },
-
-    /** The key, its merchant and its secret for an `X-Signature` key_id; null when unknown. */
-    byKeyId: (keyId: string) => lookup(`i:${keyId}`, () => repo.findKeyByKeyId(db, keyId)),
-
-    async createMerchant(input: { name: string; settlementCurrency?: string }) {
-      const settlementCurrency = input.settlementCurrency ?? 'USDT'
-      if (!isKnownCurrency(settlementCurrency))
-        throw new Error(`unknown settlement currency ${settlementCurrency}`)
-      const now = new Date()
-      const merchant = await repo.insertMerchant(db, {
-        uuid: newId(),
-        name: input.name,
-        settlement_currency: settlementCurrency,
-        settlement_hold_seconds: 86400,
-        transaction_ttl_seconds: 1800,
-        fx_markup_bps: 0,
-        created_at: now,
-        updated_at: now,
-      })
-      const test = await createKey(merchant.uuid, 'test')
-      const live = await createKey(merchant.uuid, 'live')
-      return { merchant, keys: { test, live } }
-    },
-
-    async updateMerchant(
-      uuid: string,
-      changes: {
-        settlementHoldSeconds?: number
-        transactionTtlSeconds?: number
-        fxMarkupBps?: number
-        payoutFeeBps?: number
-        payoutFixedFeeMicro?: number
-        name?: string
-      },
-    ) {
-      const updated = await repo.updateMerchant(db, uuid, {
-        ...(changes.name !== undefined && { name: changes.name }),
-        ...(changes.settlementHoldSeconds !== undefined && {
-          settlement_hold_seconds: changes.settlementHoldSeconds,
-        }),
-        ...(changes.transactionTtlSeconds !== undefined && {
-          transaction_ttl_seconds: changes.transactionTtlSeconds,
-        }),
-        ...(changes.fxMarkupBps !== undefined && { fx_markup_bps: changes.fxMarkupBps }),
-        ...(changes.payoutFeeBps !== undefined && { payout_fee_bps: changes.payoutFeeBps }),
-        ...(changes.payoutFixedFeeMicro !== undefined && {
-          payout_fixed_fee_micro: changes.payoutFixedFeeMicro,
-        }),
-        updated_at: new Date(),
-      })
-      cache.clear()
-      return updated ?? null
-    },
-
+    byApiKey: (secret: string) => findKeyBySecret(deps, secret),
+    byKeyId: (keyId: string) => findKeyById(deps, keyId),
+    createMerchant: (merchant: { name: string; settlementCurrency?: string }) =>
+      createMerchant(deps, merchant),
+    updateMerchant: (uuid: string, changes: MerchantChanges) => updateMerchant(deps, uuid, changes),
     getMerchant: (uuid: string, executor: Executor = db) => repo.findMerchant(executor, uuid),
     listMerchants: () => repo.listMerchants(db),
-
-    async createKey(merchantUuid: string, mode: Mode): Promise<ApiKeyCredentials | null> {
-      if (!(await repo.findMerchant(db, merchantUuid))) return null
-      return createKey(merchantUuid, mode)
-    },
-
-    async revokeKey(keyId: string) {
-      const revoked = await repo.revokeKey(db, keyId, new Date())
-      // This process stops trusting the key at once; others within the cache TTL.
-      cache.clear()
-      return revoked ?? null
-    },
-
-    /** The merchant's fee for a method, cached like its keys (a change is seen by other processes within the TTL). */
-    async fee(merchantUuid: string, paymentMethod: string) {
-      const cacheKey = `${merchantUuid}:${paymentMethod}`
-      const hit = fees.get(cacheKey)
-      if (hit) return hit
-      const fee = (await repo.findFee(db, merchantUuid, paymentMethod)) ?? {
-        fee_bps: 0,
-        merchant_fee_share_bps: 10000,
-      }
-      fees.set(cacheKey, fee)
-      return fee
-    },
-
-    async setFee(merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) {
-      fees.clear()
-      return repo.upsertFee(db, merchantUuid, paymentMethod, feeBps, shareBps)
-    },
-
+    createKey: (merchantUuid: string, mode: Mode) => createKeyForMerchant(deps, merchantUuid, mode),
+    revokeKey: (keyId: string) => revokeKey(deps, keyId),
+    fee: (merchantUuid: string, paymentMethod: string) => merchantFee(deps, merchantUuid, paymentMethod),
+    setFee: (merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) =>
+      setMerchantFee(deps, merchantUuid, paymentMethod, feeBps, shareBps),
     listFees: (merchantUuid: string) => repo.listFees(db, merchantUuid),
   }
+}
+
+function toCached(deps: Pick<MerchantDeps, 'config'>, row: repo.KeyWithMerchant): KnownKey {
+  return {
+    auth: { keyId: row.key_id, mode: row.mode, merchant: row.merchant },
+    revoked: row.revoked_at !== null,
+    secret: decryptSecret(deps.config.masterKey, row.secret_sealed),
+  }
+}
+
+async function lookup(
+  deps: MerchantDeps,
+  cacheKey: string,
+  load: () => Promise<repo.KeyWithMerchant | null>,
+): Promise<KnownKey | null> {
+  const hit = deps.keys.get(cacheKey)
+  if (hit) return hit
+  const row = await load()
+  if (!row) return null
+  const entry = toCached(deps, row)
+  deps.keys.set(cacheKey, entry)
+  return entry
+}
+
+/** The key and its merchant for an `X-Api-Key` secret; null when unknown. */
+export function findKeyBySecret(deps: MerchantDeps, secret: string) {
+  const hash = sha256Hex(secret)
+  return lookup(deps, `h:${hash}`, () => repo.findKeyBySecretHash(deps.db, hash))
+}
+
+/** The key, its merchant and its secret for an `X-Signature` key_id; null when unknown. */
+export const findKeyById = (deps: MerchantDeps, keyId: string) =>
+  lookup(deps, `i:${keyId}`, () => repo.findKeyByKeyId(deps.db, keyId))
+
+async function createKey(
+  deps: Pick<MerchantDeps, 'db' | 'config'>,
+  merchantUuid: string,
+  mode: Mode,
+): Promise<ApiKeyCredentials> {
+  const secret = `sk_${mode}_${randomBase62(SECRET_LENGTH)}`
+  const keyId = `mk_${mode}_${randomBase62(24)}`
+  await repo.insertKey(deps.db, {
+    uuid: newId(),
+    merchant_uuid: merchantUuid,
+    key_id: keyId,
+    mode,
+    secret_hash: sha256Hex(secret),
+    secret_sealed: encryptSecret(deps.config.masterKey, secret),
+    secret_last4: secret.slice(-4),
+    created_at: new Date(),
+  })
+  return { key_id: keyId, secret }
+}
+
+export async function createMerchant(
+  deps: Pick<MerchantDeps, 'db' | 'config'>,
+  input: { name: string; settlementCurrency?: string },
+) {
+  const settlementCurrency = input.settlementCurrency ?? 'USDT'
+  if (!isKnownCurrency(settlementCurrency))
+    throw new Error(`unknown settlement currency ${settlementCurrency}`)
+  const now = new Date()
+  const merchant = await repo.insertMerchant(deps.db, {
+    uuid: newId(),
+    name: input.name,
+    settlement_currency: settlementCurrency,
+    settlement_hold_seconds: 86400,
+    transaction_ttl_seconds: 1800,
+    fx_markup_bps: 0,
+    created_at: now,
+    updated_at: now,
+  })
+  const test = await createKey(deps, merchant.uuid, 'test')
+  const live = await createKey(deps, merchant.uuid, 'live')
+  return { merchant, keys: { test, live } }
+}
+
+export interface MerchantChanges {
+  settlementHoldSeconds?: number
+  transactionTtlSeconds?: number
+  fxMarkupBps?: number
+  payoutFeeBps?: number
+  payoutFixedFeeMicro?: number
+  name?: string
+}
+
+export async function updateMerchant(deps: MerchantDeps, uuid: string, changes: MerchantChanges) {
+  const updated = await repo.updateMerchant(deps.db, uuid, {
+    ...(changes.name !== undefined && { name: changes.name }),
+    ...(changes.settlementHoldSeconds !== undefined && {
+      settlement_hold_seconds: changes.settlementHoldSeconds,
+    }),
+    ...(changes.transactionTtlSeconds !== undefined && {
+      transaction_ttl_seconds: changes.transactionTtlSeconds,
+    }),
+    ...(changes.fxMarkupBps !== undefined && { fx_markup_bps: changes.fxMarkupBps }),
+    ...(changes.payoutFeeBps !== undefined && { payout_fee_bps: changes.payoutFeeBps }),
+    ...(changes.payoutFixedFeeMicro !== undefined && {
+      payout_fixed_fee_micro: changes.payoutFixedFeeMicro,
+    }),
+    updated_at: new Date(),
+  })
+  deps.keys.clear()
+  return updated ?? null
+}
+
+/** A new key of `mode` for the merchant; null when there is no such merchant. */
+export async function createKeyForMerchant(
+  deps: Pick<MerchantDeps, 'db' | 'config'>,
+  merchantUuid: string,
+  mode: Mode,
+): Promise<ApiKeyCredentials | null> {
+  if (!(await repo.findMerchant(deps.db, merchantUuid))) return null
+  return createKey(deps, merchantUuid, mode)
+}
+
+export async function revokeKey(deps: MerchantDeps, keyId: string) {
+  const revoked = await repo.revokeKey(deps.db, keyId, new Date())
+  // This process stops trusting the key at once; others within the cache TTL.
+  deps.keys.clear()
+  return revoked ?? null
+}
+
+/** The merchant's fee for a method, cached like its keys (a change is seen by other processes within the TTL). */
+export async function merchantFee(
+  deps: MerchantDeps,
+  merchantUuid: string,
+  paymentMethod: string,
+): Promise<Fee> {
+  const cacheKey = `${merchantUuid}:${paymentMethod}`
+  const hit = deps.fees.get(cacheKey)
+  if (hit) return hit
+  const fee = (await repo.findFee(deps.db, merchantUuid, paymentMethod)) ?? {
+    fee_bps: 0,
+    merchant_fee_share_bps: 10000,
+  }
+  deps.fees.set(cacheKey, fee)
+  return fee
+}
+
+export async function setMerchantFee(
+  deps: MerchantDeps,
+  merchantUuid: string,
+  paymentMethod: string,
+  feeBps: number,
+  shareBps: number,
+) {
+  deps.fees.clear()
+  return repo.upsertFee(deps.db, merchantUuid, paymentMethod, feeBps, shareBps)
 }

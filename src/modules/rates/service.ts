@@ -24,119 +24,144 @@ export interface MerchantRate {
   updated_at: Date
 }
 
+/** What the rate operations need, with this process's snapshot of the market rates. */
+export interface RateDeps {
+  db: Db
+  config: Config
+  now: () => Date
+  snapshot: { rows: Awaited<ReturnType<typeof repo.listMarketRates>>; at: number } | null
+}
+
 export type RateService = ReturnType<typeof createRateService>
 
-export function createRateService(deps: { db: Db; config: Config; now?: () => Date }) {
-  const { db, config } = deps
-  const now = deps.now ?? (() => new Date())
-
-  // Every market rate, read at most once per rateCacheMs per process (the table has a row per currency): a
-  // payment then costs no query for its rate. A rate set through this process is seen at once; one set
-  // elsewhere (the operator command, another process) within rateCacheMs.
-  let cached: { rows: Awaited<ReturnType<typeof repo.listMarketRates>>; at: number } | null = null
-  async function snapshot() {
-    if (!cached || Date.now() - cached.at >= config.rateCacheMs)
-      cached = { rows: await repo.listMarketRates(db), at: Date.now() }
-    return cached.rows
+export function createRateService(input: { db: Db; config: Config; now?: () => Date }) {
+  const deps: RateDeps = {
+    db: input.db,
+    config: input.config,
+    now: input.now ?? (() => new Date()),
+    snapshot: null,
   }
+  return {
+    merchantRate: (currency: string, settlement: string, markupBps: number) =>
+      merchantRate(deps, currency, settlement, markupBps),
+    merchantRates: (settlement: string, markupBps: number) => merchantRates(deps, settlement, markupBps),
+    ratesView: (merchant: Merchant) => ratesView(deps, merchant),
+    setMarketRate: (currency: string, rate: string) => setMarketRate(deps, currency, rate),
+    listMarketRates: () => repo.listMarketRates(deps.db),
+  }
+}
 
-  function assertFresh(updatedAt: Date, currency: string): void {
-    if (config.fxMaxAgeSeconds === null) return
-    if (now().getTime() - updatedAt.getTime() > config.fxMaxAgeSeconds * 1000) {
-      throw new AppError('fx_rate_unavailable', `The ${currency} rate is out of date; try again shortly.`, {
+// Every market rate, read at most once per rateCacheMs per process (the table has a row per currency): a
+// payment then costs no query for its rate. A rate set through this process is seen at once; one set
+// elsewhere (the operator command, another process) within rateCacheMs.
+async function marketRates(deps: RateDeps) {
+  if (!deps.snapshot || Date.now() - deps.snapshot.at >= deps.config.rateCacheMs)
+    deps.snapshot = { rows: await repo.listMarketRates(deps.db), at: Date.now() }
+  return deps.snapshot.rows
+}
+
+function assertFresh(deps: RateDeps, updatedAt: Date, currency: string): void {
+  const { fxMaxAgeSeconds } = deps.config
+  if (fxMaxAgeSeconds === null) return
+  if (deps.now().getTime() - updatedAt.getTime() > fxMaxAgeSeconds * 1000) {
+    throw new AppError('fx_rate_unavailable', `The ${currency} rate is out of date; try again shortly.`, {
+      currency,
+    })
+  }
+}
+
+/** Market rate of `currency` per 1 unit of `settlement`, with its age; null when either has no rate. */
+async function marketRate(
+  deps: RateDeps,
+  currency: string,
+  settlement: string,
+): Promise<{ rate: string; updated_at: Date } | null> {
+  const wanted = [currency, settlement].filter((c) => c !== QUOTE_CURRENCY)
+  const rows = wanted.length ? (await marketRates(deps)).filter((r) => wanted.includes(r.currency)) : []
+  const of = (c: string) =>
+    c === QUOTE_CURRENCY ? { market_rate: '1', updated_at: null } : rows.find((r) => r.currency === c)
+  const a = of(currency)
+  const b = of(settlement)
+  if (!a || !b) return null
+  const dates = [a.updated_at, b.updated_at].filter((d): d is Date => d !== null)
+  // The older of the two rates decides the age of the cross rate.
+  const updatedAt = dates.length ? new Date(Math.min(...dates.map((d) => d.getTime()))) : deps.now()
+  for (const [c, row] of [
+    [currency, a],
+    [settlement, b],
+  ] as const)
+    if (row.updated_at) assertFresh(deps, row.updated_at, c)
+  const rate = settlement === QUOTE_CURRENCY ? a.market_rate : divideRates(a.market_rate, b.market_rate)
+  return { rate, updated_at: updatedAt }
+}
+
+/**
+ * The merchant's rates for `currency` against its settlement currency (contract §6.4):
+ * pay-in = market × (1 + markup), payout = market × (1 − markup). The settlement currency itself is "1".
+ * Throws unsupported_currency when there is no rate and fx_rate_unavailable when it is stale.
+ */
+export async function merchantRate(
+  deps: RateDeps,
+  currency: string,
+  settlement: string,
+  markupBps: number,
+): Promise<MerchantRate> {
+  if (currency === settlement) return { currency, pay_in_rate: '1', payout_rate: '1', updated_at: deps.now() }
+  const market = isKnownCurrency(currency) ? await marketRate(deps, currency, settlement) : null
+  if (!market) {
+    throw new AppError(
+      'unsupported_currency',
+      `${currency} is not a supported currency: there is no rate for it.`,
+      {
         currency,
-      })
+      },
+    )
+  }
+  return {
+    currency,
+    pay_in_rate: applyMarkupUp(market.rate, markupBps),
+    payout_rate: applyMarkupDown(market.rate, markupBps),
+    updated_at: market.updated_at,
+  }
+}
+
+/** Every currency with a usable rate against `settlement`, the merchant's markup applied; stale ones left out. */
+export async function merchantRates(
+  deps: RateDeps,
+  settlement: string,
+  markupBps: number,
+): Promise<MerchantRate[]> {
+  const currencies = [
+    ...new Set([...(await repo.listMarketRates(deps.db)).map((r) => r.currency), QUOTE_CURRENCY]),
+  ]
+  const out: MerchantRate[] = []
+  for (const currency of currencies.filter((c) => c !== settlement).sort()) {
+    try {
+      out.push(await merchantRate(deps, currency, settlement, markupBps))
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error
     }
   }
+  return out
+}
 
-  /** Market rate of `currency` per 1 unit of `settlement`, with its age; null when either has no rate. */
-  async function marketRate(
-    currency: string,
-    settlement: string,
-  ): Promise<{ rate: string; updated_at: Date } | null> {
-    const wanted = [currency, settlement].filter((c) => c !== QUOTE_CURRENCY)
-    const rows = wanted.length ? (await snapshot()).filter((r) => wanted.includes(r.currency)) : []
-    const of = (c: string) =>
-      c === QUOTE_CURRENCY ? { market_rate: '1', updated_at: null } : rows.find((r) => r.currency === c)
-    const a = of(currency)
-    const b = of(settlement)
-    if (!a || !b) return null
-    const dates = [a.updated_at, b.updated_at].filter((d): d is Date => d !== null)
-    // The older of the two rates decides the age of the cross rate.
-    const updatedAt = dates.length ? new Date(Math.min(...dates.map((d) => d.getTime()))) : now()
-    for (const [c, row] of [
-      [currency, a],
-      [settlement, b],
-    ] as const)
-      if (row.updated_at) assertFresh(row.updated_at, c)
-    const rate = settlement === QUOTE_CURRENCY ? a.market_rate : divideRates(a.market_rate, b.market_rate)
-    return { rate, updated_at: updatedAt }
-  }
-
+/** What GET /integration/rates shows: the merchant's usable rates, and when the newest was set. */
+export async function ratesView(deps: RateDeps, merchant: Merchant) {
+  const data = await merchantRates(deps, merchant.settlement_currency, merchant.fx_markup_bps)
+  const newest = data.reduce<Date | null>((max, r) => (max && max > r.updated_at ? max : r.updated_at), null)
   return {
-    /**
-     * The merchant's rates for `currency` against its settlement currency (contract §6.4):
-     * pay-in = market × (1 + markup), payout = market × (1 − markup). The settlement currency itself is "1".
-     * Throws unsupported_currency when there is no rate and fx_rate_unavailable when it is stale.
-     */
-    async merchantRate(currency: string, settlement: string, markupBps: number): Promise<MerchantRate> {
-      if (currency === settlement) return { currency, pay_in_rate: '1', payout_rate: '1', updated_at: now() }
-      const market = isKnownCurrency(currency) ? await marketRate(currency, settlement) : null
-      if (!market) {
-        throw new AppError(
-          'unsupported_currency',
-          `${currency} is not a supported currency: there is no rate for it.`,
-          { currency },
-        )
-      }
-      return {
-        currency,
-        pay_in_rate: applyMarkupUp(market.rate, markupBps),
-        payout_rate: applyMarkupDown(market.rate, markupBps),
-        updated_at: market.updated_at,
-      }
-    },
-
-    /** Every currency with a usable rate against `settlement`, the merchant's markup applied; stale ones left out. */
-    async merchantRates(settlement: string, markupBps: number): Promise<MerchantRate[]> {
-      const currencies = [
-        ...new Set([...(await repo.listMarketRates(db)).map((r) => r.currency), QUOTE_CURRENCY]),
-      ]
-      const out: MerchantRate[] = []
-      for (const currency of currencies.filter((c) => c !== settlement).sort()) {
-        try {
-          out.push(await this.merchantRate(currency, settlement, markupBps))
-        } catch (error) {
-          if (!(error instanceof AppError)) throw error
-        }
-      }
-      return out
-    },
-
-    /** What GET /integration/rates shows: the merchant's usable rates, and when the newest was set. */
-    async ratesView(merchant: Merchant) {
-      const data = await this.merchantRates(merchant.settlement_currency, merchant.fx_markup_bps)
-      const newest = data.reduce<Date | null>(
-        (max, r) => (max && max > r.updated_at ? max : r.updated_at),
-        null,
-      )
-      return {
-        settlement_currency: merchant.settlement_currency,
-        data: data.map((r) => ({ ...r, updated_at: r.updated_at.toISOString() })),
-        updated_at: (newest ?? now()).toISOString(),
-      }
-    },
-
-    /** Operator: set the market rate of a currency, as units per 1 USDT. */
-    async setMarketRate(currency: string, rate: string) {
-      if (!isKnownCurrency(currency) || currency === QUOTE_CURRENCY)
-        throw new Error(`${currency} is not an ISO 4217 currency code`)
-      if (!isPositiveDecimal(rate))
-        throw new Error(`the rate must be a positive decimal such as 92.15, got "${rate}"`)
-      cached = null
-      return repo.upsertMarketRate(db, currency, formatDecimal(parseDecimal(rate)), now())
-    },
-
-    listMarketRates: () => repo.listMarketRates(db),
+    settlement_currency: merchant.settlement_currency,
+    data: data.map((r) => ({ ...r, updated_at: r.updated_at.toISOString() })),
+    updated_at: (newest ?? deps.now()).toISOString(),
   }
+}
+
+/** Operator: set the market rate of a currency, as units per 1 USDT. */
+export async function setMarketRate(deps: RateDeps, currency: string, rate: string) {
+  if (!isKnownCurrency(currency) || currency === QUOTE_CURRENCY)
+    throw new Error(`${currency} is not an ISO 4217 currency code`)
+  if (!isPositiveDecimal(rate))
+    throw new Error(`the rate must be a positive decimal such as 92.15, got "${rate}"`)
+  deps.snapshot = null
+  return repo.upsertMarketRate(deps.db, currency, formatDecimal(parseDecimal(rate)), deps.now())
 }

@@ -12,13 +12,17 @@ export type RequisiteService = ReturnType<typeof createRequisiteService>
 
 export function createRequisiteService(deps: { db: Db }) {
   return {
-    add(method: H2hMethod, fields: Record<string, string>) {
-      return repo.insertRequisite(deps.db, { uuid: newId(), payment_method: method, fields })
-    },
+    add: (method: H2hMethod, fields: Record<string, string>) => addRequisite(deps.db, method, fields),
     list: () => repo.listRequisites(deps.db),
-    /** Assigns requisites inside the caller's transaction; null when the pool for the method is empty. */
-    async assign(trx: Executor, method: H2hMethod, at: Date) {
-      return (await repo.takeLeastRecentlyUsed(trx, method, at)) ?? null
-    },
+    assign: (trx: Executor, method: H2hMethod, at: Date) => assignRequisite(trx, method, at),
   }
+}
+
+/** Operator: adds requisites to the pool of a host-to-host method. */
+export const addRequisite = (db: Executor, method: H2hMethod, fields: Record<string, string>) =>
+  repo.insertRequisite(db, { uuid: newId(), payment_method: method, fields })
+
+/** Assigns requisites inside the caller's transaction; null when the pool for the method is empty. */
+export async function assignRequisite(trx: Executor, method: H2hMethod, at: Date) {
+  return (await repo.takeLeastRecentlyUsed(trx, method, at)) ?? null
 }

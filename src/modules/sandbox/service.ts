@@ -22,59 +22,86 @@ export type PayoutSimulation = (typeof PAYOUT_SIMULATIONS)[number]
 
 export type SandboxService = ReturnType<typeof createSandboxService>
 
-/**
- * The sandbox makes the simulated provider send its callbacks, and they enter through the same handler a
- * real provider's callbacks do: nothing here writes a status.
- */
-export function createSandboxService(deps: {
+export interface SandboxDeps {
   config: Config
   simulator: SimulatorConnector
   transactions: TransactionService
   payouts: PayoutService
-}) {
-  const { config, simulator, transactions, payouts } = deps
+}
 
-  /** Contract §2: a test key, or a server that is not in production. */
-  function assertSandbox(auth: AuthContext): void {
-    if (auth.mode !== 'test' && config.appEnv === 'production') {
-      throw new AppError('sandbox_unavailable', 'Sandbox operations need a test key in production.')
-    }
-  }
-
-  /** The simulated provider's callbacks for `simulation`, through the handler a real provider's go through. */
-  async function simulate(transactionUuid: string, simulation: Simulation): Promise<TransactionRow> {
-    let row: TransactionRow | undefined
-    for (const outcome of CALLBACKS[simulation]) {
-      row = await transactions.receiveProviderCallback(
-        simulator.name,
-        simulator.callbackFor(transactionUuid, outcome),
-      )
-    }
-    return row as TransactionRow
-  }
-
+/**
+ * The sandbox makes the simulated provider send its callbacks, and they enter through the same handler a
+ * real provider's callbacks do: nothing here writes a status.
+ */
+export function createSandboxService(deps: SandboxDeps) {
   return {
-    assertSandbox,
-
-    async simulateTransaction(auth: AuthContext, uuid: string, simulation: Simulation) {
-      assertSandbox(auth)
-      const owned = await transactions.getOwned(auth, uuid)
-      return transactions.toView(await simulate(owned.uuid, simulation))
-    },
-
-    /** The hosted page's test-mode buttons: the same simulated callbacks, for a test-mode transaction only. */
-    async simulateFromPage(row: TransactionRow, simulation: 'paid' | 'failed') {
-      if (row.mode !== 'test')
-        throw new AppError('sandbox_unavailable', 'Only test-mode payments can be simulated from the page.')
-      return simulate(row.uuid, simulation)
-    },
-
-    /** The provider's callback that the payout was paid out or refused, through the one payout handler. */
-    async simulatePayout(auth: AuthContext, uuid: string, simulation: PayoutSimulation) {
-      assertSandbox(auth)
-      const owned = await payouts.getOwned(auth, uuid)
-      const row = await payouts.receiveProviderCallback(simulator.payoutCallbackFor(owned.uuid, simulation))
-      return payouts.toView(row)
-    },
+    assertSandbox: (auth: AuthContext) => assertSandbox(deps, auth),
+    simulateTransaction: (auth: AuthContext, uuid: string, simulation: Simulation) =>
+      simulateTransaction(deps, auth, uuid, simulation),
+    simulateFromPage: (row: TransactionRow, simulation: 'paid' | 'failed') =>
+      simulateFromPage(deps, row, simulation),
+    simulatePayout: (auth: AuthContext, uuid: string, simulation: PayoutSimulation) =>
+      simulatePayout(deps, auth, uuid, simulation),
   }
+}
+
+/** Contract §2: a test key, or a server that is not in production. */
+export function assertSandbox(deps: Pick<SandboxDeps, 'config'>, auth: AuthContext): void {
+  if (auth.mode !== 'test' && deps.config.appEnv === 'production') {
+    throw new AppError('sandbox_unavailable', 'Sandbox operations need a test key in production.')
+  }
+}
+
+/** The simulated provider's callbacks for `simulation`, through the handler a real provider's go through. */
+async function simulate(
+  deps: Pick<SandboxDeps, 'simulator' | 'transactions'>,
+  transactionUuid: string,
+  simulation: Simulation,
+): Promise<TransactionRow> {
+  const { simulator, transactions } = deps
+  let row: TransactionRow | undefined
+  for (const outcome of CALLBACKS[simulation]) {
+    row = await transactions.receiveProviderCallback(
+      simulator.name,
+      simulator.callbackFor(transactionUuid, outcome),
+    )
+  }
+  return row as TransactionRow
+}
+
+export async function simulateTransaction(
+  deps: Pick<SandboxDeps, 'config' | 'simulator' | 'transactions'>,
+  auth: AuthContext,
+  uuid: string,
+  simulation: Simulation,
+) {
+  assertSandbox(deps, auth)
+  const owned = await deps.transactions.getOwned(auth, uuid)
+  return deps.transactions.toView(await simulate(deps, owned.uuid, simulation))
+}
+
+/** The hosted page's test-mode buttons: the same simulated callbacks, for a test-mode transaction only. */
+export async function simulateFromPage(
+  deps: Pick<SandboxDeps, 'simulator' | 'transactions'>,
+  row: TransactionRow,
+  simulation: 'paid' | 'failed',
+) {
+  if (row.mode !== 'test')
+    throw new AppError('sandbox_unavailable', 'Only test-mode payments can be simulated from the page.')
+  return simulate(deps, row.uuid, simulation)
+}
+
+/** The provider's callback that the payout was paid out or refused, through the one payout handler. */
+export async function simulatePayout(
+  deps: Pick<SandboxDeps, 'config' | 'simulator' | 'payouts'>,
+  auth: AuthContext,
+  uuid: string,
+  simulation: PayoutSimulation,
+) {
+  assertSandbox(deps, auth)
+  const owned = await deps.payouts.getOwned(auth, uuid)
+  const row = await deps.payouts.receiveProviderCallback(
+    deps.simulator.payoutCallbackFor(owned.uuid, simulation),
+  )
+  return deps.payouts.toView(row)
 }
