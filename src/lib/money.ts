@@ -143,16 +143,20 @@ export const convertFloor = (amountMinor: number, from: string, rate: string, to
 export const convertCeil = (amountMinor: number, from: string, rate: string, to: string): number =>
   Number(convert(amountMinor, from, rate, to, divCeil))
 
-/** "54.259360 USDT": minor units shown with exactly the currency's exponent. */
-export function formatMinor(amountMinor: number, currency: string): string {
+/** "54.259360": minor units as a decimal string with exactly the currency's exponent. */
+export function minorToDecimal(amountMinor: number, currency: string): string {
   const exponent = currencyExponent(currency)
   const digits = Math.abs(amountMinor)
     .toString()
     .padStart(exponent + 1, '0')
   const whole = digits.slice(0, digits.length - exponent)
   const fraction = exponent > 0 ? `.${digits.slice(digits.length - exponent)}` : ''
-  return `${amountMinor < 0 ? '-' : ''}${whole}${fraction} ${currency}`
+  return `${amountMinor < 0 ? '-' : ''}${whole}${fraction}`
 }
+
+/** "54.259360 USDT": minor units shown with exactly the currency's exponent. */
+export const formatMinor = (amountMinor: number, currency: string): string =>
+  `${minorToDecimal(amountMinor, currency)} ${currency}`
 
 export interface PayoutFigures {
   /** What the beneficiary is sent, in USDT micro. */

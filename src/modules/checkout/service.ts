@@ -1,5 +1,5 @@
 import type { TransactionRow } from '../../db/types.ts'
-import { currencyExponent } from '../../lib/money.ts'
+import { currencyExponent, minorToDecimal } from '../../lib/money.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import type { SandboxService } from '../sandbox/service.ts'
 import type { TransactionService } from '../transactions/service.ts'
@@ -30,7 +30,7 @@ const TOKEN = /^[A-Za-z0-9_-]{22}$/
 /** The amount as a customer reads it ("₽1,511.25", "¥1,500", "KWD 1,234.567") through Intl, exactly. */
 export function formatAmount(amountMinor: number, currency: string, locale = 'en-US'): string {
   const exponent = currencyExponent(currency)
-  const major = `${Math.trunc(amountMinor / 10 ** exponent)}.${String(amountMinor % 10 ** exponent).padStart(exponent, '0')}`
+  const major = minorToDecimal(amountMinor, currency)
   // Intl formats a decimal string exactly (no float rounding); USDT is not an ISO code, so it gets its name.
   const value = major as unknown as number
   try {
