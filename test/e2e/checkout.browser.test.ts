@@ -13,6 +13,7 @@ import {
   type TestContext,
 } from '../helpers/harness.ts'
 import { ROOT } from '../helpers/program.ts'
+import { providerCallbacks } from '../helpers/rows.ts'
 
 /**
  * The hosted payment page in a real browser (Debian's Chromium, driven by playwright-core): what a customer
@@ -180,7 +181,7 @@ describe('hosted payment page in Chromium', () => {
         // The button went through the sandbox path: the transaction failed, with its provider callback recorded.
         const after = (await call(ctx, 'GET', `/integration/transactions/${tx.uuid}`)).json()
         assert.equal(after.status, 'failed')
-        const callbacks = await ctx.services.transactions.listProviderCallbacks(tx.uuid)
+        const callbacks = await providerCallbacks(ctx.db, tx.uuid)
         assert.deepEqual(
           callbacks.map((c) => [c.connector, c.outcome, c.result]),
           [['simulator', 'failed', 'applied']],

@@ -87,15 +87,6 @@ export async function claimDue(db: Executor, now: Date, leaseUntil: Date, limit:
 export const insertCallback = (db: Executor, row: Insertable<PayoutCallbacksTable>) =>
   db.insertInto('payout_callbacks').values(row).execute()
 
-export const listCallbacks = (db: Executor, payoutUuid: string) =>
-  db
-    .selectFrom('payout_callbacks')
-    .selectAll()
-    .where('payout_uuid', '=', payoutUuid)
-    .orderBy('received_at')
-    .orderBy('uuid')
-    .execute()
-
 /** The payout made with this Idempotency-Key, if one was committed. */
 export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
   scoped(db, scope).where('idempotency_key', '=', key).executeTakeFirst()

@@ -8,7 +8,6 @@ import { receivePayoutCallback } from './process.ts'
 import { findPayoutByIdempotencyKey, getOwnedPayout, getPayout, listPayouts } from './queries.ts'
 import { purgeExpiredQuotes, quotePayout } from './quote.ts'
 import { checkDuePayouts } from './recovery.ts'
-import * as repo from './repository.ts'
 import type { CreatePayoutInput, ListPayoutsInput, PayoutQuoteInput } from './schemas.ts'
 import { payoutView } from './view.ts'
 
@@ -51,7 +50,6 @@ export function createPayoutService(
     list: (auth: AuthContext, query: ListPayoutsInput) => listPayouts(deps, auth, query),
     receiveProviderCallback: (body: unknown) => receivePayoutCallback(deps, body),
     checkDue: (limit?: number, now?: Date) => checkDuePayouts(deps, limit, now),
-    listProviderCallbacks: (uuid: string) => repo.listCallbacks(deps.db, uuid),
     purgeQuotes: (before?: Date) => purgeExpiredQuotes(deps, before),
   }
 }

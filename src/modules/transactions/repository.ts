@@ -117,14 +117,6 @@ export const updateTransaction = (db: Executor, uuid: string, changes: Transacti
 export const insertProviderCallback = (db: Executor, row: Insertable<ProviderCallbacksTable>) =>
   db.insertInto('provider_callbacks').values(row).execute()
 
-export const listProviderCallbacks = (db: Executor, transactionUuid: string) =>
-  db
-    .selectFrom('provider_callbacks')
-    .selectAll()
-    .where('transaction_uuid', '=', transactionUuid)
-    .orderBy('received_at')
-    .execute()
-
 /** Paid transactions whose hold has ended and whose money is still pending, locked (others skipped). */
 export const lockSettlementDue = (db: Executor, now: Date, limit: number) =>
   db

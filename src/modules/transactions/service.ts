@@ -14,7 +14,6 @@ import {
   lockTransaction,
   transactionAmount,
 } from './queries.ts'
-import * as repo from './repository.ts'
 import type { CreateTransactionInput, ListTransactionsInput } from './schemas.ts'
 import { settleDueTransactions } from './settlement.ts'
 import { expireOverdueTransactions, markTransactionRefunded, receiveProviderCallback } from './status.ts'
@@ -42,7 +41,6 @@ export function createTransactionService(deps: TransactionDeps) {
     markRefunded: (trx: Executor, row: TransactionRow, refundedTotal: number, at: Date) =>
       markTransactionRefunded(deps, trx, row, refundedTotal, at),
     settleDue: (limit?: number, now?: Date) => settleDueTransactions(deps, limit, now),
-    listProviderCallbacks: (uuid: string) => repo.listProviderCallbacks(deps.db, uuid),
     create: (auth: AuthContext, input: CreateTransactionInput) => createTransaction(deps, auth, input),
     get: (auth: AuthContext, uuid: string) => getTransaction(deps, auth, uuid),
     getByExternalId: (auth: AuthContext, externalId: string) =>

@@ -13,6 +13,7 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { providerCallbacks } from '../../helpers/rows.ts'
 
 /**
  * The hosted payment page over HTTP (contract §9, §6.1 payment_url): what the page and its status endpoint show,
@@ -118,9 +119,7 @@ for (const backend of backends()) {
     const eventCount = async (uuid: string) =>
       (await ctx.db.selectFrom('events').select('uuid').where('aggregate_uuid', '=', uuid).execute()).length
     const callbacks = async (uuid: string) =>
-      (await ctx.services.transactions.listProviderCallbacks(uuid))
-        .map((c) => `${c.connector}:${c.result}`)
-        .sort()
+      (await providerCallbacks(ctx.db, uuid)).map((c) => `${c.connector}:${c.result}`).sort()
     /** The status view: exactly its five keys, with the page's security headers. */
     const statusView = async (token: string) => {
       const res = await status(token)
@@ -591,7 +590,7 @@ for (const backend of backends()) {
           assert.equal(stored.status, 'paid', what)
           assert.equal(stored.aggregate_version, 2)
           assert.ok(stored.paid_at)
-          const received = await ctx.services.transactions.listProviderCallbacks(tx.uuid)
+          const received = await providerCallbacks(ctx.db, tx.uuid)
           assert.deepEqual(
             received.map((c) => [c.connector, c.outcome, c.result, c.from_status, c.to_status]),
             [['simulator', 'paid', 'applied', 'pending', 'paid']],

@@ -16,6 +16,7 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { payoutCallbacks } from '../../helpers/rows.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
 // Every expected figure below is worked out by hand in the comment above it (contract §6.3):
@@ -156,12 +157,7 @@ function helpers(get: () => TestContext) {
         .orderBy('aggregate_version')
         .execute(),
     callbacks: async (uuid: string) =>
-      (await get().services.payouts.listProviderCallbacks(uuid)).map((c) => [
-        c.outcome,
-        c.result,
-        c.from_status,
-        c.to_status,
-      ]),
+      (await payoutCallbacks(get().db, uuid)).map((c) => [c.outcome, c.result, c.from_status, c.to_status]),
   }
   return h
 }

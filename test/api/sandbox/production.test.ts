@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
 import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import { providerCallbacks } from '../../helpers/rows.ts'
 
 const SIMULATIONS = [
   ['paid', 'paid'],
@@ -57,7 +58,7 @@ for (const backend of backends()) {
           .where('aggregate_uuid', '=', tx.uuid)
           .execute()
         assert.deepEqual(events, [])
-        const callbacks = await ctx.services.transactions.listProviderCallbacks(tx.uuid)
+        const callbacks = await providerCallbacks(ctx.db, tx.uuid)
         assert.deepEqual(callbacks, [])
       }
     })

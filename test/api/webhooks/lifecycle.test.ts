@@ -11,6 +11,7 @@ import {
   startReceiver,
   type TestContext,
 } from '../../helpers/harness.ts'
+import { providerCallbacks } from '../../helpers/rows.ts'
 
 for (const backend of backends()) {
   describe(`sandbox simulations deliver signed events (${backend})`, () => {
@@ -97,7 +98,7 @@ for (const backend of backends()) {
       const res = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/failed`)
       assert.equal(res.json().status, 'paid')
       assert.equal(res.json().aggregate_version, 2)
-      const callbacks = await ctx.services.transactions.listProviderCallbacks(tx.uuid)
+      const callbacks = await providerCallbacks(ctx.db, tx.uuid)
       assert.deepEqual(
         callbacks.map((c) => [c.outcome, c.result]),
         [
