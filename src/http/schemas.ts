@@ -52,3 +52,11 @@ export const UuidParams = Type.Object(
   },
   { additionalProperties: false },
 )
+
+/**
+ * Marks a module's routes plugin as not encapsulated (what fastify-plugin does): the schemas it registers with
+ * `app.addSchema` belong to the whole app, so other modules' routes and the OpenAPI document can reference them.
+ */
+export function sharedSchemas<T extends object>(plugin: T): T {
+  return Object.assign(plugin, { [Symbol.for('skip-override')]: true })
+}
