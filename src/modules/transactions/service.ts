@@ -1,5 +1,6 @@
 import type { Config } from '../../config.ts'
 import type { PaymentConnector, ProviderCallback } from '../../connectors/types.ts'
+import { isPaymentMethod, isTransactionStatus } from '../../db/enums.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
@@ -304,7 +305,7 @@ export function createTransactionService(deps: {
 
     async create(auth: AuthContext, input: CreateTransactionInput): Promise<TransactionView> {
       const { merchant } = auth
-      if (!(PAYMENT_METHODS as readonly string[]).includes(input.payment_method)) {
+      if (!isPaymentMethod(input.payment_method)) {
         throw new AppError(
           'unsupported_payment_method',
           `Payment method "${input.payment_method}" is not supported.`,
@@ -313,6 +314,7 @@ export function createTransactionService(deps: {
           },
         )
       }
+      const paymentMethod = input.payment_method
       // Refused here (422) as the configured webhook URL is, not first at delivery time.
       if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
       const rate = await rates.merchantRate(
@@ -351,7 +353,7 @@ export function createTransactionService(deps: {
             settlement_amount: settlementAmount,
             fx_rate: rate.pay_in_rate,
             fx_rate_updated_at: rate.updated_at,
-            payment_method: input.payment_method,
+            payment_method: paymentMethod,
             status: 'pending',
             description: input.description ?? null,
             metadata: input.metadata ? JSON.stringify(input.metadata) : null,
@@ -436,10 +438,13 @@ export function createTransactionService(deps: {
         query.date_from !== undefined ? parseDateFilter('date_from', query.date_from, false) : undefined
       const to = query.date_to !== undefined ? parseDateFilter('date_to', query.date_to, true) : undefined
       if (from && to && from > to) throw validationError('date_from', 'must not be after date_to')
-      const statuses = query.status ? [...new Set(query.status.split(','))].sort() : undefined
+      const statuses = query.status
+        ? [...new Set(query.status.split(','))].filter(isTransactionStatus).sort()
+        : undefined
       const filters: repo.TransactionFilters = {
         statuses,
-        paymentMethod: query.payment_method,
+        paymentMethod:
+          query.payment_method && isPaymentMethod(query.payment_method) ? query.payment_method : undefined,
         currency: query.currency,
         from,
         to,

@@ -1,7 +1,9 @@
 /** What a payment provider can say about a payment. */
 export type ProviderOutcome = 'paid' | 'failed' | 'expired'
 
-export type TransactionStatus = 'pending' | 'paid' | 'failed' | 'expired' | 'partially_refunded' | 'refunded'
+import type { TransactionStatus } from '../../db/enums.ts'
+
+export type { TransactionStatus }
 
 export type TransitionResult =
   | { kind: 'applied'; to: TransactionStatus; event: `transaction.${'paid' | 'failed' | 'expired'}` }
