@@ -1,7 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { infoEnabled, logContext } from './auth.ts'
-import { AppError, errorEnvelope, registerErrorSchemas, renderError } from './errors.ts'
+import {
+  AppError,
+  declareErrorResponses,
+  errorEnvelope,
+  registerErrorSchemas,
+  renderError,
+} from './errors.ts'
 import { KEY_RELEASING_CODES } from './idempotency.ts'
 
 /**
@@ -42,6 +48,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     // Operations that take no query parameters refuse unknown ones too (422), like unknown body fields.
     if (route.config?.auth && route.method === 'GET' && route.schema && !route.schema.querystring) {
       route.schema.querystring = Type.Object({}, { additionalProperties: false })
+      declareErrorResponses(route.schema, 422)
     }
     const pattern = new RegExp(`^${route.url.replace(/:[^/]+/g, '[^/]+')}/?$`)
     for (const method of [route.method].flat()) routes.push({ pattern, method })

@@ -155,6 +155,14 @@ export function errorResponses(...statuses: number[]): Record<number, unknown> {
   return out
 }
 
+/** One error response of the shared block, with the response headers it may carry besides the shared ones. */
+export function errorResponse(
+  status: number,
+  headers: Record<string, { type: string; description: string }>,
+) {
+  return { ...(errorResponses(status)[status] as object), headers }
+}
+
 /**
  * Adds the error responses a shared mechanism can answer with (authentication, rate limits, idempotency, the
  * body parser) to a route's schema, beside those the route declares itself. Routes without documented

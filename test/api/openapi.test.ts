@@ -310,6 +310,9 @@ for (const backend of backends()) {
             assert.equal(Boolean(headers[header]), status !== '401', `${name} ${status}: ${header}`)
         }
       }
+      // An authenticated GET refuses unknown query parameters: 422.
+      for (const [method, path, op] of limited)
+        if (method === 'GET') assert.ok(op.responses['422'], `${method} ${path}: declares 422`)
       const health = doc.paths['/integration/health'].get.responses
       for (const response of Object.values<Json>(health)) {
         assert.ok(headersOf(doc, response)['x-request-id'])
@@ -322,8 +325,11 @@ for (const backend of backends()) {
     })
 
     it('declares Location on the 201s, and Idempotent-Replayed and the Idempotency-Key where a replay can happen', () => {
-      for (const path of ['/integration/transactions', '/integration/refunds', '/integration/payouts'])
+      for (const path of ['/integration/transactions', '/integration/refunds', '/integration/payouts']) {
         assert.ok(headersOf(doc, doc.paths[path].post.responses['201']).location, `${path}: 201 Location`)
+        // A 503 after the object was made (its answer could not be stored) still names it.
+        assert.ok(headersOf(doc, doc.paths[path].post.responses['503']).location, `${path}: 503 Location`)
+      }
       const idempotent = operations(doc).filter(([, , op]) =>
         (op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key'),
       )

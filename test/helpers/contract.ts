@@ -50,7 +50,8 @@ export function responseContract(doc: Json) {
       const method = sent.method.toLowerCase()
       const operation: Json | undefined = doc.paths?.[path]?.[method]
       if (!operation) return null
-      const name = `${sent.method} ${sent.url} → ${sent.status}`
+      const url = sent.url.length > 160 ? `${sent.url.slice(0, 160)}…` : sent.url
+      const name = `${sent.method} ${url} → ${sent.status}`
       const statusKey = [String(sent.status), `${String(sent.status)[0]}XX`, 'default'].find(
         (key) => operation.responses?.[key],
       )

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { AppError, errorResponses } from '../../http/errors.ts'
+import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
 import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
   CreatePayoutRequest,
@@ -77,6 +77,14 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
               },
             },
             ...errorResponses(400, 401, 409, 413, 415, 422, 503),
+            // The payout was made but its answer could not be stored (the database went away): Location names it.
+            503: errorResponse(503, {
+              location: {
+                type: 'string',
+                description:
+                  'When present, the payout was made: /integration/payouts/{uuid}. Retry with the same Idempotency-Key.',
+              },
+            }),
           },
         },
       },

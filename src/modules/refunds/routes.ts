@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { AppError, errorResponses } from '../../http/errors.ts'
+import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
 import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import { CreateRefundRequest, RefundResponse } from './schemas.ts'
 import type { RefundService } from './service.ts'
@@ -47,6 +47,14 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
               },
             },
             ...errorResponses(400, 401, 404, 409, 413, 415, 422),
+            // The refund was made but its answer could not be stored (the database went away): Location names it.
+            503: errorResponse(503, {
+              location: {
+                type: 'string',
+                description:
+                  'When present, the refund was made: /integration/refunds/{uuid}. Retry with the same Idempotency-Key.',
+              },
+            }),
           },
         },
       },

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { errorResponses } from '../../http/errors.ts'
+import { errorResponse, errorResponses } from '../../http/errors.ts'
 import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
   CreateTransactionBody,
@@ -59,6 +59,14 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
               },
             },
             ...errorResponses(400, 401, 409, 413, 415, 422, 503),
+            // The transaction was made but its answer could not be stored (the database went away): Location names it.
+            503: errorResponse(503, {
+              location: {
+                type: 'string',
+                description:
+                  'When present, the transaction was made: /integration/transactions/{uuid}. Retry with the same Idempotency-Key.',
+              },
+            }),
           },
         },
       },
