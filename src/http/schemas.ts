@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { type Static, type TSchema, type TSchemaOptions, type TUnsafe, Type } from 'typebox'
 import { UUID_PATTERN } from '../lib/ids.ts'
 
 /** Shared pieces of route schemas. */
@@ -60,3 +60,10 @@ export const UuidParams = Type.Object(
 export function sharedSchemas<T extends object>(plugin: T): T {
   return Object.assign(plugin, { [Symbol.for('skip-override')]: true })
 }
+
+/**
+ * A reference to a registered schema (`{ $ref: '<$id>' }`, a named component in the document), typed as the
+ * schema itself: a route that answers with it has its handler's return checked against it.
+ */
+export const Ref = <T extends TSchema>(schema: T, options: TSchemaOptions = {}): TUnsafe<Static<T>> =>
+  Type.Unsafe<Static<T>>(Type.Ref((schema as { $id?: string }).$id as string, options))

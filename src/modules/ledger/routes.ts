@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
 import type { LedgerService } from './service.ts'
 
 export const MerchantBalance = Type.Object(
@@ -37,7 +37,7 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
           tags: ['Balances'],
           security: [{ ApiKey: [] }, { Signature: [] }],
           response: {
-            200: { ...Type.Ref('IntegrationBalancesResponse'), description: 'The balances.' },
+            200: Ref(IntegrationBalancesResponse, { description: 'The balances.' }),
             ...errorResponses(401),
           },
         },

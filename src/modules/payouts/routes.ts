@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
-import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
   CreatePayoutRequest,
   ListPayoutsQuery,
@@ -34,7 +34,7 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
           security,
           querystring: PayoutQuoteQuery,
           response: {
-            200: { ...Type.Ref('PayoutQuoteResponse'), description: 'The quote.' },
+            200: Ref(PayoutQuoteResponse, { description: 'The quote.' }),
             ...errorResponses(401, 422, 503),
           },
         },
@@ -68,14 +68,13 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
           }),
           body: CreatePayoutRequest,
           response: {
-            201: {
-              ...Type.Ref('PayoutResponse'),
+            201: Ref(PayoutResponse, {
               description:
                 'The payout, as the provider left it (usually processing). `Location` names it. A retry of a key whose payout was made answers that payout as it stands, with `Idempotent-Replayed: true`.',
               headers: {
                 location: { type: 'string', description: 'The payout: /integration/payouts/{uuid}.' },
               },
-            },
+            }),
             ...errorResponses(400, 401, 409, 413, 415, 422, 503),
             // The payout was made but its answer could not be stored (the database went away): Location names it.
             503: errorResponse(503, {
@@ -113,7 +112,7 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
           security,
           querystring: ListPayoutsQuery,
           response: {
-            200: { ...Type.Ref('PayoutCursorPage'), description: 'A page of payouts, newest first.' },
+            200: Ref(PayoutCursorPage, { description: 'A page of payouts, newest first.' }),
             ...errorResponses(401, 422),
           },
         },
@@ -132,7 +131,7 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
           security,
           params: UuidParams,
           response: {
-            200: { ...Type.Ref('PayoutResponse'), description: 'The payout.' },
+            200: Ref(PayoutResponse, { description: 'The payout.' }),
             ...errorResponses(401, 404),
           },
         },

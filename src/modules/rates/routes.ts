@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
 import type { RateService } from './service.ts'
 
 export const RatesResponse = Type.Object(
@@ -39,7 +39,7 @@ export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = sha
           tags: ['Rates'],
           security: [{ ApiKey: [] }, { Signature: [] }],
           response: {
-            200: { ...Type.Ref('RatesResponse'), description: 'The rates.' },
+            200: Ref(RatesResponse, { description: 'The rates.' }),
             ...errorResponses(401),
           },
         },

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
-import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import { CreateRefundRequest, RefundResponse } from './schemas.ts'
 import type { RefundService } from './service.ts'
 
@@ -38,14 +38,13 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
           }),
           body: CreateRefundRequest,
           response: {
-            201: {
-              ...Type.Ref('RefundResponse'),
+            201: Ref(RefundResponse, {
               description:
                 'The refund (the sandbox provider answers at once). `Location` names it. A retry of a key whose refund was made answers that refund, with `Idempotent-Replayed: true`.',
               headers: {
                 location: { type: 'string', description: 'The refund: /integration/refunds/{uuid}.' },
               },
-            },
+            }),
             ...errorResponses(400, 401, 404, 409, 413, 415, 422),
             // The refund was made but its answer could not be stored (the database went away): Location names it.
             503: errorResponse(503, {
@@ -82,7 +81,7 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
           security: [{ ApiKey: [] }, { Signature: [] }],
           params: UuidParams,
           response: {
-            200: { ...Type.Ref('RefundResponse'), description: 'The refund.' },
+            200: Ref(RefundResponse, { description: 'The refund.' }),
             ...errorResponses(401, 404),
           },
         },

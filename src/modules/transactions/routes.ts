@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponse, errorResponses } from '../../http/errors.ts'
-import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
   CreateTransactionBody,
   CreateTransactionRequest,
@@ -48,8 +48,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           }),
           body: CreateTransactionBody,
           response: {
-            201: {
-              ...Type.Ref('TransactionResponse'),
+            201: Ref(TransactionResponse, {
               description: 'Created. `Location` names the new transaction.',
               headers: {
                 location: {
@@ -57,7 +56,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
                   description: 'The new transaction: /integration/transactions/{uuid}.',
                 },
               },
-            },
+            }),
             ...errorResponses(400, 401, 409, 413, 415, 422, 503),
             // The transaction was made but its answer could not be stored (the database went away): Location names it.
             503: errorResponse(503, {
@@ -88,10 +87,9 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           security,
           querystring: ListTransactionsQuery,
           response: {
-            200: {
-              ...Type.Ref('TransactionCursorPage'),
+            200: Ref(TransactionCursorPage, {
               description: 'A page of transactions, newest first.',
-            },
+            }),
             ...errorResponses(401, 422),
           },
         },
@@ -112,7 +110,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           security,
           params: ExternalIdParams,
           response: {
-            200: { ...Type.Ref('TransactionResponse'), description: 'The transaction.' },
+            200: Ref(TransactionResponse, { description: 'The transaction.' }),
             ...errorResponses(401, 404),
           },
         },
@@ -132,7 +130,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           security,
           params: UuidParams,
           response: {
-            200: { ...Type.Ref('TransactionResponse'), description: 'The transaction.' },
+            200: Ref(TransactionResponse, { description: 'The transaction.' }),
             ...errorResponses(401, 404),
           },
         },
@@ -152,7 +150,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           security,
           params: UuidParams,
           response: {
-            200: { ...Type.Ref('H2hTransactionResponse'), description: 'Where the customer transfers to.' },
+            200: Ref(H2hTransactionResponse, { description: 'Where the customer transfers to.' }),
             ...errorResponses(401, 404),
           },
         },

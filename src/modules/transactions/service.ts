@@ -20,7 +20,7 @@ import {
   PAYMENT_METHODS,
   type TransactionView,
 } from './schemas.ts'
-import { type ProviderOutcome, type TransactionStatus, transition } from './state-machine.ts'
+import { type ProviderOutcome, transition } from './state-machine.ts'
 
 const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
 const iso = (d: Date) => d.toISOString()
@@ -147,7 +147,7 @@ export function createTransactionService(deps: {
     source: { connector: string; reference: string | null },
   ) {
     const now = new Date()
-    const result = transition(row.status as TransactionStatus, outcome)
+    const result = transition(row.status, outcome)
     await repo.insertProviderCallback(trx, {
       uuid: newId(),
       connector: source.connector,

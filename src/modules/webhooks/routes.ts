@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
   ListDeliveriesQuery,
   MerchantPayoutCallback,
@@ -44,7 +43,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           tags,
           security,
           response: {
-            200: { ...Type.Ref('WebhookConfig'), description: 'The configuration.' },
+            200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
             ...errorResponses(401),
           },
         },
@@ -63,7 +62,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           security,
           body: UpdateWebhookConfigRequest,
           response: {
-            200: { ...Type.Ref('WebhookConfig'), description: 'The configuration.' },
+            200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
             ...errorResponses(400, 401, 413, 415, 422),
           },
         },
@@ -84,7 +83,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           security,
           body: RotateSecretRequest,
           response: {
-            200: { ...Type.Ref('WebhookConfig'), description: 'The configuration with its new secret.' },
+            200: Ref(WebhookConfigResponse, { description: 'The configuration with its new secret.' }),
             ...errorResponses(400, 401, 422),
           },
         },
@@ -104,7 +103,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           tags,
           security,
           response: {
-            200: { ...Type.Ref('WebhookDelivery'), description: 'The delivery after its attempt.' },
+            200: Ref(WebhookDeliveryResponse, { description: 'The delivery after its attempt.' }),
             ...errorResponses(401, 422),
           },
         },
@@ -124,7 +123,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           security,
           querystring: ListDeliveriesQuery,
           response: {
-            200: { ...Type.Ref('WebhookDeliveryPage'), description: 'A page of deliveries.' },
+            200: Ref(WebhookDeliveryPage, { description: 'A page of deliveries.' }),
             ...errorResponses(401, 422),
           },
         },
@@ -143,7 +142,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           security,
           params: UuidParams,
           response: {
-            200: { ...Type.Ref('WebhookDelivery'), description: 'The delivery.' },
+            200: Ref(WebhookDeliveryResponse, { description: 'The delivery.' }),
             ...errorResponses(401, 404),
           },
         },
@@ -164,7 +163,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           security,
           params: UuidParams,
           response: {
-            202: { ...Type.Ref('WebhookDelivery'), description: 'The delivery, queued.' },
+            202: Ref(WebhookDeliveryResponse, { description: 'The delivery, queued.' }),
             ...errorResponses(401, 404, 409),
           },
         },
