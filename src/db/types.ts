@@ -1,6 +1,17 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
+import type {
+  DeliveryStatus,
+  FeePayer,
+  Mode,
+  PaymentMethod,
+  PayoutMethod,
+  PayoutStatus,
+  RefundStatus,
+  TransactionStatus,
+} from './enums.ts'
 
-export type Mode = 'test' | 'live'
+export type { Mode, PayoutMethod, PayoutStatus }
+
 type Timestamp = ColumnType<Date, Date | string, Date | string>
 type Json<T> = ColumnType<T, string, string>
 
@@ -62,14 +73,14 @@ export interface TransactionsTable {
   uuid: string
   merchant_uuid: string
   mode: Mode
-  type: string
+  type: 'payment'
   external_id: string
   amount: number
   gross_amount: number
   net_amount: number
   fee_amount: number
   fee_bps: number
-  fee_payer: string
+  fee_payer: FeePayer
   merchant_fee_share_bps: number
   merchant_fee_merchant_amount: number
   merchant_fee_customer_amount: number
@@ -78,8 +89,8 @@ export interface TransactionsTable {
   settlement_amount: number
   fx_rate: string
   fx_rate_updated_at: Timestamp
-  payment_method: string
-  status: string
+  payment_method: PaymentMethod
+  status: TransactionStatus
   description: string | null
   metadata: Json<Record<string, string>> | null
   callback_url: string | null
@@ -189,7 +200,7 @@ export interface WebhookDeliveriesTable {
   url: string
   target: string
   body: string
-  status: 'pending' | 'succeeded' | 'failed'
+  status: DeliveryStatus
   attempts: number
   next_attempt_at: Timestamp | null
   locked_until: Timestamp | null
@@ -264,7 +275,7 @@ export interface RefundsTable {
   amount_minor: number
   currency: string
   settlement_debit: number
-  status: 'pending' | 'succeeded' | 'failed'
+  status: RefundStatus
   reason: string | null
   message: string
   action_request_id: string
@@ -280,9 +291,6 @@ export interface RefundsTable {
 }
 
 export type RefundRow = Selectable<RefundsTable>
-
-export type PayoutMethod = 'usdt_wallet' | 'card'
-export type PayoutStatus = 'pending' | 'processing' | 'completed' | 'failed'
 
 export interface PayoutQuotesTable {
   uuid: string

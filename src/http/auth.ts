@@ -2,7 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify
 import { levels } from 'pino'
 import type { Merchant, Mode } from '../db/types.ts'
 import { constantTimeEqual, hmacSha256Hex } from '../lib/crypto.ts'
-import { AppError } from './errors.ts'
+import { AppError, declareErrorResponses } from './errors.ts'
 
 export type AuthRequirement = 'none' | 'key' | 'signature'
 
@@ -161,9 +161,15 @@ async function authenticate(
   return found.auth
 }
 
-/** Authenticates every route that asks for it, before its input is validated. */
+/**
+ * Authenticates every route that asks for it, before its input is validated. Such a route can answer 401, and
+ * 503 when the database that holds the keys cannot be reached.
+ */
 export function registerAuth(app: FastifyInstance, merchants: KeyLookup): void {
   app.decorateRequest('auth', null)
+  app.addHook('onRoute', (route) => {
+    if (route.config?.auth && route.config.auth !== 'none') declareErrorResponses(route.schema, 401, 503)
+  })
   app.addHook('preValidation', async (request, reply) => {
     const requirement = request.routeOptions.config.auth ?? 'none'
     if (requirement === 'none') return

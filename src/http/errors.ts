@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifySchema } from 'fastify'
 import { Type } from 'typebox'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 
@@ -65,9 +65,19 @@ export const notFound = (what = 'resource'): AppError => new AppError('not_found
 export const validationError = (field: string, message: string): AppError =>
   new AppError('validation_failed', 'The request is invalid.', null, { [field]: [message] })
 
+/** The closed list as a schema: every error body's `code` is one of these literals. */
+export const ErrorCodeSchema = Type.Union(
+  (Object.keys(ERROR_STATUS) as ErrorCode[]).map((code) => Type.Literal(code)),
+  {
+    $id: 'ErrorCode',
+    description:
+      'The closed list of error codes: stable and machine-readable, each with one HTTP status (docs/API.md, Errors).',
+  },
+)
+
 export const StructuredError = Type.Object(
   {
-    code: Type.String({
+    code: Type.Ref('ErrorCode', {
       description: 'Stable machine-readable code (see docs/API.md).',
       examples: ['not_found'],
     }),
@@ -93,7 +103,7 @@ export const ErrorResponse = Type.Object(
 export const ValidationErrorResponse = Type.Object(
   {
     error: Type.Object({
-      code: Type.String({
+      code: Type.Ref('ErrorCode', {
         description: 'Stable machine-readable code (see docs/API.md).',
         examples: ['validation_failed'],
       }),
@@ -145,7 +155,28 @@ export function errorResponses(...statuses: number[]): Record<number, unknown> {
   return out
 }
 
+/** One error response of the shared block, with the response headers it may carry besides the shared ones. */
+export function errorResponse(
+  status: number,
+  headers: Record<string, { type: string; description: string }>,
+) {
+  return { ...(errorResponses(status)[status] as object), headers }
+}
+
+/**
+ * Adds the error responses a shared mechanism can answer with (authentication, rate limits, idempotency, the
+ * body parser) to a route's schema, beside those the route declares itself. Routes without documented
+ * responses (the hidden ones) are left alone.
+ */
+export function declareErrorResponses(schema: FastifySchema | undefined, ...statuses: number[]): void {
+  if (!schema?.response || (schema as { hide?: boolean }).hide) return
+  const responses = schema.response as Record<string, unknown>
+  for (const [status, declared] of Object.entries(errorResponses(...statuses)))
+    if (!(status in responses)) responses[status] = declared
+}
+
 export function registerErrorSchemas(app: FastifyInstance): void {
+  app.addSchema(ErrorCodeSchema)
   app.addSchema(StructuredError)
   app.addSchema(ErrorResponse)
   app.addSchema(ValidationErrorResponse)
@@ -193,13 +224,26 @@ function fieldErrors(issues: AjvIssue[]): FieldErrors {
   return out
 }
 
-interface RenderedError {
+export interface RenderedError {
   status: number
   code: ErrorCode
   message: string
   details: Record<string, unknown> | null
   errors: FieldErrors | null
   headers: Record<string, string>
+}
+
+/** The one error envelope (`ErrorResponse`, with `errors` when fields were invalid) of a rendered error. */
+export function errorEnvelope(rendered: RenderedError, requestId: string) {
+  return {
+    error: {
+      code: rendered.code,
+      message: rendered.message,
+      request_id: requestId,
+      ...(rendered.errors ? { errors: rendered.errors } : {}),
+      details: rendered.details,
+    },
+  }
 }
 
 /** Every failure, ours or Fastify's, becomes one envelope; internals of a 5xx never leave the process. */

@@ -1,11 +1,12 @@
 import { createHmac } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
 import { claimKey, findKey, releaseKey, storeAnswer, takeOverKey } from '../db/idempotency-keys.ts'
 import type { Db } from '../db/index.ts'
 import type { Mode } from '../db/types.ts'
 import { deriveKey } from '../lib/crypto.ts'
 import { newId } from '../lib/ids.ts'
-import { AppError } from './errors.ts'
+import { AppError, declareErrorResponses } from './errors.ts'
 
 export type IdempotencyRequirement = 'optional' | 'required'
 
@@ -80,6 +81,27 @@ export function registerIdempotency(
   leaseMs = 60_000,
 ): void {
   app.decorateRequest('idempotency', null)
+
+  // An operation that takes a key says so, and declares the answers about it: 400 for a missing (when
+  // required) or malformed key, 409 while a request with it still runs, 422 for a key reused on another request.
+  app.addHook('onRoute', (route) => {
+    const requirement = route.config?.idempotency
+    if (!requirement || !route.schema || route.schema.hide) return
+    const headers = (route.schema.headers ?? Type.Object({})) as { properties?: Record<string, unknown> }
+    if (!headers.properties?.['idempotency-key']) {
+      route.schema.headers = Type.Object({
+        ...(headers.properties as Record<string, never>),
+        'idempotency-key': Type.Optional(
+          Type.String({
+            description:
+              'Optional: makes retries safe. 1-255 printable ASCII characters; kept 7 days per merchant and mode. A repeat answers the first answer, with `Idempotent-Replayed: true`.',
+            examples: ['9f1c2d3e-retry-1'],
+          }),
+        ),
+      })
+    }
+    declareErrorResponses(route.schema, 400, 409, 422)
+  })
 
   app.addHook('preHandler', async (request, reply) => {
     const requirement = request.routeOptions.config.idempotency

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import type { Cursor } from '../db/keyset.ts'
 import { sha256Hex } from '../lib/crypto.ts'
@@ -122,4 +123,9 @@ export function cursorPage<T extends { created_at: Date; uuid: string }, V>(
       path: options.path,
     },
   }
+}
+
+/** The page meta every list operation answers with. */
+export function registerPagination(app: FastifyInstance): void {
+  app.addSchema(CursorMeta)
 }

@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { AppError } from './errors.ts'
+import { AppError, declareErrorResponses } from './errors.ts'
 
 /** Contract §10: a token bucket per API key, refilled at `perSecond` up to `burst`. */
 export interface RateLimitConfig {
@@ -95,6 +95,10 @@ export async function registerRateLimit(
   limits: RateLimitConfig,
   redisUrl: string | null,
 ): Promise<void> {
+  // Every authenticated operation is limited, so every one can answer 429.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.auth && route.config.auth !== 'none') declareErrorResponses(route.schema, 429)
+  })
   let store: ReturnType<typeof localStore> | ReturnType<typeof redisStore>
   if (redisUrl) {
     const redis = new Redis(redisUrl, {

@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { type Static, type TSchema, type TSchemaOptions, type TUnsafe, Type } from 'typebox'
 import { UUID_PATTERN } from '../lib/ids.ts'
 
 /** Shared pieces of route schemas. */
@@ -52,3 +52,18 @@ export const UuidParams = Type.Object(
   },
   { additionalProperties: false },
 )
+
+/**
+ * Marks a module's routes plugin as not encapsulated (what fastify-plugin does): the schemas it registers with
+ * `app.addSchema` belong to the whole app, so other modules' routes and the OpenAPI document can reference them.
+ */
+export function sharedSchemas<T extends object>(plugin: T): T {
+  return Object.assign(plugin, { [Symbol.for('skip-override')]: true })
+}
+
+/**
+ * A reference to a registered schema (`{ $ref: '<$id>' }`, a named component in the document), typed as the
+ * schema itself: a route that answers with it has its handler's return checked against it.
+ */
+export const Ref = <T extends TSchema>(schema: T, options: TSchemaOptions = {}): TUnsafe<Static<T>> =>
+  Type.Unsafe<Static<T>>(Type.Ref((schema as { $id?: string }).$id as string, options))

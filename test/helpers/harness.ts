@@ -15,6 +15,7 @@ import {
 } from '../../src/db/index.ts'
 import type { Mode } from '../../src/db/types.ts'
 import { sign } from '../../src/http/auth.ts'
+import { responseContract } from './contract.ts'
 
 export type Backend = 'pglite' | 'postgres'
 
@@ -104,6 +105,11 @@ export interface TestContext {
   secrets: string[]
   /** Responses with status ≥ 500 seen so far (the suites allow none). */
   serverErrors: { method: string; url: string; status: number }[]
+  /**
+   * Responses that do not match the served OpenAPI document (an undeclared status or header, or a body the
+   * declared schema refuses), checked on every response; the suites allow none.
+   */
+  contractViolations: string[]
   newMerchant(name?: string): Promise<TestMerchant>
   close(): Promise<void>
 }
@@ -146,7 +152,25 @@ export async function createTestContext(
     if (reply.statusCode >= 500)
       serverErrors.push({ method: request.method, url: request.url, status: reply.statusCode })
   })
+  // Every answer is checked against the served document, as a third-party client would check it.
+  const contractViolations: string[] = []
+  let contract: ReturnType<typeof responseContract> | null = null
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (contract && (typeof payload === 'string' || payload === null || payload === undefined)) {
+      const violation = contract.check({
+        method: request.method,
+        route: request.routeOptions.url,
+        url: request.url,
+        status: reply.statusCode,
+        headers: reply.getHeaders(),
+        body: payload ?? '',
+      })
+      if (violation) contractViolations.push(violation)
+    }
+    return payload
+  })
   await app.ready()
+  contract = responseContract(app.swagger() as Record<string, unknown>)
 
   for (const [currency, rate] of Object.entries(DEMO_TEST_RATES))
     await services.rates.setMarketRate(currency, rate)
@@ -181,6 +205,7 @@ export async function createTestContext(
     logs,
     secrets,
     serverErrors,
+    contractViolations,
     newMerchant,
     async close() {
       await app.close()
@@ -188,6 +213,10 @@ export async function createTestContext(
       await drop()
       if (serverErrors.length)
         throw new Error(`responses with status >= 500: ${JSON.stringify(serverErrors)}`)
+      if (contractViolations.length)
+        throw new Error(
+          `${contractViolations.length} response(s) do not match the OpenAPI document:\n${[...new Set(contractViolations)].join('\n')}`,
+        )
       const leaked = secrets.filter((s) => logs.some((line) => line.includes(s)))
       if (leaked.length) throw new Error(`${leaked.length} secret(s) appeared in the logs`)
     },

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { sql } from 'kysely'
 import { Type } from 'typebox'
 import type { Db } from '../../db/index.ts'
-import { Timestamp } from '../../http/schemas.ts'
+import { Ref, Timestamp } from '../../http/schemas.ts'
 
 const HealthResponse = Type.Object(
   {
@@ -29,8 +29,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ db: Db; version: string }
         tags: ['Health'],
         security: [],
         response: {
-          200: { ...Type.Ref('HealthResponse'), description: 'The API and its database are up.' },
-          503: { ...Type.Ref('HealthResponse'), description: 'The database is unreachable.' },
+          200: Ref(HealthResponse, { description: 'The API and its database are up.' }),
+          503: Ref(HealthResponse, { description: 'The database is unreachable.' }),
         },
       },
     },

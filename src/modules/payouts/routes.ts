@@ -1,124 +1,142 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { AppError, errorResponses } from '../../http/errors.ts'
-import { UuidParams } from '../../http/schemas.ts'
-import { CreatePayoutRequest, ListPayoutsQuery, PayoutQuoteQuery } from './schemas.ts'
+import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
+import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import {
+  CreatePayoutRequest,
+  ListPayoutsQuery,
+  PayoutCursorPage,
+  PayoutQuoteQuery,
+  PayoutQuoteResponse,
+  PayoutResponse,
+} from './schemas.ts'
 import type { PayoutService } from './service.ts'
 
 const tags = ['Payouts']
 const locationOf = (uuid: string) => `/integration/payouts/${uuid}`
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
-export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = async (
-  app,
-  { payouts },
-) => {
-  app.get(
-    '/integration/payouts/quote',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'quotePayout',
-        summary: 'Quote a payout: USDT amount, fee and total',
-        description:
-          'amount_usdt_micro = ceil(amount in major units / your payout rate); fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro; the total is their sum. The figures hold for 60 s: pass quote_id when creating the payout.',
-        tags,
-        security,
-        querystring: PayoutQuoteQuery,
-        response: {
-          200: { ...Type.Ref('PayoutQuoteResponse'), description: 'The quote.' },
-          ...errorResponses(401, 422, 503),
-        },
-      },
-    },
-    (request) => payouts.quote(authOf(request), request.query),
-  )
-
-  app.post(
-    '/integration/payouts',
-    {
-      config: {
-        auth: 'signature',
-        idempotency: 'required',
-        committedAnswer: async (scope, key) => {
-          const payout = await payouts.findByIdempotencyKey(scope, key)
-          return payout && { status: 201, headers: { location: locationOf(payout.uuid) }, body: payout }
-        },
-      },
-      schema: {
-        operationId: 'createPayout',
-        summary: 'Pay out USDT to a wallet, or to a card',
-        description:
-          'Moves money: X-Signature and Idempotency-Key are mandatory. The total (amount in USDT plus the fee) is reserved from the available USDT balance at once, then the payout is handed to the provider. Card numbers are Luhn-checked and kept only masked.',
-        tags,
-        security: [{ Signature: [] }],
-        // Declared optional so that a missing key gets its own 400 idempotency_key_required, not a 422.
-        headers: Type.Object({
-          'idempotency-key': Type.Optional(
-            Type.String({ description: 'Required: 1-255 printable ASCII characters.' }),
-          ),
-        }),
-        body: CreatePayoutRequest,
-        response: {
-          201: {
-            ...Type.Ref('PayoutResponse'),
-            description:
-              'The payout, as the provider left it (usually processing). `Location` names it. A retry of a key whose payout was made answers that payout as it stands, with `Idempotent-Replayed: true`.',
+export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = sharedSchemas(
+  async (app, { payouts }) => {
+    for (const schema of [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage])
+      app.addSchema(schema)
+    app.get(
+      '/integration/payouts/quote',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'quotePayout',
+          summary: 'Quote a payout: USDT amount, fee and total',
+          description:
+            'amount_usdt_micro = ceil(amount in major units / your payout rate); fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro; the total is their sum. The figures hold for 60 s: pass quote_id when creating the payout.',
+          tags,
+          security,
+          querystring: PayoutQuoteQuery,
+          response: {
+            200: Ref(PayoutQuoteResponse, { description: 'The quote.' }),
+            ...errorResponses(401, 422, 503),
           },
-          ...errorResponses(400, 401, 409, 413, 415, 422, 503),
         },
       },
-    },
-    async (request, reply) => {
-      const claim = request.idempotency
-      if (!claim)
-        throw new AppError('idempotency_key_required', 'This operation needs an Idempotency-Key header.')
-      const { payout, replayed } = await payouts.create(authOf(request), request.body, {
-        idempotencyKey: claim.key,
-        actionRequestId: claim.owner,
-      })
-      if (replayed) reply.header('idempotent-replayed', 'true')
-      return reply.code(201).header('location', locationOf(payout.uuid)).send(payout)
-    },
-  )
+      (request) => payouts.quote(authOf(request), request.query),
+    )
 
-  app.get(
-    '/integration/payouts',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'listPayouts',
-        summary: 'List payouts',
-        description: 'Newest first, with keyset cursor pagination. Repeat the same filters with a cursor.',
-        tags,
-        security,
-        querystring: ListPayoutsQuery,
-        response: {
-          200: { ...Type.Ref('PayoutCursorPage'), description: 'A page of payouts, newest first.' },
-          ...errorResponses(401, 422),
+    app.post(
+      '/integration/payouts',
+      {
+        config: {
+          auth: 'signature',
+          idempotency: 'required',
+          committedAnswer: async (scope, key) => {
+            const payout = await payouts.findByIdempotencyKey(scope, key)
+            return payout && { status: 201, headers: { location: locationOf(payout.uuid) }, body: payout }
+          },
+        },
+        schema: {
+          operationId: 'createPayout',
+          summary: 'Pay out USDT to a wallet, or to a card',
+          description:
+            'Moves money: X-Signature and Idempotency-Key are mandatory. The total (amount in USDT plus the fee) is reserved from the available USDT balance at once, then the payout is handed to the provider. Card numbers are Luhn-checked and kept only masked.',
+          tags,
+          security: [{ Signature: [] }],
+          // Declared optional so that a missing key gets its own 400 idempotency_key_required, not a 422.
+          headers: Type.Object({
+            'idempotency-key': Type.Optional(
+              Type.String({ description: 'Required: 1-255 printable ASCII characters.' }),
+            ),
+          }),
+          body: CreatePayoutRequest,
+          response: {
+            201: Ref(PayoutResponse, {
+              description:
+                'The payout, as the provider left it (usually processing). `Location` names it. A retry of a key whose payout was made answers that payout as it stands, with `Idempotent-Replayed: true`.',
+              headers: {
+                location: { type: 'string', description: 'The payout: /integration/payouts/{uuid}.' },
+              },
+            }),
+            ...errorResponses(400, 401, 409, 413, 415, 422, 503),
+            // The payout was made but its answer could not be stored (the database went away): Location names it.
+            503: errorResponse(503, {
+              location: {
+                type: 'string',
+                description:
+                  'When present, the payout was made: /integration/payouts/{uuid}. Retry with the same Idempotency-Key.',
+              },
+            }),
+          },
         },
       },
-    },
-    (request) => payouts.list(authOf(request), request.query),
-  )
+      async (request, reply) => {
+        const claim = request.idempotency
+        if (!claim)
+          throw new AppError('idempotency_key_required', 'This operation needs an Idempotency-Key header.')
+        const { payout, replayed } = await payouts.create(authOf(request), request.body, {
+          idempotencyKey: claim.key,
+          actionRequestId: claim.owner,
+        })
+        if (replayed) reply.header('idempotent-replayed', 'true')
+        return reply.code(201).header('location', locationOf(payout.uuid)).send(payout)
+      },
+    )
 
-  app.get(
-    '/integration/payouts/:uuid',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'getPayout',
-        summary: 'Get a payout',
-        tags,
-        security,
-        params: UuidParams,
-        response: {
-          200: { ...Type.Ref('PayoutResponse'), description: 'The payout.' },
-          ...errorResponses(401, 404),
+    app.get(
+      '/integration/payouts',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'listPayouts',
+          summary: 'List payouts',
+          description: 'Newest first, with keyset cursor pagination. Repeat the same filters with a cursor.',
+          tags,
+          security,
+          querystring: ListPayoutsQuery,
+          response: {
+            200: Ref(PayoutCursorPage, { description: 'A page of payouts, newest first.' }),
+            ...errorResponses(401, 422),
+          },
         },
       },
-    },
-    (request) => payouts.get(authOf(request), request.params.uuid),
-  )
-}
+      (request) => payouts.list(authOf(request), request.query),
+    )
+
+    app.get(
+      '/integration/payouts/:uuid',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'getPayout',
+          summary: 'Get a payout',
+          tags,
+          security,
+          params: UuidParams,
+          response: {
+            200: Ref(PayoutResponse, { description: 'The payout.' }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      (request) => payouts.get(authOf(request), request.params.uuid),
+    )
+  },
+)

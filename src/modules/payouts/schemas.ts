@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox'
+import { ModeSchema, PAYOUT_METHODS, PAYOUT_STATUSES, PayoutStatusSchema } from '../../db/enums.ts'
 import { PaginationQuery } from '../../http/pagination.ts'
 import {
   HttpUrl,
@@ -9,10 +10,10 @@ import {
   Timestamp,
   Uuid,
 } from '../../http/schemas.ts'
+import { LiteralUnion } from '../../lib/schema.ts'
 import { EXTERNAL_ID_PATTERN, MAX_AMOUNT } from '../transactions/schemas.ts'
 
-export const PAYOUT_METHODS = ['usdt_wallet', 'card'] as const
-export const PAYOUT_STATUSES = ['pending', 'processing', 'completed', 'failed'] as const
+export { PAYOUT_METHODS, PAYOUT_STATUSES }
 export const WALLET_NETWORKS = ['TRC20', 'ERC20'] as const
 
 const Amount = Type.Integer({
@@ -26,6 +27,7 @@ const Currency = Type.String({
   description: 'ISO 4217 code (or USDT) with a current rate.',
   examples: ['USD'],
 })
+// Request values keep `enum` (their validation message lists the allowed values); responses use literal unions.
 const Method = Type.String({
   enum: [...PAYOUT_METHODS],
   description: '`usdt_wallet` (USDT to a TRC20 or ERC20 address) or `card`.',
@@ -42,7 +44,7 @@ export const PayoutQuoteResponse = Type.Object(
     quote_id: Uuid('Pass it as `quote_id` within 60 s to pay out at these figures.'),
     amount: Type.Integer(),
     currency: Type.String(),
-    method: Type.String({ enum: [...PAYOUT_METHODS] }),
+    method: LiteralUnion(PAYOUT_METHODS),
     fx_rate: Type.String({
       description: 'Your payout rate: units of `currency` per 1 USDT.',
       examples: ['1'],
@@ -88,19 +90,19 @@ export const CreatePayoutRequest = Type.Object(
       Nullable(HttpUrl('Where status callbacks for this payout go (overrides the webhook URL).')),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'CreatePayoutRequest', additionalProperties: false },
 )
 
 export const PayoutResponse = Type.Object(
   {
     uuid: Uuid(),
     merchant_uuid: Uuid(),
-    mode: Type.String({ enum: ['test', 'live'] }),
+    mode: ModeSchema,
     external_id: Type.String(),
     amount: Type.Integer({ description: 'Minor units of `currency`.' }),
     currency: Type.String(),
-    method: Type.String({ enum: [...PAYOUT_METHODS] }),
-    status: Type.String({ enum: [...PAYOUT_STATUSES] }),
+    method: LiteralUnion(PAYOUT_METHODS),
+    status: PayoutStatusSchema,
     destination: StringMap('Where the money goes; a card number only ever masked.'),
     metadata: Nullable(StringMap('Your key/value pairs.')),
     callback_url: Nullable(Type.String()),
@@ -114,7 +116,7 @@ export const PayoutResponse = Type.Object(
       Type.Object(
         {
           uuid: Uuid(),
-          type: Type.String({ enum: [...WALLET_NETWORKS] }),
+          type: LiteralUnion(WALLET_NETWORKS),
           address: Type.String(),
           label: Type.String({ examples: ['USDT TRC20'] }),
         },

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { Timestamp } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
 import type { RateService } from './service.ts'
 
 export const RatesResponse = Type.Object(
@@ -24,24 +24,27 @@ export const RatesResponse = Type.Object(
   { $id: 'RatesResponse' },
 )
 
-export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = async (app, { rates }) => {
-  app.get(
-    '/integration/rates',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'listRates',
-        summary: "The merchant's FX rates",
-        description:
-          'Market rates with the merchant markup applied: pay_in_rate = market × (1 + markup), payout_rate = market × (1 − markup). Rates older than FX_MAX_AGE are left out: operations that need them answer 503 fx_rate_unavailable.',
-        tags: ['Rates'],
-        security: [{ ApiKey: [] }, { Signature: [] }],
-        response: {
-          200: { ...Type.Ref('RatesResponse'), description: 'The rates.' },
-          ...errorResponses(401),
+export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = sharedSchemas(
+  async (app, { rates }) => {
+    for (const schema of [RatesResponse]) app.addSchema(schema)
+    app.get(
+      '/integration/rates',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'listRates',
+          summary: "The merchant's FX rates",
+          description:
+            'Market rates with the merchant markup applied: pay_in_rate = market × (1 + markup), payout_rate = market × (1 − markup). Rates older than FX_MAX_AGE are left out: operations that need them answer 503 fx_rate_unavailable.',
+          tags: ['Rates'],
+          security: [{ ApiKey: [] }, { Signature: [] }],
+          response: {
+            200: Ref(RatesResponse, { description: 'The rates.' }),
+            ...errorResponses(401),
+          },
         },
       },
-    },
-    (request) => rates.ratesView(authOf(request).merchant),
-  )
-}
+      (request) => rates.ratesView(authOf(request).merchant),
+    )
+  },
+)

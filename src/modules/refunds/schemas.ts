@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox'
+import { RefundStatusSchema } from '../../db/enums.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { MAX_AMOUNT } from '../transactions/schemas.ts'
 
@@ -19,7 +20,7 @@ export const CreateRefundRequest = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'CreateRefundRequest', additionalProperties: false },
 )
 
 export const RefundResponse = Type.Object(
@@ -28,7 +29,7 @@ export const RefundResponse = Type.Object(
     transaction_uuid: Uuid(),
     amount_minor: Type.Integer(),
     currency: Type.String(),
-    status: Type.String({ enum: ['pending', 'succeeded', 'failed'] }),
+    status: RefundStatusSchema,
     cumulative_refunded_minor: Type.Integer({
       description: 'Pending and succeeded refunds of the transaction, this one included.',
     }),

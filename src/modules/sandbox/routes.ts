@@ -2,6 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
+import { Ref } from '../../http/schemas.ts'
+import { PayoutResponse } from '../payouts/schemas.ts'
+import { TransactionResponse } from '../transactions/schemas.ts'
 import {
   PAYOUT_SIMULATIONS,
   type PayoutSimulation,
@@ -51,10 +54,9 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
             { additionalProperties: false },
           ),
           response: {
-            200: {
-              ...Type.Ref('TransactionResponse'),
+            200: Ref(TransactionResponse, {
               description: 'The transaction after the simulated callback(s).',
-            },
+            }),
             ...errorResponses(401, 403, 404),
           },
         },
@@ -78,7 +80,7 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ sandbox: SandboxService 
             { additionalProperties: false },
           ),
           response: {
-            200: { ...Type.Ref('PayoutResponse'), description: 'The payout after the simulated callback.' },
+            200: Ref(PayoutResponse, { description: 'The payout after the simulated callback.' }),
             ...errorResponses(401, 403, 404),
           },
         },

@@ -1,3 +1,4 @@
+import { isPaymentMethod } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
@@ -16,7 +17,7 @@ export async function createTransaction(
 ): Promise<TransactionView> {
   const { db, merchants, rates, requisites, webhooks } = deps
   const { merchant } = auth
-  if (!(PAYMENT_METHODS as readonly string[]).includes(input.payment_method)) {
+  if (!isPaymentMethod(input.payment_method)) {
     throw new AppError(
       'unsupported_payment_method',
       `Payment method "${input.payment_method}" is not supported.`,
@@ -25,6 +26,7 @@ export async function createTransaction(
       },
     )
   }
+  const paymentMethod = input.payment_method
   // Refused here (422) as the configured webhook URL is, not first at delivery time.
   if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
   const rate = await rates.merchantRate(input.currency, merchant.settlement_currency, merchant.fx_markup_bps)
@@ -59,7 +61,7 @@ export async function createTransaction(
         settlement_amount: settlementAmount,
         fx_rate: rate.pay_in_rate,
         fx_rate_updated_at: rate.updated_at,
-        payment_method: input.payment_method,
+        payment_method: paymentMethod,
         status: 'pending',
         description: input.description ?? null,
         metadata: input.metadata ? JSON.stringify(input.metadata) : null,

@@ -1,3 +1,4 @@
+import { isPaymentMethod, isTransactionStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { TransactionRow } from '../../db/types.ts'
@@ -94,10 +95,11 @@ export async function listTransactions(
     query.date_from !== undefined ? parseDateFilter('date_from', query.date_from, false) : undefined
   const to = query.date_to !== undefined ? parseDateFilter('date_to', query.date_to, true) : undefined
   if (from && to && from > to) throw validationError('date_from', 'must not be after date_to')
-  const statuses = query.status ? distinctSorted(query.status) : undefined
+  const statuses = query.status ? distinctSorted(query.status).filter(isTransactionStatus) : undefined
   const filters: repo.TransactionFilters = {
     statuses,
-    paymentMethod: query.payment_method,
+    paymentMethod:
+      query.payment_method && isPaymentMethod(query.payment_method) ? query.payment_method : undefined,
     currency: query.currency,
     from,
     to,

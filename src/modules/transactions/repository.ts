@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
+import type { PaymentMethod, TransactionStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { insertReturning } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
@@ -7,8 +8,8 @@ import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdat
 import type { Cursor } from '../../http/pagination.ts'
 
 export interface TransactionFilters {
-  statuses?: string[]
-  paymentMethod?: string
+  statuses?: TransactionStatus[]
+  paymentMethod?: PaymentMethod
   currency?: string
   from?: Date
   to?: Date

@@ -1,4 +1,11 @@
-import { type Static, Type } from 'typebox'
+import { type Static, type TSchemaOptions, Type } from 'typebox'
+import {
+  FEE_PAYERS,
+  ModeSchema,
+  PAYMENT_METHODS,
+  TRANSACTION_STATUSES,
+  TransactionStatusSchema,
+} from '../../db/enums.ts'
 import { PaginationQuery } from '../../http/pagination.ts'
 import {
   HttpUrl,
@@ -9,70 +16,86 @@ import {
   Timestamp,
   Uuid,
 } from '../../http/schemas.ts'
+import { LiteralUnion } from '../../lib/schema.ts'
 
-export const TRANSACTION_STATUSES = [
-  'pending',
-  'paid',
-  'failed',
-  'expired',
-  'partially_refunded',
-  'refunded',
-] as const
-export const PAYMENT_METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
+export { PAYMENT_METHODS, TRANSACTION_STATUSES }
+/** One of PAYMENT_METHODS, as a literal union. */
+export const PaymentMethod = (options: TSchemaOptions = {}) => LiteralUnion(PAYMENT_METHODS, options)
 export const MAX_AMOUNT = 100_000_000_000
 
 export const EXTERNAL_ID_PATTERN = '^[A-Za-z0-9._:-]{1,64}$'
 
+const createTransactionFields = {
+  amount: Type.Integer({
+    minimum: 1,
+    maximum: MAX_AMOUNT,
+    description: 'Amount to charge, in minor units of `currency`.',
+    examples: [150000],
+  }),
+  currency: Type.String({
+    minLength: 1,
+    maxLength: 8,
+    description: 'ISO 4217 code (or USDT) with a current rate.',
+    examples: ['RUB'],
+  }),
+  external_id: Type.String({
+    pattern: EXTERNAL_ID_PATTERN,
+    description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
+    examples: ['order-1001'],
+  }),
+  description: Type.Optional(
+    Nullable(Type.String({ maxLength: 500, pattern: NO_NUL_PATTERN, examples: ['Order #1001'] })),
+  ),
+  metadata: Type.Optional(Nullable(Metadata)),
+  callback_url: Type.Optional(
+    Nullable(HttpUrl('Where status callbacks for this transaction go (overrides the webhook URL).')),
+  ),
+  success_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after payment.'))),
+  fail_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after a failure.'))),
+}
+
+const PAYMENT_METHOD_DESCRIPTION =
+  '`card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites).'
+
+/** What a merchant sends, as the document names it: `payment_method` is one of PAYMENT_METHODS. */
 export const CreateTransactionRequest = Type.Object(
   {
-    amount: Type.Integer({
-      minimum: 1,
-      maximum: MAX_AMOUNT,
-      description: 'Amount to charge, in minor units of `currency`.',
-      examples: [150000],
-    }),
-    currency: Type.String({
-      minLength: 1,
-      maxLength: 8,
-      description: 'ISO 4217 code (or USDT) with a current rate.',
-      examples: ['RUB'],
-    }),
+    ...createTransactionFields,
+    payment_method: PaymentMethod({ description: PAYMENT_METHOD_DESCRIPTION, examples: ['card'] }),
+  },
+  { $id: 'CreateTransactionRequest', additionalProperties: false },
+)
+
+/**
+ * What the create operation validates: the same fields, but any `payment_method` string, so that another method
+ * is answered `422 unsupported_payment_method` with the supported list (contract §3) rather than as a malformed
+ * field. The document shows CreateTransactionRequest.
+ */
+export const CreateTransactionBody = Type.Object(
+  {
+    ...createTransactionFields,
     payment_method: Type.String({
       minLength: 1,
       maxLength: 32,
-      description: '`card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites).',
+      description: PAYMENT_METHOD_DESCRIPTION,
       examples: ['card'],
     }),
-    external_id: Type.String({
-      pattern: EXTERNAL_ID_PATTERN,
-      description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
-      examples: ['order-1001'],
-    }),
-    description: Type.Optional(
-      Nullable(Type.String({ maxLength: 500, pattern: NO_NUL_PATTERN, examples: ['Order #1001'] })),
-    ),
-    metadata: Type.Optional(Nullable(Metadata)),
-    callback_url: Type.Optional(
-      Nullable(HttpUrl('Where status callbacks for this transaction go (overrides the webhook URL).')),
-    ),
-    success_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after payment.'))),
-    fail_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after a failure.'))),
   },
-  { additionalProperties: false },
+  { $id: 'CreateTransactionRequest', additionalProperties: false },
 )
 
 export const TransactionResponse = Type.Object(
   {
     uuid: Uuid(),
-    type: Type.String({ enum: ['payment'] }),
-    mode: Type.String({ enum: ['test', 'live'], description: 'The mode of the key that created it.' }),
+    type: Type.Literal('payment'),
+    mode: { ...ModeSchema, description: 'The mode of the key that created it.' },
     amount: Type.Integer({ description: 'Requested amount, minor units.' }),
     gross_amount: Type.Integer({
       description: 'What the customer pays: amount plus the customer part of the fee.',
     }),
     net_amount: Type.Integer({ description: 'gross_amount minus the whole fee.' }),
     fee_amount: Type.Integer(),
-    fee_payer: Type.String({ enum: ['merchant', 'customer', 'split'] }),
+    fee_payer: LiteralUnion(FEE_PAYERS),
     merchant_fee_share_bps: Type.Integer({ minimum: 0, maximum: 10000 }),
     merchant_fee_merchant_amount: Type.Integer(),
     merchant_fee_customer_amount: Type.Integer(),
@@ -85,8 +108,8 @@ export const TransactionResponse = Type.Object(
       examples: ['92.15'],
     }),
     fx_rate_updated_at: Timestamp(),
-    payment_method: Type.String({ enum: [...PAYMENT_METHODS] }),
-    status: Type.String({ enum: [...TRANSACTION_STATUSES] }),
+    payment_method: PaymentMethod(),
+    status: TransactionStatusSchema,
     external_id: Type.String(),
     description: Nullable(Type.String()),
     metadata: Nullable(StringMap('Your key/value pairs.')),
@@ -119,11 +142,11 @@ export const TransactionCursorPage = Type.Object(
 export const H2hTransactionResponse = Type.Object(
   {
     uuid: Uuid(),
-    status: Type.String({ enum: [...TRANSACTION_STATUSES] }),
+    status: TransactionStatusSchema,
     amount: Type.Integer(),
     gross_amount: Type.Integer(),
     currency: Type.String(),
-    payment_method: Type.String(),
+    payment_method: PaymentMethod(),
     requisites: StringMap('Where the customer transfers to.'),
     expires_at: Timestamp(),
   },
@@ -189,5 +212,5 @@ export const ExternalIdParams = Type.Object(
 )
 
 export type TransactionView = Static<typeof TransactionResponse>
-export type CreateTransactionInput = Static<typeof CreateTransactionRequest>
+export type CreateTransactionInput = Static<typeof CreateTransactionBody>
 export type ListTransactionsInput = Static<typeof ListTransactionsQuery>

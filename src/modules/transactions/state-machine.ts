@@ -1,6 +1,8 @@
 import type { ProviderOutcome } from '../../connectors/types.ts'
 
-export type TransactionStatus = 'pending' | 'paid' | 'failed' | 'expired' | 'partially_refunded' | 'refunded'
+import type { TransactionStatus } from '../../db/enums.ts'
+
+export type { TransactionStatus }
 
 export type TransitionResult =
   | { kind: 'applied'; to: TransactionStatus; event: `transaction.${'paid' | 'failed' | 'expired'}` }

@@ -1,156 +1,175 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { UuidParams } from '../../http/schemas.ts'
-import { ListDeliveriesQuery, RotateSecretRequest, UpdateWebhookConfigRequest } from './schemas.ts'
+import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import {
+  ListDeliveriesQuery,
+  MerchantPayoutCallback,
+  MerchantTestCallback,
+  MerchantTransactionCallback,
+  RotateSecretRequest,
+  UpdateWebhookConfigRequest,
+  WebhookConfigResponse,
+  WebhookDeliveryPage,
+  WebhookDeliveryResponse,
+} from './schemas.ts'
 import type { WebhookService } from './service.ts'
 
 const tags = ['Webhooks']
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
-export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = async (
-  app,
-  { webhooks },
-) => {
-  app.get(
-    '/integration/webhook',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'getWebhookConfig',
-        summary: 'Get the webhook configuration',
-        description:
-          'Per merchant and mode. The signing secret exists from the start, before any URL is set.',
-        tags,
-        security,
-        response: {
-          200: { ...Type.Ref('WebhookConfig'), description: 'The configuration.' },
-          ...errorResponses(401),
+export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = sharedSchemas(
+  async (app, { webhooks }) => {
+    for (const schema of [
+      UpdateWebhookConfigRequest,
+      RotateSecretRequest,
+      WebhookConfigResponse,
+      WebhookDeliveryResponse,
+      WebhookDeliveryPage,
+      MerchantTransactionCallback,
+      MerchantPayoutCallback,
+      MerchantTestCallback,
+    ])
+      app.addSchema(schema)
+    app.get(
+      '/integration/webhook',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'getWebhookConfig',
+          summary: 'Get the webhook configuration',
+          description:
+            'Per merchant and mode. The signing secret exists from the start, before any URL is set.',
+          tags,
+          security,
+          response: {
+            200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
+            ...errorResponses(401),
+          },
         },
       },
-    },
-    (request) => webhooks.getConfig(authOf(request)),
-  )
+      (request) => webhooks.getConfig(authOf(request)),
+    )
 
-  app.put(
-    '/integration/webhook',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'updateWebhookConfig',
-        summary: 'Set the webhook URL, switch it on or off, choose events',
-        tags,
-        security,
-        body: UpdateWebhookConfigRequest,
-        response: {
-          200: { ...Type.Ref('WebhookConfig'), description: 'The configuration.' },
-          ...errorResponses(400, 401, 413, 415, 422),
+    app.put(
+      '/integration/webhook',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'updateWebhookConfig',
+          summary: 'Set the webhook URL, switch it on or off, choose events',
+          tags,
+          security,
+          body: UpdateWebhookConfigRequest,
+          response: {
+            200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
+            ...errorResponses(400, 401, 413, 415, 422),
+          },
         },
       },
-    },
-    (request) => webhooks.updateConfig(authOf(request), request.body),
-  )
+      (request) => webhooks.updateConfig(authOf(request), request.body),
+    )
 
-  app.post(
-    '/integration/webhook/secret/rotate',
-    {
-      config: { auth: 'key', idempotency: 'optional', bodyOptional: true },
-      schema: {
-        operationId: 'rotateWebhookSecret',
-        summary: 'Rotate the signing secret',
-        description:
-          'Returns the new secret. Until previous_secret_expires_at every delivery carries two signatures: the new and the old. At most two secrets are ever valid.',
-        tags,
-        security,
-        body: RotateSecretRequest,
-        response: {
-          200: { ...Type.Ref('WebhookConfig'), description: 'The configuration with its new secret.' },
-          ...errorResponses(400, 401, 422),
+    app.post(
+      '/integration/webhook/secret/rotate',
+      {
+        config: { auth: 'key', idempotency: 'optional', bodyOptional: true },
+        schema: {
+          operationId: 'rotateWebhookSecret',
+          summary: 'Rotate the signing secret',
+          description:
+            'Returns the new secret. Until previous_secret_expires_at every delivery carries two signatures: the new and the old. At most two secrets are ever valid.',
+          tags,
+          security,
+          body: RotateSecretRequest,
+          response: {
+            200: Ref(WebhookConfigResponse, { description: 'The configuration with its new secret.' }),
+            ...errorResponses(400, 401, 422),
+          },
         },
       },
-    },
-    (request) => webhooks.rotateSecret(authOf(request), request.body?.overlap_seconds),
-  )
+      (request) => webhooks.rotateSecret(authOf(request), request.body?.overlap_seconds),
+    )
 
-  app.post(
-    '/integration/webhook/test',
-    {
-      config: { auth: 'key', idempotency: 'optional' },
-      schema: {
-        operationId: 'sendTestWebhook',
-        summary: 'Send a webhook.test delivery now',
-        description:
-          'Sends at once to the configured URL and answers with the delivery after its one attempt (tests are not retried). 422 when no URL is set.',
-        tags,
-        security,
-        response: {
-          200: { ...Type.Ref('WebhookDelivery'), description: 'The delivery after its attempt.' },
-          ...errorResponses(401, 422),
+    app.post(
+      '/integration/webhook/test',
+      {
+        config: { auth: 'key', idempotency: 'optional' },
+        schema: {
+          operationId: 'sendTestWebhook',
+          summary: 'Send a webhook.test delivery now',
+          description:
+            'Sends at once to the configured URL and answers with the delivery after its one attempt (tests are not retried). 422 when no URL is set.',
+          tags,
+          security,
+          response: {
+            200: Ref(WebhookDeliveryResponse, { description: 'The delivery after its attempt.' }),
+            ...errorResponses(401, 422),
+          },
         },
       },
-    },
-    (request) => webhooks.sendTest(authOf(request)),
-  )
+      (request) => webhooks.sendTest(authOf(request)),
+    )
 
-  app.get(
-    '/integration/webhook/deliveries',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'listWebhookDeliveries',
-        summary: 'List webhook deliveries',
-        description: 'Newest first, cursor-paginated, optionally by status and event.',
-        tags,
-        security,
-        querystring: ListDeliveriesQuery,
-        response: {
-          200: { ...Type.Ref('WebhookDeliveryPage'), description: 'A page of deliveries.' },
-          ...errorResponses(401, 422),
+    app.get(
+      '/integration/webhook/deliveries',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'listWebhookDeliveries',
+          summary: 'List webhook deliveries',
+          description: 'Newest first, cursor-paginated, optionally by status and event.',
+          tags,
+          security,
+          querystring: ListDeliveriesQuery,
+          response: {
+            200: Ref(WebhookDeliveryPage, { description: 'A page of deliveries.' }),
+            ...errorResponses(401, 422),
+          },
         },
       },
-    },
-    (request) => webhooks.listDeliveries(authOf(request), request.query),
-  )
+      (request) => webhooks.listDeliveries(authOf(request), request.query),
+    )
 
-  app.get(
-    '/integration/webhook/deliveries/:uuid',
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'getWebhookDelivery',
-        summary: 'Get a webhook delivery',
-        tags,
-        security,
-        params: UuidParams,
-        response: {
-          200: { ...Type.Ref('WebhookDelivery'), description: 'The delivery.' },
-          ...errorResponses(401, 404),
+    app.get(
+      '/integration/webhook/deliveries/:uuid',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'getWebhookDelivery',
+          summary: 'Get a webhook delivery',
+          tags,
+          security,
+          params: UuidParams,
+          response: {
+            200: Ref(WebhookDeliveryResponse, { description: 'The delivery.' }),
+            ...errorResponses(401, 404),
+          },
         },
       },
-    },
-    (request) => webhooks.getDelivery(authOf(request), request.params.uuid),
-  )
+      (request) => webhooks.getDelivery(authOf(request), request.params.uuid),
+    )
 
-  app.post(
-    '/integration/webhook/deliveries/:uuid/redeliver',
-    {
-      config: { auth: 'key', idempotency: 'optional' },
-      schema: {
-        operationId: 'redeliverWebhook',
-        summary: 'Queue a fresh attempt of a delivery',
-        description:
-          'The delivery becomes pending and is attempted at once by the dispatcher, with the same webhook-id and body. Answers 202.',
-        tags,
-        security,
-        params: UuidParams,
-        response: {
-          202: { ...Type.Ref('WebhookDelivery'), description: 'The delivery, queued.' },
-          ...errorResponses(401, 404, 409),
+    app.post(
+      '/integration/webhook/deliveries/:uuid/redeliver',
+      {
+        config: { auth: 'key', idempotency: 'optional' },
+        schema: {
+          operationId: 'redeliverWebhook',
+          summary: 'Queue a fresh attempt of a delivery',
+          description:
+            'The delivery becomes pending and is attempted at once by the dispatcher, with the same webhook-id and body. Answers 202.',
+          tags,
+          security,
+          params: UuidParams,
+          response: {
+            202: Ref(WebhookDeliveryResponse, { description: 'The delivery, queued.' }),
+            ...errorResponses(401, 404, 409),
+          },
         },
       },
-    },
-    async (request, reply) =>
-      reply.code(202).send(await webhooks.redeliver(authOf(request), request.params.uuid)),
-  )
-}
+      async (request, reply) =>
+        reply.code(202).send(await webhooks.redeliver(authOf(request), request.params.uuid)),
+    )
+  },
+)

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox'
+import { DeliveryStatusSchema, ModeSchema } from '../../db/enums.ts'
 import { PaginationQuery } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 
@@ -54,7 +55,7 @@ export const UpdateWebhookConfigRequest = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'UpdateWebhookConfigRequest', additionalProperties: false },
 )
 
 export const RotateSecretRequest = Type.Object(
@@ -68,7 +69,7 @@ export const RotateSecretRequest = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'RotateWebhookSecretRequest', additionalProperties: false },
 )
 
 export const WebhookDeliveryResponse = Type.Object(
@@ -77,7 +78,7 @@ export const WebhookDeliveryResponse = Type.Object(
     event_id: Uuid('The webhook-id header: the same on every attempt.'),
     event: Type.String({ examples: ['transaction.paid'] }),
     url: Type.String(),
-    status: Type.String({ enum: ['pending', 'succeeded', 'failed'] }),
+    status: DeliveryStatusSchema,
     attempts: Type.Integer({ minimum: 0 }),
     last_attempt_at: Nullable(Timestamp()),
     next_attempt_at: Nullable(Timestamp()),
@@ -108,3 +109,60 @@ export const ListDeliveriesQuery = Type.Object(
 export type WebhookConfigView = Static<typeof WebhookConfigResponse>
 export type WebhookDeliveryView = Static<typeof WebhookDeliveryResponse>
 export type UpdateWebhookConfigInput = Static<typeof UpdateWebhookConfigRequest>
+
+/** What every callback body shares: the event, its id, and the version of the resource it reports. */
+const callbackEnvelope = (events: readonly string[], description: string) => ({
+  event:
+    events.length === 1
+      ? Type.Literal(events[0] as string, { description })
+      : Type.Union(
+          events.map((event) => Type.Literal(event)),
+          { description },
+        ),
+  event_id: Uuid(
+    'The event id, also sent as the `webhook-id` header: the same on every attempt. Deduplicate on it.',
+  ),
+  schema_version: Type.Literal('1', { description: 'The version of this payload schema.' }),
+  occurred_at: Timestamp('When the change happened.'),
+  aggregate_version: Type.Integer({
+    minimum: 1,
+    description: "The resource's aggregate_version after the change: order events by it.",
+  }),
+})
+
+export const MerchantTransactionCallback = Type.Object(
+  {
+    ...callbackEnvelope(TRANSACTION_EVENTS, 'The status the transaction moved to (refunds included).'),
+    transaction: Type.Ref('TransactionResponse', {
+      description: 'The transaction as it was right after the change.',
+    }),
+  },
+  {
+    $id: 'MerchantTransactionCallback',
+    description: 'The body of a transaction event: a payment, or a refund of it, changed its status.',
+  },
+)
+
+export const MerchantPayoutCallback = Type.Object(
+  {
+    ...callbackEnvelope(PAYOUT_EVENTS, 'The status the payout moved to.'),
+    payout: Type.Ref('PayoutResponse', { description: 'The payout as it was right after the change.' }),
+  },
+  { $id: 'MerchantPayoutCallback', description: 'The body of a payout event: a payout changed its status.' },
+)
+
+export const MerchantTestCallback = Type.Object(
+  {
+    ...callbackEnvelope(['webhook.test'], 'Always `webhook.test`.'),
+    data: Type.Object({
+      message: Type.String({ examples: ['This is a test delivery from merchant-gateway.'] }),
+      merchant_uuid: Uuid(),
+      mode: ModeSchema,
+    }),
+  },
+  {
+    $id: 'MerchantTestCallback',
+    description:
+      'The body of a test delivery (`POST /integration/webhook/test`); its aggregate_version is 1.',
+  },
+)

@@ -5,7 +5,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import type { Mode } from '../../../src/db/types.ts'
 import { sign } from '../../../src/http/auth.ts'
 import { backends, createTestContext, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
-import { SECURITY_ROUTES, type SecurityRoute } from './routes.ts'
+import { DOCUMENTED_OPERATIONS, ROUTE_TABLE, SECURITY_ROUTES, type SecurityRoute } from './routes.ts'
 
 interface Key {
   key_id: string
@@ -109,6 +109,31 @@ const missingCode = (route: SecurityRoute) =>
 /** X-Api-Key for key routes, X-Signature for signature-only routes: the usual valid credentials. */
 const validCredentials = (route: SecurityRoute, key: Key, req: Prepared): Record<string, string> =>
   route.auth === 'signature' ? { 'x-signature': signatureHeader(key, req) } : { 'x-api-key': key.secret }
+
+describe('the security table and the OpenAPI document', () => {
+  it('has an entry for every authenticated operation of the document, and none for another', () => {
+    const documented = DOCUMENTED_OPERATIONS.map((operation) => operation.name)
+    assert.ok(documented.length >= 20, `only ${documented.length} authenticated operations documented`)
+    const missing = documented.filter((name) => !ROUTE_TABLE.some((route) => route.name === name))
+    assert.deepEqual(
+      missing,
+      [],
+      'operations of the document without an entry in test/api/security/routes.ts',
+    )
+    const stale = ROUTE_TABLE.map((route) => route.name).filter((name) => !documented.includes(name))
+    assert.deepEqual(stale, [], 'entries of the table for operations the document does not have')
+    assert.equal(SECURITY_ROUTES.length, documented.length)
+  })
+
+  it('agrees with the document on the credentials and the Idempotency-Key of each operation', () => {
+    for (const operation of DOCUMENTED_OPERATIONS) {
+      const route = ROUTE_TABLE.find((r) => r.name === operation.name)
+      if (!route) continue
+      assert.equal(route.auth, operation.auth, `${operation.name}: auth`)
+      assert.equal(route.idempotency, operation.idempotency, `${operation.name}: Idempotency-Key`)
+    }
+  })
+})
 
 for (const backend of backends()) {
   describe(`authentication and isolation on every route (${backend})`, () => {

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict'
 import type { InjectOptions } from 'fastify'
+import { openApiDocument } from '../../../scripts/openapi.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
 
 /**
- * Every authenticated operation, for the shared security suite (auth.security.test.ts), in the spirit of
- * unkey's runCommonRouteTests. A new authenticated route gets one entry here and inherits every case:
- * no, wrong, revoked, malformed, expired and tampered credentials, and merchant and mode isolation.
+ * How to call each authenticated operation, for the shared security suite (auth.security.test.ts), in the
+ * spirit of unkey's runCommonRouteTests. Which operations are tested comes from the served OpenAPI document
+ * (DOCUMENTED_OPERATIONS): a new authenticated route gets one entry here and inherits every case (no, wrong,
+ * revoked, malformed, expired and tampered credentials, and merchant and mode isolation); a route the
+ * document has and this table lacks fails the suite.
  */
 export interface SecurityRoute<R = unknown> {
   /** Shown in test names, e.g. `GET /integration/transactions/{uuid}`. */
@@ -188,7 +191,45 @@ async function createPayout(ctx: TestContext, merchant: TestMerchant, mode: Mode
   return res.json()
 }
 
-export const SECURITY_ROUTES: SecurityRoute[] = [
+/** One authenticated operation as the document declares it. */
+export interface DocumentedOperation {
+  /** `METHOD path`, as SecurityRoute names it. */
+  name: string
+  /** `signature` when X-Signature is the only scheme, `key` when X-Api-Key is accepted too. */
+  auth: SecurityRoute['auth']
+  /** From its Idempotency-Key header parameter: `required` when its description says so. */
+  idempotency: SecurityRoute['idempotency']
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
+
+/** Every operation of the served document that asks for credentials. */
+export const DOCUMENTED_OPERATIONS: DocumentedOperation[] = Object.entries(
+  (await openApiDocument()).paths as Record<string, Record<string, OperationJson>>,
+).flatMap(([path, item]) =>
+  METHODS.flatMap((method) => {
+    const operation = item[method]
+    if (!operation?.security?.length) return []
+    const schemes = operation.security.flatMap((requirement) => Object.keys(requirement))
+    const key = (operation.parameters ?? []).find(
+      (p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key',
+    )
+    return [
+      {
+        name: `${method.toUpperCase()} ${path}`,
+        auth: schemes.includes('ApiKey') ? 'key' : 'signature',
+        idempotency: key ? (/^Required/.test(key.description ?? '') ? 'required' : 'optional') : undefined,
+      },
+    ]
+  }),
+)
+
+interface OperationJson {
+  security?: Record<string, string[]>[]
+  parameters?: { in: string; name: string; description?: string }[]
+}
+
+export const ROUTE_TABLE: SecurityRoute[] = [
   defineRoute<null>({
     name: 'POST /integration/transactions',
     method: 'POST',
@@ -374,6 +415,7 @@ export const SECURITY_ROUTES: SecurityRoute[] = [
     name: 'POST /integration/webhook/test',
     method: 'POST',
     auth: 'key',
+    idempotency: 'optional',
     setup: async (ctx, merchant, mode) => {
       await configureWebhook(ctx, merchant, mode)
       return null
@@ -423,3 +465,8 @@ export const SECURITY_ROUTES: SecurityRoute[] = [
     }),
   ),
 ]
+
+/** The table, in the order the document lists its operations; an operation without an entry is left out here. */
+export const SECURITY_ROUTES: SecurityRoute[] = DOCUMENTED_OPERATIONS.flatMap(
+  (operation) => ROUTE_TABLE.find((route) => route.name === operation.name) ?? [],
+)

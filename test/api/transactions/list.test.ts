@@ -316,7 +316,7 @@ for (const backend of backends()) {
 
     it('filters by status: one, several comma-separated; an unknown status is 422', async () => {
       const base = Date.parse('2026-04-06T00:00:00.000Z')
-      const statuses = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded']
+      const statuses = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded'] as const
       const { merchant, rows } = await merchantWith(
         Array.from({ length: 18 }, (_, i) => ({
           created_at: new Date(base + i * 1000),
@@ -350,7 +350,7 @@ for (const backend of backends()) {
 
     it('filters by payment_method and by currency', async () => {
       const base = Date.parse('2026-04-07T00:00:00.000Z')
-      const methods = ['card', 'p2p_card', 'bank_transfer']
+      const methods = ['card', 'p2p_card', 'bank_transfer'] as const
       const currencies = ['RUB', 'USD', 'EUR', 'JPY']
       const { merchant, rows } = await merchantWith(
         Array.from({ length: 24 }, (_, i) => ({
@@ -596,8 +596,8 @@ for (const backend of backends()) {
 
     it('filters and search combine with pagination in both directions', async () => {
       const base = Date.parse('2026-07-01T00:00:00.000Z')
-      const statuses = ['paid', 'failed', 'pending']
-      const methods = ['card', 'p2p_card']
+      const statuses = ['paid', 'failed', 'pending'] as const
+      const methods = ['card', 'p2p_card'] as const
       const { merchant, rows } = await merchantWith(
         Array.from({ length: 40 }, (_, i) => ({
           // Four rows per millisecond.

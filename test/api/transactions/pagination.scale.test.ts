@@ -7,8 +7,17 @@ import { seededRandom } from '../../helpers/random.ts'
 const TOTAL = 10_000
 const PER_PAGE = 100
 const BASE = Date.parse('2026-02-01T00:00:00.000Z')
-const STATUSES = ['pending', 'paid', 'paid', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded']
-const METHODS = ['card', 'card', 'p2p_card', 'bank_transfer']
+const STATUSES = [
+  'pending',
+  'paid',
+  'paid',
+  'paid',
+  'failed',
+  'expired',
+  'partially_refunded',
+  'refunded',
+] as const
+const METHODS = ['card', 'card', 'p2p_card', 'bank_transfer'] as const
 const CURRENCIES = ['RUB', 'USD', 'EUR', 'JPY', 'KWD']
 
 /** Newest first: created_at desc, then uuid desc (PostgreSQL orders uuids as their lower-case hex text). */

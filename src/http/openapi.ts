@@ -1,0 +1,171 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { SIGNATURE_TOLERANCE_SECONDS } from './auth.ts'
+
+// biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON of any shape.
+type Json = Record<string, any>
+
+export interface OpenApiOptions {
+  version: string
+  publicBaseUrl: string
+  /** The OpenAPI 3.1 `webhooks` section: the callbacks the service sends, one entry per event family. */
+  webhooks: Json
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
+
+/** Response headers the shared machinery sends, declared once and referenced by every response that has them. */
+const HEADERS: Record<string, Json> = {
+  'X-Request-Id': {
+    description:
+      'The id of this request: the X-Request-Id you sent (1-128 characters of A-Z a-z 0-9 . _ : @ / + = -), or one the gateway made. Every response carries it, and error bodies repeat it as `request_id`.',
+    required: true,
+    schema: { type: 'string', examples: ['0b6f2c1e-5d7a-4e39-9c1a-2f8e7d6c5b4a'] },
+  },
+  'RateLimit-Limit': {
+    description:
+      "The size of the API key's token bucket: how many requests may come at once. On every response counted against a key (every authenticated request that passed authentication).",
+    schema: { type: 'integer', examples: [200] },
+  },
+  'RateLimit-Remaining': {
+    description: 'Whole requests left in the bucket now.',
+    schema: { type: 'integer', examples: [199] },
+  },
+  'RateLimit-Reset': {
+    description: 'Seconds, rounded up, until the bucket is full again.',
+    schema: { type: 'integer', examples: [1] },
+  },
+  'Retry-After': {
+    description:
+      'Seconds to wait before retrying: on a 429 until the next request is allowed; on a 409 `idempotency_request_in_progress` and a 503 `unavailable`, 1.',
+    schema: { type: 'integer', minimum: 0, examples: [1] },
+  },
+  'Idempotent-Replayed': {
+    description:
+      'Present, `true`, when this answer is the stored answer of an earlier request with the same Idempotency-Key (or, for refunds and payouts, the object that key made): the operation did not act again.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+}
+
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` })
+
+/** Every operation of the document, with its method and path. */
+function* operations(doc: Json): Generator<[string, string, Json]> {
+  for (const [path, item] of Object.entries<Json>(doc.paths ?? {}))
+    for (const method of METHODS) if (item[method]) yield [method, path, item[method]]
+}
+
+/**
+ * Declares the headers the shared machinery puts on answers, where it puts them: X-Request-Id on every answer;
+ * the RateLimit-* headers on every answer of an authenticated operation that got past authentication (a 401
+ * is not counted); Retry-After on 429, 503 and, with an Idempotency-Key, 409; Idempotent-Replayed on every
+ * answer a replay can repeat (an operation that takes an Idempotency-Key stores its answers below 500, except
+ * the refusals made before the key is claimed).
+ */
+export function declareSharedHeaders(doc: Json): Json {
+  for (const [, , operation] of operations(doc)) {
+    const limited = Array.isArray(operation.security) && operation.security.length > 0
+    const idempotent = (operation.parameters ?? []).some(
+      (p: Json) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key',
+    )
+    for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
+      const code = Number(status)
+      const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
+      if (limited && code !== 401)
+        for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
+          headers[name] = header(name)
+      if (code === 429 || code === 503 || (idempotent && code === 409))
+        headers['Retry-After'] =
+          code === 429 ? { ...HEADERS['Retry-After'], required: true } : header('Retry-After')
+      if (idempotent && ((code >= 200 && code < 300) || code === 404 || code === 409 || code === 422))
+        headers['Idempotent-Replayed'] = header('Idempotent-Replayed')
+      response.headers = { ...headers, ...response.headers }
+    }
+  }
+  return doc
+}
+
+const SIGNING = `Sign the request with the key's secret instead of sending it: \`X-Signature: key_id=<key_id>,t=<unix seconds>,v1=<hex>\`, where
+
+\`v1 = hex(HMAC-SHA256(key = secret, message = "<t>.<METHOD>.<path and query as sent>.<Idempotency-Key or empty>.<raw body bytes>"))\`
+
+- \`t\`: the current unix time in seconds, the same value as in the header; more than ${SIGNATURE_TOLERANCE_SECONDS} s from the server's clock is \`401 signature_expired\`.
+- \`METHOD\`: upper case (\`GET\`, \`POST\`, \`PUT\`).
+- path and query as sent: the request target of the HTTP request line, from the first \`/\`, without scheme or host, with the query string exactly as sent (\`/integration/transactions?status=paid&per_page=2\`).
+- \`Idempotency-Key\`: the header's value, or nothing when none is sent.
+- raw body bytes: the body byte for byte as sent; nothing for a request without a body.
+- The four separators are single dots; empty parts stay empty (a GET without an Idempotency-Key ends in \`..\`).
+
+Up to 8 \`v1=\` entries may be sent; one matching suffices. A header that does not parse, or a signature that does not match, is \`401 signature_invalid\`; an unknown or revoked key_id \`401 unauthorized\`. Refunds and payouts accept only this scheme. A worked example: docs/API.md, "Signing: a worked example".`
+
+/**
+ * The OpenAPI 3.1 document, generated from the routes' schemas (`GET /integration/openapi.json`), and /docs,
+ * the page that renders it. Registered before the routes, whose schemas it collects as they are added.
+ */
+export async function registerOpenApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'merchant-gateway: Merchant Integration API',
+        version: options.version,
+        description:
+          'Take payments, refund them, pay out, and receive signed callbacks (the `webhooks` section). The guide: docs/API.md.',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: options.publicBaseUrl }],
+      tags: [
+        { name: 'Health', description: 'Liveness of the API and its database.' },
+        { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
+        { name: 'Balances', description: 'What the merchant holds, per currency, from the ledger.' },
+        { name: 'Rates', description: "FX rates with the merchant's markup." },
+        { name: 'Refunds', description: 'Money back to the customer, from the available balance.' },
+        {
+          name: 'Payouts',
+          description: 'USDT to a wallet or money to a card, from the available USDT balance.',
+        },
+        {
+          name: 'Sandbox',
+          description: 'Simulated provider callbacks, for test keys (or any key outside production).',
+        },
+        {
+          name: 'Webhooks',
+          description:
+            'Signed callbacks: configuration, secret rotation, the delivery log, and the callbacks.',
+        },
+      ],
+      webhooks: options.webhooks as never,
+      components: {
+        securitySchemes: {
+          ApiKey: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Api-Key',
+            description:
+              'Your secret key, sk_test_… or sk_live_…, as is. Not accepted by the operations that move money (refunds, payouts).',
+          },
+          Signature: { type: 'apiKey', in: 'header', name: 'X-Signature', description: SIGNING },
+        },
+        headers: HEADERS as never,
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
+    // A request body with an $id is a named component (CreateTransactionRequest…): the operation references it.
+    // The route keeps the schema itself, which types the handler's request.body and validates it.
+    transform: ({ schema, url }) => {
+      const body = schema?.body as { $id?: string } | undefined
+      return { schema: body?.$id ? { ...schema, body: Type.Ref(body.$id) } : schema, url }
+    },
+    transformObject: (document) =>
+      declareSharedHeaders((document as { openapiObject: Json }).openapiObject) as never,
+  })
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    staticCSP: true,
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+  })
+
+  app.get('/integration/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}
