@@ -26,3 +26,22 @@ export function keysetPage<DB, TB extends keyof DB, O>(
   const order = sql.raw(forward ? 'desc' : 'asc')
   return positioned.orderBy(sql`created_at ${order}`).orderBy(sql`uuid ${order}`).limit(limit).execute()
 }
+
+/**
+ * Every row of `query` in keyset order, newest first, `size` rows per query: what an export streams. Each
+ * batch is its own short query, so no connection or snapshot is held while the caller writes rows out, and
+ * the cost per batch stays the same at the end of a list of millions.
+ */
+export async function* keysetBatches<DB, TB extends keyof DB, O extends { created_at: Date; uuid: string }>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  size = 1000,
+): AsyncGenerator<O[]> {
+  let cursor: Cursor | null = null
+  for (;;) {
+    const rows = (await keysetPage(query, cursor, size)) as O[]
+    if (rows.length > 0) yield rows
+    if (rows.length < size) return
+    const last = rows[rows.length - 1] as O
+    cursor = { direction: 'next', createdAt: last.created_at.toISOString(), uuid: last.uuid }
+  }
+}

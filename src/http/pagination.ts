@@ -129,3 +129,16 @@ export function cursorPage<T extends { created_at: Date; uuid: string }, V>(
 export function registerPagination(app: FastifyInstance): void {
   app.addSchema(CursorMeta)
 }
+
+/**
+ * A list's query for an export: every matching row, so no page size; a cursor names a place in a paged list
+ * and an export has none, so one is refused rather than silently ignored.
+ */
+export function exportQuery<Q extends { cursor?: string; per_page?: number }>(
+  query: Q,
+): Omit<Q, 'cursor' | 'per_page'> {
+  const { cursor, per_page: _perPage, ...filters } = query
+  if (cursor !== undefined)
+    throw validationError('cursor', 'does not apply to a CSV export, which has every matching row')
+  return filters
+}

@@ -72,6 +72,13 @@ export function responseContract(doc: Json) {
           return `${name}: required header ${header} is missing`
       }
 
+      const mediaType = String(sent.headers['content-type'] ?? '').split(';')[0]?.trim()
+      if (mediaType === 'text/csv') {
+        // A CSV export: the operation must declare it; its rows are checked by the export suites.
+        return response.content?.['text/csv']
+          ? null
+          : `${name}: answered text/csv, which is not declared for ${sent.method} ${path}`
+      }
       const schema = response.content?.['application/json']?.schema
       if (!schema) return null
       const ref = `openapi.json#/${pointer('paths', path, method, 'responses', statusKey, 'content', 'application/json', 'schema')}`

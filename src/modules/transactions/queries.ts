@@ -1,10 +1,11 @@
 import { isPaymentMethod, isTransactionStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
+import { keysetBatches } from '../../db/keyset.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import { iso } from '../../lib/time.ts'
@@ -85,12 +86,8 @@ export async function getH2hDetails(deps: Pick<TransactionDeps, 'db'>, auth: Aut
   }
 }
 
-export async function listTransactions(
-  deps: Pick<TransactionDeps, 'db' | 'config'>,
-  auth: AuthContext,
-  query: ListTransactionsInput,
-) {
-  const perPage = query.per_page ?? 25
+/** The list's query parameters as repository filters, and their digest (a cursor is bound to it). */
+export function transactionFilters(query: Omit<ListTransactionsInput, 'cursor' | 'per_page'>) {
   const from =
     query.date_from !== undefined ? parseDateFilter('date_from', query.date_from, false) : undefined
   const to = query.date_to !== undefined ? parseDateFilter('date_to', query.date_to, true) : undefined
@@ -118,6 +115,16 @@ export async function listTransactions(
     date_to: to?.toISOString(),
     search: query.search,
   })
+  return { filters, digest }
+}
+
+export async function listTransactions(
+  deps: Pick<TransactionDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListTransactionsInput,
+) {
+  const perPage = query.per_page ?? 25
+  const { filters, digest } = transactionFilters(query)
   const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
   const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
   return cursorPage(
@@ -125,6 +132,17 @@ export async function listTransactions(
     { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/transactions` },
     (row) => transactionView(deps, row),
   )
+}
+
+/** Every transaction the list's filters match, newest first, as views in batches: what a CSV export streams. */
+export async function* exportTransactions(
+  deps: Pick<TransactionDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListTransactionsInput,
+) {
+  const { filters } = transactionFilters(exportQuery(query))
+  for await (const rows of keysetBatches(repo.filtered(deps.db, scopeOf(auth), filters)))
+    yield rows.map((row) => transactionView(deps, row))
 }
 
 /** The transaction behind a hosted payment page token, or undefined. */

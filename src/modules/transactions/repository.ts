@@ -58,14 +58,8 @@ export const findByExternalId = (db: Executor, scope: Scope, externalId: string)
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-/** One page of the merchant's transactions in keyset order, filtered. */
-export function listPage(
-  db: Executor,
-  scope: Scope,
-  filters: TransactionFilters,
-  cursor: Cursor | null,
-  limit: number,
-) {
+/** The merchant's transactions that match the filters, unordered: what a page and an export read. */
+export function filtered(db: Executor, scope: Scope, filters: TransactionFilters) {
   let query = scoped(db, scope)
   if (filters.statuses?.length) query = query.where('status', 'in', filters.statuses)
   if (filters.paymentMethod) query = query.where('payment_method', '=', filters.paymentMethod)
@@ -83,8 +77,17 @@ export function listPage(
       ]),
     )
   }
-  return keysetPage(query, cursor, limit)
+  return query
 }
+
+/** One page of the merchant's transactions in keyset order, filtered. */
+export const listPage = (
+  db: Executor,
+  scope: Scope,
+  filters: TransactionFilters,
+  cursor: Cursor | null,
+  limit: number,
+) => keysetPage(filtered(db, scope, filters), cursor, limit)
 
 /** The transaction's amount, whatever its merchant and mode. */
 export const findAmount = (db: Executor, uuid: string) =>

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponse, errorResponses } from '../../http/errors.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
@@ -13,6 +14,7 @@ import {
   TransactionResponse,
 } from './schemas.ts'
 import type { TransactionService } from './service.ts'
+import { TRANSACTION_CSV_COLUMNS, TRANSACTION_CSV_FIELDS } from './view.ts'
 
 const tags = ['Transactions']
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
@@ -87,14 +89,24 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           security,
           querystring: ListTransactionsQuery,
           response: {
-            200: Ref(TransactionCursorPage, {
-              description: 'A page of transactions, newest first.',
-            }),
+            200: jsonOrCsv(
+              TransactionCursorPage,
+              'A page of transactions, newest first.',
+              TRANSACTION_CSV_FIELDS,
+            ),
             ...errorResponses(401, 422),
           },
         },
       },
-      (request) => transactions.list(authOf(request), request.query),
+      (request, reply) =>
+        wantsCsv(request)
+          ? sendCsv(
+              reply,
+              'transactions',
+              TRANSACTION_CSV_COLUMNS,
+              transactions.export(authOf(request), request.query),
+            )
+          : transactions.list(authOf(request), request.query),
     )
 
     app.get(

@@ -4,6 +4,7 @@ import type { AuthContext } from '../../http/auth.ts'
 import { createTransaction } from './create.ts'
 import type { TransactionDeps } from './deps.ts'
 import {
+  exportTransactions,
   findTransactionByPaymentToken,
   getH2hDetails,
   getOwnedTransaction,
@@ -47,5 +48,6 @@ export function createTransactionService(deps: TransactionDeps) {
       getTransactionByExternalId(deps, auth, externalId),
     h2h: (auth: AuthContext, uuid: string) => getH2hDetails(deps, auth, uuid),
     list: (auth: AuthContext, query: ListTransactionsInput) => listTransactions(deps, auth, query),
+    export: (auth: AuthContext, query: ListTransactionsInput) => exportTransactions(deps, auth, query),
   }
 }

@@ -1,4 +1,5 @@
 import type { TransactionRow } from '../../db/types.ts'
+import { fieldColumns } from '../../http/csv.ts'
 import { formatMinor } from '../../lib/money.ts'
 import { iso } from '../../lib/time.ts'
 import type { TransactionDeps } from './deps.ts'
@@ -44,3 +45,32 @@ export function transactionView(deps: Pick<TransactionDeps, 'config'>, row: Tran
     updated_at: iso(row.updated_at),
   }
 }
+
+/** The columns of a transactions CSV export, in their documented order: the view's fields under their names. */
+export const TRANSACTION_CSV_FIELDS = [
+  'uuid',
+  'external_id',
+  'type',
+  'mode',
+  'status',
+  'payment_method',
+  'amount',
+  'gross_amount',
+  'net_amount',
+  'fee_amount',
+  'fee_payer',
+  'currency',
+  'settlement_amount',
+  'settlement_currency',
+  'fx_rate',
+  'description',
+  'metadata',
+  'created_at',
+  'updated_at',
+  'paid_at',
+  'expires_at',
+  'settle_available_at',
+  'aggregate_version',
+] as const satisfies readonly (keyof TransactionView)[]
+
+export const TRANSACTION_CSV_COLUMNS = fieldColumns<TransactionView>(TRANSACTION_CSV_FIELDS)
