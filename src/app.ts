@@ -108,6 +108,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const recoveryLeaseMs = Math.min(30_000, config.providerRecheckMs)
   const refunds = createRefundService({
     db,
+    config,
     transactions,
     ledger,
     connector: simulator,

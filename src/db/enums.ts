@@ -33,6 +33,8 @@ export type FeePayer = (typeof FEE_PAYERS)[number]
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const
 export const RefundStatusSchema = LiteralUnion(REFUND_STATUSES)
 export type RefundStatus = Static<typeof RefundStatusSchema>
+export const isRefundStatus = (value: string): value is RefundStatus =>
+  (REFUND_STATUSES as readonly string[]).includes(value)
 
 export const PAYOUT_METHODS = ['usdt_wallet', 'card'] as const
 export type PayoutMethod = (typeof PAYOUT_METHODS)[number]

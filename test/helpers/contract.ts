@@ -72,7 +72,9 @@ export function responseContract(doc: Json) {
           return `${name}: required header ${header} is missing`
       }
 
-      const mediaType = String(sent.headers['content-type'] ?? '').split(';')[0]?.trim()
+      const mediaType = String(sent.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim()
       if (mediaType === 'text/csv') {
         // A CSV export: the operation must declare it; its rows are checked by the export suites.
         return response.content?.['text/csv']

@@ -1,8 +1,9 @@
+import { keysetBatches } from '../../db/keyset.ts'
 import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { notFound } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { PayoutDeps } from './deps.ts'
@@ -34,12 +35,8 @@ export async function findPayoutByIdempotencyKey(
   return row ? payoutView(row) : null
 }
 
-export async function listPayouts(
-  deps: Pick<PayoutDeps, 'db' | 'config'>,
-  auth: AuthContext,
-  query: ListPayoutsInput,
-) {
-  const perPage = query.per_page ?? 25
+/** The list's query parameters as repository filters, and their digest (a cursor is bound to it). */
+export function payoutFilters(query: Omit<ListPayoutsInput, 'cursor' | 'per_page'>) {
   const statuses = query.status ? distinctSorted(query.status) : undefined
   const filters = { statuses, method: query.method, currency: query.currency }
   const digest = filterDigest({
@@ -47,6 +44,16 @@ export async function listPayouts(
     method: query.method,
     currency: query.currency,
   })
+  return { filters, digest }
+}
+
+export async function listPayouts(
+  deps: Pick<PayoutDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListPayoutsInput,
+) {
+  const perPage = query.per_page ?? 25
+  const { filters, digest } = payoutFilters(query)
   const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
   const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
   return cursorPage(
@@ -54,4 +61,15 @@ export async function listPayouts(
     { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/payouts` },
     payoutView,
   )
+}
+
+/** Every payout the list's filters match, newest first, as views in batches: what a CSV export streams. */
+export async function* exportPayouts(
+  deps: Pick<PayoutDeps, 'db'>,
+  auth: AuthContext,
+  query: ListPayoutsInput,
+) {
+  const { filters } = payoutFilters(exportQuery(query))
+  for await (const rows of keysetBatches(repo.filtered(deps.db, scopeOf(auth), filters)))
+    yield rows.map(payoutView)
 }

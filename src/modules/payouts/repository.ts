@@ -44,20 +44,24 @@ export async function findPayout(db: Executor, scope: Scope, uuid: string) {
 export const lockPayout = (db: Executor, uuid: string) =>
   db.selectFrom('payouts').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()
 
-export function listPage(
-  db: Executor,
-  scope: Scope,
-  filters: PayoutFilters,
-  cursor: Cursor | null,
-  limit: number,
-) {
+/** The merchant's payouts that match the filters, unordered: what a page and an export read. */
+export function filtered(db: Executor, scope: Scope, filters: PayoutFilters) {
   let query = scoped(db, scope)
   if (filters.statuses?.length)
     query = query.where('status', 'in', filters.statuses as PayoutsTable['status'][])
   if (filters.method) query = query.where('method', '=', filters.method as PayoutsTable['method'])
   if (filters.currency) query = query.where('currency', '=', filters.currency)
-  return keysetPage(query, cursor, limit)
+  return query
 }
+
+/** One page of the merchant's payouts in keyset order, filtered. */
+export const listPage = (
+  db: Executor,
+  scope: Scope,
+  filters: PayoutFilters,
+  cursor: Cursor | null,
+  limit: number,
+) => keysetPage(filtered(db, scope, filters), cursor, limit)
 
 /**
  * Open payouts whose provider check is due, claimed until `leaseUntil`: SKIP LOCKED keeps workers apart, and a

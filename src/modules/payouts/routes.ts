@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
@@ -12,6 +13,7 @@ import {
   PayoutResponse,
 } from './schemas.ts'
 import type { PayoutService } from './service.ts'
+import { PAYOUT_CSV_COLUMNS, PAYOUT_CSV_FIELDS } from './view.ts'
 
 const tags = ['Payouts']
 const locationOf = (uuid: string) => `/integration/payouts/${uuid}`
@@ -112,12 +114,15 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
           security,
           querystring: ListPayoutsQuery,
           response: {
-            200: Ref(PayoutCursorPage, { description: 'A page of payouts, newest first.' }),
+            200: jsonOrCsv(PayoutCursorPage, 'A page of payouts, newest first.', PAYOUT_CSV_FIELDS),
             ...errorResponses(401, 422),
           },
         },
       },
-      (request) => payouts.list(authOf(request), request.query),
+      (request, reply) =>
+        wantsCsv(request)
+          ? sendCsv(reply, 'payouts', PAYOUT_CSV_COLUMNS, payouts.export(authOf(request), request.query))
+          : payouts.list(authOf(request), request.query),
     )
 
     app.get(

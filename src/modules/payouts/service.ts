@@ -5,7 +5,13 @@ import { deriveKey } from '../../lib/crypto.ts'
 import { createPayout } from './create.ts'
 import { DEFAULT_PAYOUT_TIMING, type PayoutDeps, type PayoutTiming } from './deps.ts'
 import { receivePayoutCallback } from './process.ts'
-import { findPayoutByIdempotencyKey, getOwnedPayout, getPayout, listPayouts } from './queries.ts'
+import {
+  exportPayouts,
+  findPayoutByIdempotencyKey,
+  getOwnedPayout,
+  getPayout,
+  listPayouts,
+} from './queries.ts'
 import { purgeExpiredQuotes, quotePayout } from './quote.ts'
 import { checkDuePayouts } from './recovery.ts'
 import type { CreatePayoutInput, ListPayoutsInput, PayoutQuoteInput } from './schemas.ts'
@@ -48,6 +54,7 @@ export function createPayoutService(
     get: (auth: AuthContext, uuid: string) => getPayout(deps, auth, uuid),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedPayout(deps, auth, uuid),
     list: (auth: AuthContext, query: ListPayoutsInput) => listPayouts(deps, auth, query),
+    export: (auth: AuthContext, query: ListPayoutsInput) => exportPayouts(deps, auth, query),
     receiveProviderCallback: (body: unknown) => receivePayoutCallback(deps, body),
     checkDue: (limit?: number, now?: Date) => checkDuePayouts(deps, limit, now),
     purgeQuotes: (before?: Date) => purgeExpiredQuotes(deps, before),

@@ -1,4 +1,5 @@
 import type { PayoutRow } from '../../db/types.ts'
+import { type CsvColumn, fieldColumns } from '../../http/csv.ts'
 import { iso } from '../../lib/time.ts'
 import type { PayoutView } from './schemas.ts'
 
@@ -53,3 +54,28 @@ export function payoutView(row: PayoutRow): PayoutView {
     updated_at: row.updated_at.toISOString(),
   }
 }
+
+/**
+ * The columns of a payouts CSV export, in their documented order: the view's fields under their names, with
+ * the `fx` object's amounts as columns of their own and the destination (masked as in the API) as JSON text.
+ */
+export const PAYOUT_CSV_COLUMNS: CsvColumn<PayoutView>[] = [
+  ...fieldColumns<PayoutView>(['uuid', 'external_id', 'mode', 'status', 'method', 'amount', 'currency']),
+  { header: 'fx_rate', value: (view) => view.fx.fx_rate },
+  { header: 'amount_usdt_micro', value: (view) => Number(view.fx.amount_usdt_micro) },
+  { header: 'fee_usdt_micro', value: (view) => Number(view.fx.fee_usdt_micro) },
+  ...fieldColumns<PayoutView>([
+    'payout_usdt_amount_micro',
+    'quote_id',
+    'destination',
+    'metadata',
+    'failure_reason',
+    'created_at',
+    'updated_at',
+    'completed_at',
+    'failed_at',
+    'aggregate_version',
+  ]),
+]
+
+export const PAYOUT_CSV_FIELDS = PAYOUT_CSV_COLUMNS.map((column) => column.header)

@@ -1,3 +1,4 @@
+import type { Config } from '../../config.ts'
 import type { PaymentConnector } from '../../connectors/types.ts'
 import type { Db } from '../../db/index.ts'
 import type { LedgerService } from '../ledger/service.ts'
@@ -21,6 +22,7 @@ export const DEFAULT_REFUND_TIMING: RefundTiming = {
 /** What the refunds module's operations need; each takes the part it uses. */
 export interface RefundDeps {
   db: Db
+  config: Pick<Config, 'publicBaseUrl'>
   transactions: TransactionService
   ledger: LedgerService
   connector: PaymentConnector

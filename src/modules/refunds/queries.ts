@@ -1,11 +1,16 @@
+import { isRefundStatus } from '../../db/enums.ts'
+import { keysetBatches } from '../../db/keyset.ts'
 import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { notFound } from '../../http/errors.ts'
+import { dateRange } from '../../http/filters.ts'
+import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
+import { distinctSorted } from '../../lib/lists.ts'
 import type { RefundDeps } from './deps.ts'
 import * as repo from './repository.ts'
-import type { RefundView } from './schemas.ts'
-import { refundView } from './view.ts'
+import type { ListRefundsInput, RefundView } from './schemas.ts'
+import { listedRefundView, refundView } from './view.ts'
 
 export async function getRefund(
   deps: Pick<RefundDeps, 'db' | 'transactions'>,
@@ -26,4 +31,47 @@ export async function findRefundByIdempotencyKey(
 ): Promise<RefundView | null> {
   const row = await repo.findByIdempotencyKey(deps.db, scope, key)
   return row ? refundView(deps, row) : null
+}
+
+/** The list's query parameters as repository filters, and their digest (a cursor is bound to it). */
+export function refundFilters(query: Omit<ListRefundsInput, 'cursor' | 'per_page'>) {
+  const { from, to } = dateRange(['date_from', 'date_to'], query)
+  const statuses = query.status ? distinctSorted(query.status).filter(isRefundStatus) : undefined
+  const transactionUuid = query.transaction_uuid
+  const filters: repo.RefundFilters = { statuses, transactionUuid, currency: query.currency, from, to }
+  const digest = filterDigest({
+    status: statuses?.join(','),
+    transaction_uuid: transactionUuid,
+    currency: query.currency,
+    date_from: from?.toISOString(),
+    date_to: to?.toISOString(),
+  })
+  return { filters, digest }
+}
+
+export async function listRefunds(
+  deps: Pick<RefundDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListRefundsInput,
+) {
+  const perPage = query.per_page ?? 25
+  const { filters, digest } = refundFilters(query)
+  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
+  const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
+  return cursorPage(
+    rows,
+    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/refunds` },
+    listedRefundView,
+  )
+}
+
+/** Every refund the list's filters match, newest first, as views in batches: what a CSV export streams. */
+export async function* exportRefunds(
+  deps: Pick<RefundDeps, 'db'>,
+  auth: AuthContext,
+  query: ListRefundsInput,
+) {
+  const { filters } = refundFilters(exportQuery(query))
+  for await (const rows of keysetBatches(repo.filtered(deps.db, scopeOf(auth), filters)))
+    yield rows.map(listedRefundView)
 }

@@ -1,7 +1,10 @@
-import type { Insertable } from 'kysely'
+import { type Insertable, sql } from 'kysely'
+import type { RefundStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
+import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { RefundsTable } from '../../db/types.ts'
+import type { Cursor } from '../../http/pagination.ts'
 
 export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
   db.insertInto('refunds').values(row).returningAll().executeTakeFirstOrThrow()
@@ -80,3 +83,49 @@ export const claimDue = (db: Executor, now: Date, leaseUntil: Date, limit: numbe
     )
     .returningAll()
     .execute()
+
+export interface RefundFilters {
+  statuses?: RefundStatus[]
+  transactionUuid?: string
+  currency?: string
+  from?: Date
+  to?: Date
+}
+
+/**
+ * The merchant's refunds that match the filters, unordered, each with what its view shows beside it: its
+ * payment's amount and the pending and succeeded refunds of that payment. What a page and an export read.
+ */
+export function filtered(db: Executor, scope: Scope, filters: RefundFilters) {
+  let query = db
+    .selectFrom('refunds')
+    .selectAll('refunds')
+    .select([
+      sql<number>`(SELECT t.amount FROM transactions t WHERE t.uuid = refunds.transaction_uuid)`.as(
+        'transaction_amount_minor',
+      ),
+      sql<string>`(SELECT coalesce(sum(r.amount_minor), 0) FROM refunds r
+        WHERE r.transaction_uuid = refunds.transaction_uuid AND r.status IN ('pending', 'succeeded'))`.as(
+        'cumulative_refunded_minor',
+      ),
+    ])
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+  if (filters.statuses?.length) query = query.where('status', 'in', filters.statuses)
+  if (filters.transactionUuid) query = query.where('transaction_uuid', '=', filters.transactionUuid)
+  if (filters.currency) query = query.where('currency', '=', filters.currency)
+  if (filters.from) query = query.where('created_at', '>=', filters.from)
+  if (filters.to) query = query.where('created_at', '<=', filters.to)
+  return query
+}
+
+export type ListedRefundRow = Awaited<ReturnType<ReturnType<typeof filtered>['execute']>>[number]
+
+/** One page of the merchant's refunds in keyset order, filtered. */
+export const listPage = (
+  db: Executor,
+  scope: Scope,
+  filters: RefundFilters,
+  cursor: Cursor | null,
+  limit: number,
+) => keysetPage(filtered(db, scope, filters), cursor, limit)

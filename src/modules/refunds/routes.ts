@@ -1,17 +1,19 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
-import { CreateRefundRequest, RefundResponse } from './schemas.ts'
+import { CreateRefundRequest, ListRefundsQuery, RefundCursorPage, RefundResponse } from './schemas.ts'
 import type { RefundService } from './service.ts'
+import { REFUND_CSV_COLUMNS, REFUND_CSV_FIELDS } from './view.ts'
 
 const tags = ['Refunds']
 const locationOf = (uuid: string) => `/integration/refunds/${uuid}`
 
 export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }> = sharedSchemas(
   async (app, { refunds }) => {
-    for (const schema of [CreateRefundRequest, RefundResponse]) app.addSchema(schema)
+    for (const schema of [CreateRefundRequest, RefundResponse, RefundCursorPage]) app.addSchema(schema)
     app.post(
       '/integration/refunds',
       {
@@ -68,6 +70,30 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
         if (replayed) reply.header('idempotent-replayed', 'true')
         return reply.code(201).header('location', locationOf(refund.uuid)).send(refund)
       },
+    )
+
+    app.get(
+      '/integration/refunds',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'listRefunds',
+          summary: 'List refunds',
+          description:
+            'Newest first, with keyset cursor pagination like the transaction list. Repeat the same filters with a cursor.',
+          tags,
+          security: [{ ApiKey: [] }, { Signature: [] }],
+          querystring: ListRefundsQuery,
+          response: {
+            200: jsonOrCsv(RefundCursorPage, 'A page of refunds, newest first.', REFUND_CSV_FIELDS),
+            ...errorResponses(401, 422),
+          },
+        },
+      },
+      (request, reply) =>
+        wantsCsv(request)
+          ? sendCsv(reply, 'refunds', REFUND_CSV_COLUMNS, refunds.export(authOf(request), request.query))
+          : refunds.list(authOf(request), request.query),
     )
 
     app.get(

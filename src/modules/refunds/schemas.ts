@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox'
-import { RefundStatusSchema } from '../../db/enums.ts'
+import { REFUND_STATUSES, RefundStatusSchema } from '../../db/enums.ts'
+import { PaginationQuery } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { MAX_AMOUNT } from '../transactions/schemas.ts'
 
@@ -44,5 +45,41 @@ export const RefundResponse = Type.Object(
   { $id: 'RefundResponse' },
 )
 
+export const RefundCursorPage = Type.Object(
+  { data: Type.Array(Type.Ref('RefundResponse')), meta: Type.Ref('CursorMeta') },
+  { $id: 'RefundCursorPage' },
+)
+
+export const ListRefundsQuery = Type.Object(
+  {
+    ...PaginationQuery,
+    status: Type.Optional(
+      Type.String({
+        pattern: `^(${REFUND_STATUSES.join('|')})(,(${REFUND_STATUSES.join('|')}))*$`,
+        description: 'One status, or several comma-separated.',
+        examples: ['succeeded'],
+      }),
+    ),
+    transaction_uuid: Type.Optional(Uuid('Only the refunds of this transaction.')),
+    currency: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['RUB'] }),
+    ),
+    date_from: Type.Optional(
+      Type.String({
+        description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
+        examples: ['2026-11-01'],
+      }),
+    ),
+    date_to: Type.Optional(
+      Type.String({
+        description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.',
+        examples: ['2026-11-30'],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export type ListRefundsInput = Static<typeof ListRefundsQuery>
 export type CreateRefundInput = Static<typeof CreateRefundRequest>
 export type RefundView = Static<typeof RefundResponse>

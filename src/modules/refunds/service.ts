@@ -2,8 +2,8 @@ import type { Scope } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { createRefund } from './create.ts'
 import { DEFAULT_REFUND_TIMING, type RefundDeps, type RefundTiming } from './deps.ts'
-import { findRefundByIdempotencyKey, getRefund } from './queries.ts'
-import type { CreateRefundInput } from './schemas.ts'
+import { exportRefunds, findRefundByIdempotencyKey, getRefund, listRefunds } from './queries.ts'
+import type { CreateRefundInput, ListRefundsInput } from './schemas.ts'
 import { checkDueRefunds } from './settle.ts'
 
 export type { CreatedRefund } from './create.ts'
@@ -31,6 +31,8 @@ export function createRefundService(input: Omit<RefundDeps, 'timing'> & { timing
       request: { idempotencyKey: string; actionRequestId: string },
     ) => createRefund(deps, auth, refund, request),
     get: (auth: AuthContext, uuid: string) => getRefund(deps, auth, uuid),
+    list: (auth: AuthContext, query: ListRefundsInput) => listRefunds(deps, auth, query),
+    export: (auth: AuthContext, query: ListRefundsInput) => exportRefunds(deps, auth, query),
     findByIdempotencyKey: (scope: Scope, key: string) => findRefundByIdempotencyKey(deps, scope, key),
     checkDue: (limit?: number, now?: Date) => checkDueRefunds(deps, limit, now),
   }

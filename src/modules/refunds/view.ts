@@ -1,24 +1,23 @@
 import type { RefundRow } from '../../db/types.ts'
+import { fieldColumns } from '../../http/csv.ts'
 import { iso } from '../../lib/time.ts'
 import type { RefundDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import type { RefundView } from './schemas.ts'
 
 /** The refund as the API shows it, beside its payment's amount and what has been refunded of it so far. */
-export async function refundView(
-  deps: Pick<RefundDeps, 'db' | 'transactions'>,
+export function refundFields(
   row: RefundRow,
-  transactionAmount?: number,
-): Promise<RefundView> {
-  const amount = transactionAmount ?? (await deps.transactions.amountOf(row.transaction_uuid))
+  amounts: { transactionAmountMinor: number; cumulativeRefundedMinor: number },
+): RefundView {
   return {
     uuid: row.uuid,
     transaction_uuid: row.transaction_uuid,
     amount_minor: row.amount_minor,
     currency: row.currency,
     status: row.status,
-    cumulative_refunded_minor: await repo.committedMinor(deps.db, row.transaction_uuid),
-    transaction_amount_minor: amount,
+    cumulative_refunded_minor: amounts.cumulativeRefundedMinor,
+    transaction_amount_minor: amounts.transactionAmountMinor,
     reason: row.reason,
     succeeded_at: iso(row.succeeded_at),
     failed_at: iso(row.failed_at),
@@ -27,3 +26,41 @@ export async function refundView(
     message: row.message,
   }
 }
+
+/** One refund's view, its amounts read now. */
+export async function refundView(
+  deps: Pick<RefundDeps, 'db' | 'transactions'>,
+  row: RefundRow,
+  transactionAmount?: number,
+): Promise<RefundView> {
+  return refundFields(row, {
+    transactionAmountMinor: transactionAmount ?? (await deps.transactions.amountOf(row.transaction_uuid)),
+    cumulativeRefundedMinor: await repo.committedMinor(deps.db, row.transaction_uuid),
+  })
+}
+
+/** A refund of a list, whose amounts were read with it. */
+export const listedRefundView = (row: repo.ListedRefundRow): RefundView =>
+  refundFields(row, {
+    transactionAmountMinor: Number(row.transaction_amount_minor),
+    cumulativeRefundedMinor: Number(row.cumulative_refunded_minor),
+  })
+
+/** The columns of a refunds CSV export, in their documented order: the view's fields under their names. */
+export const REFUND_CSV_FIELDS = [
+  'uuid',
+  'transaction_uuid',
+  'status',
+  'amount_minor',
+  'currency',
+  'cumulative_refunded_minor',
+  'transaction_amount_minor',
+  'reason',
+  'created_at',
+  'succeeded_at',
+  'failed_at',
+  'action_request_id',
+  'message',
+] as const satisfies readonly (keyof RefundView)[]
+
+export const REFUND_CSV_COLUMNS = fieldColumns<RefundView>(REFUND_CSV_FIELDS)

@@ -93,6 +93,20 @@ async function paidTransaction(
 const listIncludes = (json: unknown, uuid: string): boolean =>
   ((json as { data?: { uuid: string }[] }).data ?? []).some((item) => item.uuid === uuid)
 
+/** A refund of a paid transaction of `merchant` in `mode`. */
+async function createRefund(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<{ uuid: string }> {
+  const tx = await paidTransaction(ctx, merchant, mode)
+  const res = await call(
+    ctx,
+    'POST',
+    '/integration/refunds',
+    { transaction_uuid: tx.uuid, amount_minor: 100 },
+    { as: { merchant, mode }, auth: 'signature', idempotencyKey: `setup-${tx.uuid}` },
+  )
+  assert.equal(res.statusCode, 201, res.body)
+  return res.json()
+}
+
 /** Points `merchant`'s `mode` webhook at `url` (a closed port by default: attempts fail at once, no server needed). */
 async function configureWebhook(ctx: TestContext, merchant: TestMerchant, mode: Mode, url = UNREACHABLE) {
   const res = await call(ctx, 'PUT', '/integration/webhook', { url }, { as: { merchant, mode } })
@@ -290,25 +304,19 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     isolation: { kind: 'resource' },
   }),
   defineRoute<{ uuid: string }>({
+    name: 'GET /integration/refunds',
+    method: 'GET',
+    auth: 'key',
+    setup: createRefund,
+    url: () => '/integration/refunds?per_page=100',
+    status: 200,
+    isolation: { kind: 'list', includes: (json, refund) => listIncludes(json, refund.uuid) },
+  }),
+  defineRoute<{ uuid: string }>({
     name: 'GET /integration/refunds/{uuid}',
     method: 'GET',
     auth: 'key',
-    setup: async (ctx, merchant, mode) => {
-      const tx = await paidTransaction(ctx, merchant, mode)
-      const res = await call(
-        ctx,
-        'POST',
-        '/integration/refunds',
-        { transaction_uuid: tx.uuid, amount_minor: 100 },
-        {
-          as: { merchant, mode },
-          auth: 'signature',
-          idempotencyKey: `setup-${tx.uuid}`,
-        },
-      )
-      assert.equal(res.statusCode, 201, res.body)
-      return res.json()
-    },
+    setup: createRefund,
     url: (refund) => `/integration/refunds/${refund.uuid}`,
     status: 200,
     isolation: { kind: 'resource' },
