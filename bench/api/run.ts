@@ -18,10 +18,8 @@
  * (for at most --load-wait seconds); the load at the start of the run is reported with its figures.
  * The figures replace the block between the bench:api markers in bench/README.md.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -31,6 +29,16 @@ import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import { encodeCursor, filterDigest } from '../../src/http/pagination.ts'
+import {
+  machine,
+  round,
+  rssMiB,
+  type Server,
+  sampleRss,
+  seedTransactions,
+  sleep,
+  startServer,
+} from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -64,32 +72,9 @@ const README = new URL('../README.md', import.meta.url)
 const START_MARK = '<!-- bench:api:start -->'
 const END_MARK = '<!-- bench:api:end -->'
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 const log = (line: string) => process.stderr.write(`[bench:api] ${line}\n`)
-const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8' }).trim()
-
-// ---------------------------------------------------------------------------------------------- machine
-
-function machine(pgVersion: string, autovacuum: string) {
-  const cpuModel = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown'
-  const memLine =
-    sh('free', ['-g'])
-      .split('\n')
-      .find((l) => l.startsWith('Mem:')) ?? ''
-  return {
-    nproc: sh('nproc', []),
-    memoryGiB: memLine.split(/\s+/)[1] ?? '?',
-    cpu: cpuModel.trim(),
-    node: process.version,
-    postgres: pgVersion,
-    autovacuum,
-    commit: `${sh('git', ['rev-parse', '--short', 'HEAD'])}${sh('git', ['status', '--porcelain', 'src']) ? ' (src/ modified)' : ''}`,
-    date: new Date().toISOString().slice(0, 10),
-  }
-}
 
 // ---------------------------------------------------------------------------------------------- load
 
@@ -110,58 +95,6 @@ async function settledLoad(what: string): Promise<{ load: number; waitedS: numbe
 }
 
 // ---------------------------------------------------------------------------------------------- processes
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-interface Server {
-  name: string
-  child: ChildProcess
-  base: string
-  stop(): Promise<void>
-}
-
-async function startServer(
-  name: string,
-  args: string[],
-  env: Record<string, string>,
-  healthPath: string,
-): Promise<Server> {
-  const port = await freePort()
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  const base = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}`)
-    try {
-      if ((await fetch(`${base}${healthPath}`)).ok) break
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`${name} did not start`)
-    await sleep(100)
-  }
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  return {
-    name,
-    child,
-    base,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM')
-      await Promise.race([exited, sleep(20_000)])
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    },
-  }
-}
 
 /** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
 function cpuSeconds(pid: number): number {
@@ -192,29 +125,6 @@ const postgresCpuSince = (before: Map<number, number>): number => {
   let total = 0
   for (const [pid, seconds] of postgresCpuSeconds()) total += seconds - (before.get(pid) ?? 0)
   return total
-}
-
-const rssMiB = (pid: number): number => {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    return match ? Number(match[1]) / 1024 : 0
-  } catch {
-    return 0
-  }
-}
-
-/** Samples a process's VmRSS every 100 ms until stopped: the peak in MiB. */
-function sampleRss(pid: number) {
-  let peak = rssMiB(pid)
-  const timer = setInterval(() => {
-    peak = Math.max(peak, rssMiB(pid))
-  }, 100)
-  return {
-    stop: () => {
-      clearInterval(timer)
-      return round(Math.max(peak, rssMiB(pid)))
-    },
-  }
 }
 
 // ---------------------------------------------------------------------------------------------- load runs
@@ -326,49 +236,6 @@ async function measure(
 }
 
 // ---------------------------------------------------------------------------------------------- seeding
-
-/**
- * `rows` transactions of one merchant and mode in one INSERT … SELECT generate_series, one second apart
- * and older than anything created through the API: 40 % paid, 40 % expired, 10 % failed, 10 % pending; the
- * description names one of five colours (search for one matches a fifth of the rows). The secondary indexes
- * are dropped for the load and made again from their own definitions, as a bulk load does.
- */
-async function seed(client: pg.Client, merchantUuid: string, rows: number) {
-  await client.query("SET maintenance_work_mem = '512MB'")
-  await client.query('SET synchronous_commit = off')
-  const { rows: indexes } = await client.query<{ indexname: string; indexdef: string }>(
-    `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions'
-       AND indexname NOT IN (SELECT conname FROM pg_constraint)`,
-  )
-  for (const index of indexes) await client.query(`DROP INDEX ${pg.escapeIdentifier(index.indexname)}`)
-  await client.query(
-    `INSERT INTO transactions (uuid, merchant_uuid, mode, type, external_id, amount, gross_amount, net_amount,
-       fee_amount, fee_bps, fee_payer, merchant_fee_share_bps, merchant_fee_merchant_amount,
-       merchant_fee_customer_amount, currency, settlement_currency, settlement_amount, fx_rate,
-       fx_rate_updated_at, payment_method, status, description, metadata, callback_url, success_url, fail_url,
-       payment_token, requisites, requisite_uuid, expires_at, paid_at, settle_available_at, settled_at,
-       aggregate_version, created_at, updated_at)
-     SELECT gen_random_uuid(), $1::uuid, 'test', 'payment', 'seed-' || i, a, a, a - a * 250 / 10000, a * 250 / 10000,
-       250, 'merchant', 10000, a * 250 / 10000, 0, 'RUB', 'USDT', (a - a * 250 / 10000) * 10000 / 9215, '92.15',
-       t, 'card', s,
-       'Order ' || i || ' ' || (ARRAY['amber', 'blue', 'green', 'red', 'violet'])[i % 5 + 1] || ' widget',
-       NULL, NULL, NULL, NULL, md5(i::text || random()::text), NULL, NULL, t + interval '30 minutes',
-       CASE WHEN s = 'paid' THEN t + interval '1 minute' END,
-       CASE WHEN s = 'paid' THEN t + interval '1 minute' END,
-       CASE WHEN s = 'paid' THEN t + interval '1 minute' END,
-       CASE WHEN s = 'pending' THEN 1 ELSE 2 END, t, t
-     FROM (
-       SELECT i, 1000 + (i::bigint * 7919) % 10000000 AS a,
-         date_trunc('second', now()) - interval '1 hour' - i * interval '1 second' AS t,
-         CASE WHEN i % 10 < 4 THEN 'paid' WHEN i % 10 < 8 THEN 'expired' WHEN i % 10 = 8 THEN 'failed'
-           ELSE 'pending' END AS s
-       FROM generate_series(1, $2::int) AS i
-     ) AS g`,
-    [merchantUuid, rows],
-  )
-  for (const index of indexes) await client.query(index.indexdef)
-  await client.query('VACUUM (ANALYZE) transactions')
-}
 
 /** A `next` cursor at the row `offset` places into the filtered list, as the API would have issued it. */
 async function deepCursor(
@@ -791,7 +658,7 @@ async function main() {
     if (ONLY.has('list')) {
       log(`seeding ${ROWS.toLocaleString('en-US')} transactions`)
       const seedStart = performance.now()
-      await seed(client, merchant.uuid, ROWS)
+      await seedTransactions(client, merchant.uuid, ROWS)
       log(`seeded in ${round((performance.now() - seedStart) / 1000)} s`)
       const variants: { label: string; query: string; where: string; filters: Record<string, string> }[] = [
         { label: 'list', query: '', where: '', filters: {} },

@@ -1,0 +1,170 @@
+/**
+ * Export benchmark: the compiled server (`node dist/main.js serve --role api`, what `npm start` runs) exports
+ * every transaction of a merchant with `Accept: text/csv`, on PostgreSQL, on a database of its own.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:export -- \
+ *     [--rows 1000000] [--runs 2] [--no-readme] [--keep-database]
+ *
+ * 1. Seeds --rows transactions of one merchant in SQL (bench/lib.ts), as bench:api does.
+ * 2. Warms the server up: a JSON page and a small filtered export, so what is loaded once is loaded.
+ * 3. Reads the server's RSS (VmRSS from /proc) at rest, then exports every row --runs times, sampling RSS
+ *    every 50 ms: growth = peak − the RSS at rest before the first export. Time to first byte is from
+ *    sending the request to the first chunk of the body; every line is counted (rows + the header).
+ *
+ * Targets of issue #14: RSS grows by less than 50 MB exporting 1 million transactions; first byte in under 1 s.
+ * The figures replace the block between the bench:export markers in bench/README.md.
+ */
+import { randomBytes } from 'node:crypto'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import pg from 'pg'
+import { createServices } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
+import { machine, round, rssMiB, sampleRss, seedTransactions, startServer } from '../lib.ts'
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    runs: { type: 'string', default: '2' },
+    'no-readme': { type: 'boolean', default: false },
+    'keep-database': { type: 'boolean', default: false },
+  },
+})
+const ROWS = Number(values.rows)
+const RUNS = Number(values.runs)
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const README = new URL('../README.md', import.meta.url)
+const START_MARK = '<!-- bench:export:start -->'
+const END_MARK = '<!-- bench:export:end -->'
+const RSS_TARGET_MB = 50
+const TTFB_TARGET_MS = 1000
+const log = (line: string) => process.stderr.write(`[bench:export] ${line}\n`)
+
+interface Export {
+  ttfbMs: number
+  seconds: number
+  lines: number
+  bytes: number
+}
+
+/** One export, read to the end as a client would: time to first byte, lines and bytes. */
+async function exportAll(base: string, headers: Record<string, string>, query = ''): Promise<Export> {
+  const started = performance.now()
+  const res = await fetch(`${base}/integration/transactions${query}`, {
+    headers: { ...headers, accept: 'text/csv' },
+  })
+  if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}: ${await res.text()}`)
+  let ttfbMs = -1
+  let lines = 0
+  let bytes = 0
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    if (ttfbMs < 0) ttfbMs = performance.now() - started
+    bytes += chunk.length
+    for (const byte of chunk) if (byte === 0x0a) lines++
+  }
+  return { ttfbMs: round(ttfbMs), seconds: round((performance.now() - started) / 1000, 2), lines, bytes }
+}
+
+function writeReadme(block: string) {
+  const text = readFileSync(README, 'utf8')
+  const start = text.indexOf(START_MARK)
+  const end = text.indexOf(END_MARK)
+  const wrapped = `${START_MARK}\n${block}\n${END_MARK}`
+  const next =
+    start >= 0 && end > start
+      ? `${text.slice(0, start)}${wrapped}${text.slice(end + END_MARK.length)}`
+      : `${text.trimEnd()}\n\n## CSV export: \`bench/export\`\n\n${wrapped}\n`
+  writeFileSync(README, next)
+}
+
+async function main() {
+  if (!existsSync('dist/main.js')) throw new Error('dist/main.js is missing: run `npm run build` first')
+  const name = `mg_bench_export_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  const pgVersion = (await admin.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]
+    ?.v
+  const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
+  const info = machine(pgVersion ?? '?', autovacuum ?? '?')
+  await admin.query(`CREATE DATABASE ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  const databaseUrl = url.toString()
+  log(`database ${name}`)
+  let server: Awaited<ReturnType<typeof startServer>> | undefined
+  try {
+    const env = {
+      APP_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      MASTER_KEY: randomBytes(32).toString('hex'),
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '1000000000',
+      RATE_LIMIT_BURST: '1000000000',
+    }
+    const handle = await connectPostgres(databaseUrl, 2)
+    await migrateToLatest(handle.db)
+    const services = createServices(handle.db, loadConfig(env))
+    const { merchant, keys } = await services.merchants.createMerchant({ name: 'Bench export' })
+    await services.close()
+    await handle.close()
+    const client = new pg.Client({ connectionString: databaseUrl })
+    await client.connect()
+    log(`seeding ${ROWS.toLocaleString('en-US')} transactions`)
+    const seedStarted = Date.now()
+    await seedTransactions(client, merchant.uuid, ROWS)
+    await client.end()
+    log(`seeded in ${round((Date.now() - seedStarted) / 1000)} s`)
+
+    server = await startServer('API', ['dist/main.js', 'serve', '--role', 'api'], env, '/integration/health')
+    const pid = server.child.pid as number
+    const headers = { 'x-api-key': keys.test.secret }
+    // Warm-up: what is loaded once (routes, serializers, prepared statements, pool) is loaded before measuring.
+    await (await fetch(`${server.base}/integration/transactions?per_page=100`, { headers })).text()
+    const warm = await exportAll(server.base, headers, '?status=failed&date_from=2000-01-01&search=amber')
+    log(`warm-up export: ${warm.lines} lines`)
+
+    const restMiB = round(rssMiB(pid))
+    const runs: (Export & { peakMiB: number; growthMiB: number })[] = []
+    for (let run = 1; run <= RUNS; run++) {
+      const sampler = sampleRss(pid, 50)
+      const measured = await exportAll(server.base, headers)
+      const peakMiB = sampler.stop()
+      if (measured.lines !== ROWS + 1) throw new Error(`expected ${ROWS + 1} lines, got ${measured.lines}`)
+      runs.push({ ...measured, peakMiB, growthMiB: round(peakMiB - restMiB) })
+      log(`run ${run}: ${JSON.stringify(runs[runs.length - 1])}`)
+    }
+    const afterMiB = round(rssMiB(pid))
+    const worstGrowth = Math.max(...runs.map((r) => r.growthMiB))
+    const worstTtfb = Math.max(...runs.map((r) => r.ttfbMs))
+    const result = { machine: info, rows: ROWS, restMiB, afterMiB, runs, worstGrowth, worstTtfb }
+    console.log(JSON.stringify(result, null, 2))
+
+    const MB = 1_000_000 / 2 ** 20 // one MB (10^6 bytes) in MiB
+    const block = [
+      `Run of ${info.date}, \`npm run bench:export -- --rows ${ROWS} --runs ${RUNS}\`, commit ${info.commit}: ${info.nproc} cores (${info.cpu}), ${info.memoryGiB} GiB, Node.js ${info.node}, ${info.postgres} (autovacuum ${info.autovacuum}).`,
+      '',
+      `The server's RSS at rest after the warm-up: ${restMiB} MiB; after the last export: ${afterMiB} MiB.`,
+      '',
+      '| run | rows | CSV size | total time | rows/s | time to first byte | vs target (< 1 s) | RSS peak | RSS growth | vs target (< 50 MB) |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+      ...runs.map(
+        (r, i) =>
+          `| ${i + 1} | ${ROWS.toLocaleString('en-US')} | ${round(r.bytes / 2 ** 20)} MiB | ${r.seconds} s | ${Math.round(ROWS / r.seconds).toLocaleString('en-US')} | ${r.ttfbMs} ms | ${round(r.ttfbMs / TTFB_TARGET_MS, 3)} × | ${r.peakMiB} MiB | ${r.growthMiB} MiB (${round(r.growthMiB / MB)} MB) | ${round(r.growthMiB / MB / RSS_TARGET_MB, 2)} × |`,
+      ),
+      '',
+      `Both targets ${worstGrowth / MB < RSS_TARGET_MB && worstTtfb < TTFB_TARGET_MS ? 'met' : 'NOT met'}: worst growth ${round(worstGrowth / MB)} MB, worst first byte ${worstTtfb} ms.`,
+    ].join('\n')
+    if (!values['no-readme']) writeReadme(block)
+    console.error(block)
+  } finally {
+    await server?.stop()
+    if (!values['keep-database']) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await admin.end()
+  }
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exit(1)
+})
