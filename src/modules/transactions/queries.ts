@@ -3,7 +3,8 @@ import type { Executor } from '../../db/index.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
-import { AppError, notFound, validationError } from '../../http/errors.ts'
+import { parseDateRange } from '../../http/date-filter.ts'
+import { AppError, notFound } from '../../http/errors.ts'
 import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
@@ -14,24 +15,6 @@ import { EXTERNAL_ID_PATTERN, type ListTransactionsInput } from './schemas.ts'
 import { transactionView } from './view.ts'
 
 const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
-
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/
-
-/** A `date_from`/`date_to` value: a bare date covers its whole UTC day (end inclusive for `date_to`). */
-function parseDateFilter(field: string, value: string, endOfDay: boolean): Date {
-  if (DATE_ONLY.test(value)) {
-    const start = new Date(`${value}T00:00:00.000Z`)
-    if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== value)
-      throw validationError(field, 'is not a valid date')
-    return endOfDay ? new Date(start.getTime() + 86_400_000 - 1) : start
-  }
-  const parsed = new Date(value)
-  if (!DATE_TIME.test(value) || Number.isNaN(parsed.getTime())) {
-    throw validationError(field, 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time')
-  }
-  return parsed
-}
 
 /** The transaction of the caller, or 404: what the sandbox checks before it simulates anything. */
 export async function getOwnedTransaction(
@@ -91,10 +74,7 @@ export async function listTransactions(
   query: ListTransactionsInput,
 ) {
   const perPage = query.per_page ?? 25
-  const from =
-    query.date_from !== undefined ? parseDateFilter('date_from', query.date_from, false) : undefined
-  const to = query.date_to !== undefined ? parseDateFilter('date_to', query.date_to, true) : undefined
-  if (from && to && from > to) throw validationError('date_from', 'must not be after date_to')
+  const { from, to } = parseDateRange('date_from', query.date_from, 'date_to', query.date_to)
   const statuses = query.status ? distinctSorted(query.status).filter(isTransactionStatus) : undefined
   const filters: repo.TransactionFilters = {
     statuses,
