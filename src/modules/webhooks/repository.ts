@@ -310,3 +310,40 @@ export const listEventsPage = (
 
 export const findEvent = (db: Executor, scope: Scope, uuid: string) =>
   eventsQuery(db, scope, {}).where('uuid', '=', uuid).executeTakeFirst()
+
+/**
+ * Up to `limit` of the oldest events that occurred before `before` and have no delivery still pending,
+ * locked; rows another worker holds are skipped, so purges side by side never collide.
+ */
+export const lockExpiredEvents = async (db: Executor, before: Date, limit: number): Promise<string[]> =>
+  (
+    await sql<{ uuid: string }>`
+      SELECT e.uuid FROM events e
+      WHERE e.occurred_at < ${before}
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.uuid AND d.status = 'pending')
+      ORDER BY e.occurred_at
+      LIMIT ${limit}
+      FOR UPDATE OF e SKIP LOCKED`.execute(db)
+  ).rows.map((row) => row.uuid)
+
+/** The deliveries of these events, locked: a redelivery asked for meanwhile is seen (as pending) before a purge. */
+export const lockDeliveriesOf = (db: Executor, eventIds: string[]) =>
+  db
+    .selectFrom('webhook_deliveries')
+    .select(['uuid', 'event_id', 'status'])
+    .where('event_id', 'in', eventIds)
+    .forUpdate()
+    .execute()
+
+/** Deletes deliveries and their attempts (which reference them), attempts first. */
+export async function deleteDeliveries(db: Executor, uuids: string[]): Promise<void> {
+  if (uuids.length === 0) return
+  await db.deleteFrom('webhook_attempts').where('delivery_uuid', 'in', uuids).execute()
+  await db.deleteFrom('webhook_deliveries').where('uuid', 'in', uuids).execute()
+}
+
+export async function deleteEvents(db: Executor, uuids: string[]): Promise<number> {
+  if (uuids.length === 0) return 0
+  const result = await db.deleteFrom('events').where('uuid', 'in', uuids).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}
