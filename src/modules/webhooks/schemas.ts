@@ -183,7 +183,11 @@ export type WebhookStatus = Static<typeof WebhookStatusSchema>
 
 const webhookStatus = { webhook_status: WebhookStatusSchema }
 
-/** An event as the events API shows it: exactly the body its webhook carries, and how its delivery stands. */
+/**
+ * An event as the events API shows it: exactly the body its webhook carries, and how its delivery stands. The
+ * body is the one stored when the event happened, so it is only as new as the event: a field added later to
+ * TransactionResponse or PayoutResponse has to be optional until the older events have passed their retention.
+ */
 export const TransactionEvent = Type.Object(
   { ...MerchantTransactionCallback.properties, ...webhookStatus },
   {
