@@ -36,6 +36,11 @@ export interface Config {
    * leaves in flight.
    */
   providerRecheckMs: number
+  /**
+   * How many days events are kept for GET /integration/events (with their deliveries) before housekeeping
+   * deletes them; at least 30, the API's promise to merchants.
+   */
+  eventRetentionDays: number
   webhook: {
     /** Delays before attempts 2…n, seconds (default the Standard Webhooks schedule: 10 attempts in all). */
     retrySchedule: number[]
@@ -76,6 +81,21 @@ function parseWhole(name: string, value: string | undefined, fallback: number): 
   const n = Number(value)
   if (!Number.isInteger(n) || n < 1)
     throw new ConfigError(`${name} must be a whole number of at least 1, got "${value}"`)
+  return n
+}
+
+/** The least retention of events: merchants are promised 30 days to catch up (docs/API.md §22). */
+export const MIN_EVENT_RETENTION_DAYS = 30
+/** About a century: beyond it a cut-off date would leave the range of a timestamp. */
+const MAX_EVENT_RETENTION_DAYS = 36_500
+
+function parseRetentionDays(value: string | undefined): number {
+  if (value === undefined || value === '') return MIN_EVENT_RETENTION_DAYS
+  const n = Number(value)
+  if (!/^\d+$/.test(value.trim()) || n < MIN_EVENT_RETENTION_DAYS || n > MAX_EVENT_RETENTION_DAYS)
+    throw new ConfigError(
+      `EVENT_RETENTION_DAYS must be a whole number of days from ${MIN_EVENT_RETENTION_DAYS} to ${MAX_EVENT_RETENTION_DAYS}, got "${value}"`,
+    )
   return n
 }
 
@@ -200,6 +220,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     idempotencyLeaseMs: parsePositive('IDEMPOTENCY_LEASE_MS', env.IDEMPOTENCY_LEASE_MS, 60_000),
     providerRecheckMs: parsePositive('PROVIDER_RECHECK_MS', env.PROVIDER_RECHECK_MS, 60_000),
+    eventRetentionDays: parseRetentionDays(env.EVENT_RETENTION_DAYS),
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),
       timeoutMs: parsePositive('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 15_000),

@@ -9,6 +9,7 @@ import * as ledger from './migrations/0003_ledger.ts'
 import * as refunds from './migrations/0004_refunds.ts'
 import * as payouts from './migrations/0005_payouts.ts'
 import * as exactlyOnce from './migrations/0006_exactly_once.ts'
+import * as eventsApi from './migrations/0007_events_api.ts'
 import * as refundList from './migrations/0009_refund_list.ts'
 import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
@@ -246,6 +247,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0004_refunds': refunds,
         '0005_payouts': payouts,
         '0006_exactly_once': exactlyOnce,
+        '0007_events_api': eventsApi,
         '0009_refund_list': refundList,
       }),
     },

@@ -3,28 +3,40 @@ import { type SelectQueryBuilder, sql } from 'kysely'
 /** A position in a newest-first list, and which way the page it opens goes from there. */
 export interface Cursor {
   direction: 'next' | 'prev'
+  /** The time of the row at the position (the list's time column: created_at, or e.g. occurred_at). */
   createdAt: string
   uuid: string
 }
 
+/** The columns a list is ordered by: a time, then a uuid that breaks ties. */
+export interface KeysetColumns {
+  time: string
+  id: string
+}
+
+const CREATED_AT: KeysetColumns = { time: 'created_at', id: 'uuid' }
+
 /**
- * One page of a list in keyset order: newest first (created_at desc, uuid desc) going forward, the reverse
- * going back from a `prev` cursor. Fetches `limit` rows; callers ask for one more than a page to learn whether
- * another follows. The cost is the same on page one and deep in a list of millions.
+ * One page of a list in keyset order: newest first (created_at desc, uuid desc, or the `columns` given) going
+ * forward, the reverse going back from a `prev` cursor. Fetches `limit` rows; callers ask for one more than a
+ * page to learn whether another follows. The cost is the same on page one and deep in a list of millions.
  */
 export function keysetPage<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   cursor: Cursor | null,
   limit: number,
+  columns: KeysetColumns = CREATED_AT,
 ) {
+  const time = sql.ref(columns.time)
+  const id = sql.ref(columns.id)
   const forward = cursor?.direction !== 'prev'
   const positioned = cursor
     ? query.where(
-        sql<boolean>`(created_at, uuid) ${sql.raw(forward ? '<' : '>')} (${cursor.createdAt}::timestamptz, ${cursor.uuid}::uuid)`,
+        sql<boolean>`(${time}, ${id}) ${sql.raw(forward ? '<' : '>')} (${cursor.createdAt}::timestamptz, ${cursor.uuid}::uuid)`,
       )
     : query
   const order = sql.raw(forward ? 'desc' : 'asc')
-  return positioned.orderBy(sql`created_at ${order}`).orderBy(sql`uuid ${order}`).limit(limit).execute()
+  return positioned.orderBy(sql`${time} ${order}`).orderBy(sql`${id} ${order}`).limit(limit).execute()
 }
 
 /**

@@ -176,6 +176,8 @@ export interface EventsTable {
   /** The callback body exactly as delivered, every attempt. */
   body: string
   occurred_at: Timestamp
+  /** The refund whose success this transaction event announces; null for every other event. */
+  refund_uuid: string | null
 }
 
 export interface WebhookConfigsTable {

@@ -135,6 +135,11 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
           description:
             'Signed callbacks: configuration, secret rotation, the delivery log, and the callbacks.',
         },
+        {
+          name: 'Events',
+          description:
+            'Every event the webhooks carry, kept for at least 30 days with the state of its delivery: catch up after downtime.',
+        },
       ],
       webhooks: options.webhooks as never,
       components: {

@@ -35,6 +35,8 @@ export interface StatusChange<Row, Status extends string, Fields> {
   fields: Fields
   /** The money the change moves, posted after the row is written and before its event is recorded. */
   post?: (updated: Row) => Promise<unknown>
+  /** The refund that caused the change, recorded with the event (GET /integration/events?object_uuid=…). */
+  refundUuid?: string
 }
 
 /**
@@ -66,6 +68,7 @@ export async function changeStatus<Row extends AggregateRow, Status extends stri
     resource: table.toView(updated),
     callbackUrl: updated.callback_url,
     occurredAt: change.at,
+    refundUuid: change.refundUuid,
   })
   return updated
 }

@@ -59,7 +59,7 @@ export function startWorkers(
       intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
     }),
   ]
-  const maintenance = startMaintenance(handle.db, log, services.payouts)
+  const maintenance = startMaintenance(handle.db, log, services)
   return {
     dispatcher,
     async stop() {

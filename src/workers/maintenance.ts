@@ -2,27 +2,44 @@ import type { FastifyBaseLogger } from 'fastify'
 import { purgeExpiredIdempotencyKeys } from '../db/idempotency-keys.ts'
 import type { Db } from '../db/index.ts'
 import type { PayoutService } from '../modules/payouts/service.ts'
+import type { WebhookService } from '../modules/webhooks/service.ts'
+
+/** The services housekeeping asks to drop what they no longer need. */
+export interface MaintenanceServices {
+  payouts: Pick<PayoutService, 'purgeQuotes'>
+  webhooks: Pick<WebhookService, 'purgeEvents'>
+}
 
 /**
- * Housekeeping that runs outside requests: idempotency keys past their 7-day retention are purged, and payout
- * quotes that can no longer be used are dropped.
+ * One round of housekeeping: idempotency keys past their 7-day retention are purged, payout quotes that can no
+ * longer be used are dropped, and events past EVENT_RETENTION_DAYS go with their deliveries. A failure is logged,
+ * and the next round tries again.
  */
+export async function runMaintenance(
+  db: Db,
+  log: FastifyBaseLogger,
+  services: MaintenanceServices,
+): Promise<void> {
+  try {
+    const purged = await purgeExpiredIdempotencyKeys(db)
+    if (purged) log.info({ purged }, 'purged expired idempotency keys')
+    const quotes = Number((await services.payouts.purgeQuotes()).numDeletedRows)
+    if (quotes) log.info({ quotes }, 'purged expired payout quotes')
+    const events = await services.webhooks.purgeEvents()
+    if (events) log.info({ events }, 'purged events past their retention')
+  } catch (err) {
+    log.error({ err }, 'maintenance failed')
+  }
+}
+
+/** Housekeeping at start and then every `intervalMs` (an hour). */
 export function startMaintenance(
   db: Db,
   log: FastifyBaseLogger,
-  payouts: PayoutService,
+  services: MaintenanceServices,
   intervalMs = 3_600_000,
 ): { stop(): void } {
-  const run = async () => {
-    try {
-      const purged = await purgeExpiredIdempotencyKeys(db)
-      if (purged) log.info({ purged }, 'purged expired idempotency keys')
-      const quotes = Number((await payouts.purgeQuotes()).numDeletedRows)
-      if (quotes) log.info({ quotes }, 'purged expired payout quotes')
-    } catch (err) {
-      log.error({ err }, 'maintenance failed')
-    }
-  }
+  const run = () => runMaintenance(db, log, services)
   void run()
   const timer = setInterval(run, intervalMs)
   timer.unref()

@@ -122,6 +122,20 @@ describe('loadConfig', () => {
     for (const bad of ['0', '-3', '2.5', 'ten'])
       refused({ ...DEVELOPMENT, DATABASE_POOL_SIZE: bad }, /DATABASE_POOL_SIZE must be a whole number/)
   })
+
+  it('EVENT_RETENTION_DAYS defaults to 30 and may only be longer: merchants are promised 30 days', () => {
+    assert.equal(loadConfig(DEVELOPMENT).eventRetentionDays, 30)
+    assert.equal(loadConfig(PRODUCTION).eventRetentionDays, 30)
+    assert.equal(loadConfig({ ...DEVELOPMENT, EVENT_RETENTION_DAYS: '' }).eventRetentionDays, 30)
+    assert.equal(loadConfig({ ...DEVELOPMENT, EVENT_RETENTION_DAYS: '30' }).eventRetentionDays, 30)
+    assert.equal(loadConfig({ ...PRODUCTION, EVENT_RETENTION_DAYS: '90' }).eventRetentionDays, 90)
+    assert.equal(loadConfig({ ...PRODUCTION, EVENT_RETENTION_DAYS: '36500' }).eventRetentionDays, 36500)
+    for (const bad of ['29', '0', '-30', '45.5', '1e2', 'forever', '36501', '30d'])
+      refused(
+        { ...DEVELOPMENT, EVENT_RETENTION_DAYS: bad },
+        /EVENT_RETENTION_DAYS must be a whole number of days from 30 to 36500/,
+      )
+  })
 })
 
 describe('parseDuration', () => {

@@ -2,8 +2,8 @@ import { isRefundStatus } from '../../db/enums.ts'
 import { keysetBatches } from '../../db/keyset.ts'
 import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import { parseDateRange } from '../../http/date-filter.ts'
 import { notFound } from '../../http/errors.ts'
-import { dateRange } from '../../http/filters.ts'
 import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
@@ -35,7 +35,7 @@ export async function findRefundByIdempotencyKey(
 
 /** The list's query parameters as repository filters, and their digest (a cursor is bound to it). */
 export function refundFilters(query: Omit<ListRefundsInput, 'cursor' | 'per_page'>) {
-  const { from, to } = dateRange(['date_from', 'date_to'], query)
+  const { from, to } = parseDateRange('date_from', query.date_from, 'date_to', query.date_to)
   const statuses = query.status ? distinctSorted(query.status).filter(isRefundStatus) : undefined
   const transactionUuid = query.transaction_uuid
   const filters: repo.RefundFilters = { statuses, transactionUuid, currency: query.currency, from, to }

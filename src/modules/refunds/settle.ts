@@ -68,7 +68,7 @@ export async function settleRefund(
       next_check_at: null,
       updated_at: at,
     })
-    await transactions.markRefunded(trx, tx, await repo.succeededMinor(trx, tx.uuid), at)
+    await transactions.markRefunded(trx, tx, await repo.succeededMinor(trx, tx.uuid), at, row.uuid)
     return settled
   })
 }

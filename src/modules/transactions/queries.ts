@@ -4,8 +4,8 @@ import { keysetBatches } from '../../db/keyset.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import { parseDateRange } from '../../http/date-filter.ts'
 import { AppError, notFound } from '../../http/errors.ts'
-import { dateRange } from '../../http/filters.ts'
 import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
@@ -71,7 +71,7 @@ export async function getH2hDetails(deps: Pick<TransactionDeps, 'db'>, auth: Aut
 
 /** The list's query parameters as repository filters, and their digest (a cursor is bound to it). */
 export function transactionFilters(query: Omit<ListTransactionsInput, 'cursor' | 'per_page'>) {
-  const { from, to } = dateRange(['date_from', 'date_to'], query)
+  const { from, to } = parseDateRange('date_from', query.date_from, 'date_to', query.date_to)
   const statuses = query.status ? distinctSorted(query.status).filter(isTransactionStatus) : undefined
   const filters: repo.TransactionFilters = {
     statuses,

@@ -39,8 +39,8 @@ export function createTransactionService(deps: TransactionDeps) {
     expireOverdue: (limit?: number, now?: Date) => expireOverdueTransactions(deps, limit, now),
     lock: (trx: Executor, uuid: string) => lockTransaction(trx, uuid),
     lockOwned: (trx: Executor, auth: AuthContext, uuid: string) => lockOwnedTransaction(trx, auth, uuid),
-    markRefunded: (trx: Executor, row: TransactionRow, refundedTotal: number, at: Date) =>
-      markTransactionRefunded(deps, trx, row, refundedTotal, at),
+    markRefunded: (trx: Executor, row: TransactionRow, refundedTotal: number, at: Date, refundUuid: string) =>
+      markTransactionRefunded(deps, trx, row, refundedTotal, at, refundUuid),
     settleDue: (limit?: number, now?: Date) => settleDueTransactions(deps, limit, now),
     create: (auth: AuthContext, input: CreateTransactionInput) => createTransaction(deps, auth, input),
     get: (auth: AuthContext, uuid: string) => getTransaction(deps, auth, uuid),

@@ -109,8 +109,8 @@ export async function expireOverdueTransactions(
 }
 
 /**
- * After a refund succeeded: partially_refunded, or refunded once `refundedTotal` reaches the amount, with
- * its event, in the caller's transaction (which holds the row lock).
+ * After refund `refundUuid` succeeded: partially_refunded, or refunded once `refundedTotal` reaches the amount,
+ * with its event (which names the refund), in the caller's transaction (which holds the row lock).
  */
 export async function markTransactionRefunded(
   deps: Pick<TransactionDeps, 'config' | 'webhooks'>,
@@ -118,6 +118,7 @@ export async function markTransactionRefunded(
   row: TransactionRow,
   refundedTotal: number,
   at: Date,
+  refundUuid: string,
 ): Promise<TransactionRow> {
   const to = refundedTotal >= row.amount ? 'refunded' : 'partially_refunded'
   if (row.status === to && to === 'refunded') return row
@@ -126,5 +127,6 @@ export async function markTransactionRefunded(
     event: `transaction.${to}`,
     at,
     fields: {},
+    refundUuid,
   })
 }

@@ -16,6 +16,8 @@ export interface RecordEventInput {
   /** The resource's own callback_url: it takes precedence over the configured URL. */
   callbackUrl: string | null
   occurredAt: Date
+  /** The refund whose success this transaction event announces (kept beside the event, not in its body). */
+  refundUuid?: string
 }
 
 /**
@@ -43,6 +45,7 @@ export async function recordEvent(trx: Executor, input: RecordEventInput): Promi
     aggregate_version: input.aggregateVersion,
     body,
     occurred_at: input.occurredAt,
+    refund_uuid: input.refundUuid ?? null,
   })
   let url = input.callbackUrl
   if (!url) {

@@ -1,6 +1,6 @@
 import { type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import { keysetPage } from '../../db/keyset.ts'
+import { type KeysetColumns, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
 import type {
   EventsTable,
@@ -9,6 +9,7 @@ import type {
   WebhookDelivery,
 } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
+import type { EventName, WebhookStatus } from './schemas.ts'
 
 export const findConfig = (db: Executor, scope: Scope) =>
   db
@@ -248,4 +249,101 @@ export async function outboxStats(db: Executor, now = new Date()) {
     depth: Number(row.depth),
     oldestAgeSeconds: oldest ? Math.max(0, (now.getTime() - oldest.getTime()) / 1000) : 0,
   }
+}
+
+/** What the events list filters on; every field narrows the list, and they combine with AND. */
+export interface EventFilters {
+  types?: EventName[]
+  from?: Date
+  to?: Date
+  /** A transaction or payout (the event's aggregate), or a refund (the event its success caused). */
+  objectUuid?: string
+}
+
+/** The events list's order: newest first by when the event occurred, ties broken by its id. */
+export const EVENT_KEYSET: KeysetColumns = { time: 'occurred_at', id: 'uuid' }
+
+/**
+ * The summary of an event's deliveries (there is at most one today): none, else pending while any is, else
+ * succeeded when any reached its target, else failed.
+ */
+const webhookStatus = sql<WebhookStatus>`(
+  SELECT CASE
+    WHEN count(*) = 0 THEN 'none'
+    WHEN bool_or(d.status = 'pending') THEN 'pending'
+    WHEN bool_or(d.status = 'succeeded') THEN 'succeeded'
+    ELSE 'failed' END
+  FROM webhook_deliveries d WHERE d.event_id = events.uuid)`.as('webhook_status')
+
+/**
+ * The merchant's events in one mode that match `filters`, each with its webhook status, in no order and
+ * unlimited: the list pages it (listEventsPage), and an export may walk it in keyset batches (EVENT_KEYSET).
+ */
+export function eventsQuery(db: Executor, scope: Scope, filters: EventFilters) {
+  let query = db
+    .selectFrom('events')
+    .selectAll()
+    .select(webhookStatus)
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+  if (filters.types?.length) query = query.where('event', 'in', filters.types)
+  if (filters.from) query = query.where('occurred_at', '>=', filters.from)
+  if (filters.to) query = query.where('occurred_at', '<=', filters.to)
+  const objectUuid = filters.objectUuid
+  if (objectUuid)
+    query = query.where((eb) =>
+      eb.or([eb('aggregate_uuid', '=', objectUuid), eb('refund_uuid', '=', objectUuid)]),
+    )
+  return query
+}
+
+export type EventRow = Awaited<ReturnType<ReturnType<typeof eventsQuery>['executeTakeFirstOrThrow']>>
+
+/** One page of the merchant's events in keyset order (newest first), filtered. */
+export const listEventsPage = (
+  db: Executor,
+  scope: Scope,
+  filters: EventFilters,
+  cursor: Cursor | null,
+  limit: number,
+) => keysetPage(eventsQuery(db, scope, filters), cursor, limit, EVENT_KEYSET)
+
+export const findEvent = (db: Executor, scope: Scope, uuid: string) =>
+  eventsQuery(db, scope, {}).where('uuid', '=', uuid).executeTakeFirst()
+
+/**
+ * Up to `limit` of the oldest events that occurred before `before` and have no delivery still pending,
+ * locked; rows another worker holds are skipped, so purges side by side never collide.
+ */
+export const lockExpiredEvents = async (db: Executor, before: Date, limit: number): Promise<string[]> =>
+  (
+    await sql<{ uuid: string }>`
+      SELECT e.uuid FROM events e
+      WHERE e.occurred_at < ${before}
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.uuid AND d.status = 'pending')
+      ORDER BY e.occurred_at
+      LIMIT ${limit}
+      FOR UPDATE OF e SKIP LOCKED`.execute(db)
+  ).rows.map((row) => row.uuid)
+
+/** The deliveries of these events, locked: a redelivery asked for meanwhile is seen (as pending) before a purge. */
+export const lockDeliveriesOf = (db: Executor, eventIds: string[]) =>
+  db
+    .selectFrom('webhook_deliveries')
+    .select(['uuid', 'event_id', 'status'])
+    .where('event_id', 'in', eventIds)
+    .forUpdate()
+    .execute()
+
+/** Deletes deliveries and their attempts (which reference them), attempts first. */
+export async function deleteDeliveries(db: Executor, uuids: string[]): Promise<void> {
+  if (uuids.length === 0) return
+  await db.deleteFrom('webhook_attempts').where('delivery_uuid', 'in', uuids).execute()
+  await db.deleteFrom('webhook_deliveries').where('uuid', 'in', uuids).execute()
+}
+
+export async function deleteEvents(db: Executor, uuids: string[]): Promise<number> {
+  if (uuids.length === 0) return 0
+  const result = await db.deleteFrom('events').where('uuid', 'in', uuids).executeTakeFirst()
+  return Number(result.numDeletedRows)
 }

@@ -3,11 +3,17 @@ import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
+  EventCursorPage,
+  EventIdParams,
+  EventResponse,
   ListDeliveriesQuery,
+  ListEventsQuery,
   MerchantPayoutCallback,
   MerchantTestCallback,
   MerchantTransactionCallback,
+  PayoutEvent,
   RotateSecretRequest,
+  TransactionEvent,
   UpdateWebhookConfigRequest,
   WebhookConfigResponse,
   WebhookDeliveryPage,
@@ -16,6 +22,7 @@ import {
 import type { WebhookService } from './service.ts'
 
 const tags = ['Webhooks']
+const eventTags = ['Events']
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = sharedSchemas(
@@ -29,6 +36,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       MerchantTransactionCallback,
       MerchantPayoutCallback,
       MerchantTestCallback,
+      TransactionEvent,
+      PayoutEvent,
+      EventResponse,
+      EventCursorPage,
     ])
       app.addSchema(schema)
     app.get(
@@ -170,6 +181,49 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       },
       async (request, reply) =>
         reply.code(202).send(await webhooks.redeliver(authOf(request), request.params.uuid)),
+    )
+
+    // The events are the outbox's rows, so their API lives with the webhooks that carry them.
+    app.get(
+      '/integration/events',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'listEvents',
+          summary: 'List events',
+          description:
+            "The events of your key's mode, newest first (occurred_at, then event_id), with keyset cursor pagination: each is exactly the body its webhook carries, plus webhook_status. Kept at least 30 days. Repeat the same filters with a cursor. After downtime, list from the last event you processed and apply each whose aggregate_version is above the one you hold (docs/API.md §22).",
+          tags: eventTags,
+          security,
+          querystring: ListEventsQuery,
+          response: {
+            200: Ref(EventCursorPage, { description: 'A page of events, newest first.' }),
+            ...errorResponses(401, 422),
+          },
+        },
+      },
+      (request) => webhooks.listEvents(authOf(request), request.query),
+    )
+
+    app.get(
+      '/integration/events/:event_id',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'getEvent',
+          summary: 'Get an event',
+          description:
+            'By its event_id (the webhook-id of its deliveries), within the mode of your key. A malformed id names nothing: 404.',
+          tags: eventTags,
+          security,
+          params: EventIdParams,
+          response: {
+            200: Ref(EventResponse, { description: 'The event.' }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      (request) => webhooks.getEvent(authOf(request), request.params.event_id),
     )
   },
 )

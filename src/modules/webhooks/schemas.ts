@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox'
 import { DeliveryStatusSchema, ModeSchema } from '../../db/enums.ts'
 import { PaginationQuery } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
+import { LiteralUnion } from '../../lib/schema.ts'
 
 export const TRANSACTION_EVENTS = [
   'transaction.paid',
@@ -166,3 +167,99 @@ export const MerchantTestCallback = Type.Object(
       'The body of a test delivery (`POST /integration/webhook/test`); its aggregate_version is 1.',
   },
 )
+
+/**
+ * How the delivery of an event stands (GET /integration/events): `none` when no delivery was due (the event had
+ * no target when it occurred: no callback_url, and no configured URL that was enabled and subscribed to it),
+ * else its delivery's status: `pending` (waiting for its first attempt, a retry or a redelivery, or being sent),
+ * `succeeded`, `failed` (out of retries, or the endpoint answered 410).
+ */
+export const WEBHOOK_STATUSES = ['none', 'pending', 'succeeded', 'failed'] as const
+export const WebhookStatusSchema = LiteralUnion(WEBHOOK_STATUSES, {
+  description:
+    "`none`: no delivery was due (no callback_url, and no enabled webhook URL subscribed to the event when it occurred). Otherwise the delivery's state: `pending` (waiting for an attempt, a retry or a redelivery), `succeeded` (a 2xx), `failed` (out of retries, or a 410).",
+})
+export type WebhookStatus = Static<typeof WebhookStatusSchema>
+
+const webhookStatus = { webhook_status: WebhookStatusSchema }
+
+/**
+ * An event as the events API shows it: exactly the body its webhook carries, and how its delivery stands. The
+ * body is the one stored when the event happened, so it is only as new as the event: a field added later to
+ * TransactionResponse or PayoutResponse has to be optional until the older events have passed their retention.
+ */
+export const TransactionEvent = Type.Object(
+  { ...MerchantTransactionCallback.properties, ...webhookStatus },
+  {
+    $id: 'TransactionEvent',
+    description:
+      'A transaction event: the body of its webhook (MerchantTransactionCallback), plus webhook_status.',
+  },
+)
+
+export const PayoutEvent = Type.Object(
+  { ...MerchantPayoutCallback.properties, ...webhookStatus },
+  {
+    $id: 'PayoutEvent',
+    description: 'A payout event: the body of its webhook (MerchantPayoutCallback), plus webhook_status.',
+  },
+)
+
+export const EventResponse = Type.Union([Type.Ref('TransactionEvent'), Type.Ref('PayoutEvent')], {
+  $id: 'Event',
+  description: 'An event: `transaction` for transaction.* events, `payout` for payout.* events.',
+})
+
+export const EventCursorPage = Type.Object(
+  { data: Type.Array(Type.Ref('Event')), meta: Type.Ref('CursorMeta') },
+  { $id: 'EventCursorPage' },
+)
+
+export const ListEventsQuery = Type.Object(
+  {
+    ...PaginationQuery,
+    type: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description: `One event name, or several comma-separated: ${EVENT_NAMES.join(', ')}.`,
+        examples: ['transaction.paid,transaction.refunded'],
+      }),
+    ),
+    created_from: Type.Optional(
+      Type.String({
+        description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on occurred_at.',
+        examples: ['2026-11-01T00:00:00Z'],
+      }),
+    ),
+    created_to: Type.Optional(
+      Type.String({
+        description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive, on occurred_at.',
+        examples: ['2026-11-30'],
+      }),
+    ),
+    object_uuid: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 36,
+        description:
+          "The uuid of a transaction, refund or payout: its events (a refund's is the transaction event its success caused).",
+        examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+// Like any uuid in a path, a malformed event_id names nothing: 404.
+export const EventIdParams = Type.Object(
+  {
+    event_id: Type.String({
+      description: 'The event id (`event_id`, the `webhook-id` header of its deliveries).',
+      examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
+    }),
+  },
+  { additionalProperties: false },
+)
+
+export type ListEventsInput = Static<typeof ListEventsQuery>

@@ -13,10 +13,12 @@ import {
 import type { Sender } from './delivery.ts'
 import type { DispatchOptions, WebhookDeps } from './deps.ts'
 import { type AttemptOutcome, recordOutcomes, sendAttempt } from './dispatch.ts'
+import { getEvent, listEvents } from './events.ts'
 import { deliveryView, getDelivery, type ListDeliveriesInput, listDeliveries, redeliver } from './log.ts'
 import { recordEvent } from './outbox.ts'
 import * as repo from './repository.ts'
-import type { UpdateWebhookConfigInput } from './schemas.ts'
+import { purgeExpiredEvents } from './retention.ts'
+import type { ListEventsInput, UpdateWebhookConfigInput } from './schemas.ts'
 import { createSecretOpener } from './secrets.ts'
 
 export type { DispatchOptions } from './deps.ts'
@@ -31,7 +33,8 @@ export type WebhookService = ReturnType<typeof createWebhookService>
  * The webhooks module as the other modules, the routes and the workers see it: each operation bound to this
  * instance's database, configuration, HTTP client and retry schedule. The operations live in outbox.ts (events
  * written in the caller's transaction), dispatch.ts (sending and recording attempts), configuration.ts (URL,
- * events, secrets, test sends) and log.ts (the delivery log); their SQL in repository.ts.
+ * events, secrets, test sends), log.ts (the delivery log), events.ts (the events API) and retention.ts (old
+ * events removed); their SQL in repository.ts.
  */
 export function createWebhookService(deps: {
   db: Db
@@ -62,6 +65,11 @@ export function createWebhookService(deps: {
     getDelivery: (auth: AuthContext, uuid: string) => getDelivery(bound, auth, uuid),
     redeliver: (auth: AuthContext, uuid: string) => redeliver(bound, auth, uuid),
     deliveryView,
+
+    listEvents: (auth: AuthContext, query: ListEventsInput) => listEvents(bound, auth, query),
+    getEvent: (auth: AuthContext, eventId: string) => getEvent(bound, auth, eventId),
+    /** Deletes the events past their retention, with their deliveries; how many events went. */
+    purgeEvents: (now?: Date) => purgeExpiredEvents(bound, now),
 
     leaseMs: config.webhook.leaseMs,
     claimDue: repo.claimDue,

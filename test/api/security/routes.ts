@@ -155,6 +155,25 @@ async function createEventDelivery(
   return { uuid: row.uuid }
 }
 
+export interface CreatedEvent {
+  event_id: string
+}
+
+/** The transaction.paid event of a transaction of `merchant` in `mode`, paid through the sandbox. */
+async function createEvent(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<CreatedEvent> {
+  const tx = await createTransaction(ctx, merchant, mode)
+  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+    as: { merchant, mode },
+  })
+  assert.equal(paid.statusCode, 200, paid.body)
+  const row = await ctx.db
+    .selectFrom('events')
+    .select('uuid')
+    .where('aggregate_uuid', '=', tx.uuid)
+    .executeTakeFirstOrThrow()
+  return { event_id: row.uuid }
+}
+
 export interface CreatedPayout {
   uuid: string
 }
@@ -458,6 +477,28 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     setup: createEventDelivery,
     url: (delivery) => `/integration/webhook/deliveries/${delivery.uuid}/redeliver`,
     status: 202,
+    isolation: { kind: 'resource' },
+  }),
+  defineRoute<CreatedEvent>({
+    name: 'GET /integration/events',
+    method: 'GET',
+    auth: 'key',
+    setup: createEvent,
+    url: () => '/integration/events?per_page=100',
+    status: 200,
+    isolation: {
+      kind: 'list',
+      includes: (json, event) =>
+        ((json as { data?: { event_id: string }[] }).data ?? []).some((e) => e.event_id === event.event_id),
+    },
+  }),
+  defineRoute<CreatedEvent>({
+    name: 'GET /integration/events/{event_id}',
+    method: 'GET',
+    auth: 'key',
+    setup: createEvent,
+    url: (event) => `/integration/events/${event.event_id}`,
+    status: 200,
     isolation: { kind: 'resource' },
   }),
   ...(['paid', 'failed', 'expired', 'failed-then-paid'] as const).map((simulation) =>

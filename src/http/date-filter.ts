@@ -3,7 +3,11 @@ import { validationError } from './errors.ts'
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})$/
 
-/** A `date_from`/`date_to` value: a bare date covers its whole UTC day (end inclusive for `date_to`). */
+/**
+ * A date filter of a list (`date_from`, `created_to`, …): a date `YYYY-MM-DD` covers its whole UTC day (from its
+ * first millisecond, or to its last with `endOfDay`), or an ISO 8601 date-time with an offset. Anything else is
+ * 422 on `field`.
+ */
 export function parseDateFilter(field: string, value: string, endOfDay: boolean): Date {
   if (DATE_ONLY.test(value)) {
     const start = new Date(`${value}T00:00:00.000Z`)
@@ -18,16 +22,15 @@ export function parseDateFilter(field: string, value: string, endOfDay: boolean)
   return parsed
 }
 
-/** A `from`/`to` pair of date filters, checked to be in order: both inclusive, a bare `to` date to its day's end. */
-export function dateRange(
-  names: [from: string, to: string],
-  query: Record<string, unknown>,
+/** An inclusive range from two optional date filters; a start after the end is 422 on the start's field. */
+export function parseDateRange(
+  fromField: string,
+  fromValue: string | undefined,
+  toField: string,
+  toValue: string | undefined,
 ): { from?: Date; to?: Date } {
-  const [fromName, toName] = names
-  const fromText = query[fromName]
-  const toText = query[toName]
-  const from = typeof fromText === 'string' ? parseDateFilter(fromName, fromText, false) : undefined
-  const to = typeof toText === 'string' ? parseDateFilter(toName, toText, true) : undefined
-  if (from && to && from > to) throw validationError(fromName, `must not be after ${toName}`)
+  const from = fromValue !== undefined ? parseDateFilter(fromField, fromValue, false) : undefined
+  const to = toValue !== undefined ? parseDateFilter(toField, toValue, true) : undefined
+  if (from && to && from > to) throw validationError(fromField, `must not be after ${toField}`)
   return { from, to }
 }

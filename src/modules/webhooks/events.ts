@@ -1,0 +1,82 @@
+import { scopeOf } from '../../db/scope.ts'
+import type { AuthContext } from '../../http/auth.ts'
+import { parseDateRange } from '../../http/date-filter.ts'
+import { notFound, validationError } from '../../http/errors.ts'
+import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { isUuid } from '../../lib/ids.ts'
+import { distinctSorted } from '../../lib/lists.ts'
+import type { WebhookDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import { EVENT_NAMES, type EventName, type ListEventsInput, type WebhookStatus } from './schemas.ts'
+
+const isEventName = (value: string): value is EventName => (EVENT_NAMES as readonly string[]).includes(value)
+
+/**
+ * The events list's query as the repository's filters, normalised so that equal filters compare equal (the
+ * cursor digest): distinct types in order, dates as instants, the uuid in lower case. Pure; an invalid value is
+ * 422 on its field. An export takes the same query and filters.
+ */
+export function eventFilters(query: Omit<ListEventsInput, 'cursor' | 'per_page'>): repo.EventFilters {
+  let types: EventName[] | undefined
+  if (query.type !== undefined) {
+    const names = distinctSorted(query.type)
+    const unknown = names.filter((name) => !isEventName(name))
+    if (unknown.length)
+      throw validationError(
+        'type',
+        `names an unknown event (${unknown.join(', ')}); the events are ${EVENT_NAMES.join(', ')}`,
+      )
+    types = names as EventName[]
+  }
+  const { from, to } = parseDateRange('created_from', query.created_from, 'created_to', query.created_to)
+  let objectUuid: string | undefined
+  if (query.object_uuid !== undefined) {
+    objectUuid = query.object_uuid.toLowerCase()
+    if (!isUuid(objectUuid))
+      throw validationError('object_uuid', 'must be the uuid of a transaction, refund or payout')
+  }
+  return { types, from, to, objectUuid }
+}
+
+/** What a cursor remembers of the filters it was made under. */
+const digestOf = (filters: repo.EventFilters) =>
+  filterDigest({
+    type: filters.types?.join(','),
+    created_from: filters.from?.toISOString(),
+    created_to: filters.to?.toISOString(),
+    object_uuid: filters.objectUuid,
+  })
+
+/**
+ * An event as the API shows it: the body its webhook carries (stored once, sent as is on every attempt),
+ * parsed, and how its delivery stands.
+ */
+export function eventView(row: repo.EventRow): Record<string, unknown> & { webhook_status: WebhookStatus } {
+  return { ...(JSON.parse(row.body) as Record<string, unknown>), webhook_status: row.webhook_status }
+}
+
+export async function listEvents(
+  deps: Pick<WebhookDeps, 'db' | 'config'>,
+  auth: AuthContext,
+  query: ListEventsInput,
+) {
+  const perPage = query.per_page ?? 25
+  const filters = eventFilters(query)
+  const digest = digestOf(filters)
+  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
+  const rows = await repo.listEventsPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
+  return cursorPage(
+    // The cursors mark an event by when it occurred (the list's time column) and its id.
+    rows.map((row) => ({ ...row, created_at: row.occurred_at })),
+    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/events` },
+    eventView,
+  )
+}
+
+/** The merchant's event in this key's mode, or 404 (a malformed id included). */
+export async function getEvent(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, eventId: string) {
+  const id = eventId.toLowerCase()
+  const row = isUuid(id) ? await repo.findEvent(deps.db, scopeOf(auth), id) : undefined
+  if (!row) throw notFound('event')
+  return eventView(row)
+}
