@@ -44,16 +44,21 @@ export function keysetPage<DB, TB extends keyof DB, O>(
  * batch is its own short query, so no connection or snapshot is held while the caller writes rows out, and
  * the cost per batch stays the same at the end of a list of millions.
  */
-export async function* keysetBatches<DB, TB extends keyof DB, O extends { created_at: Date; uuid: string }>(
+export async function* keysetBatches<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, O>,
   size = 1000,
+  columns: KeysetColumns = CREATED_AT,
 ): AsyncGenerator<O[]> {
   let cursor: Cursor | null = null
   for (;;) {
-    const rows = (await keysetPage(query, cursor, size)) as O[]
+    const rows = (await keysetPage(query, cursor, size, columns)) as O[]
     if (rows.length > 0) yield rows
     if (rows.length < size) return
-    const last = rows[rows.length - 1] as O
-    cursor = { direction: 'next', createdAt: last.created_at.toISOString(), uuid: last.uuid }
+    const last = rows[rows.length - 1] as Record<string, unknown>
+    cursor = {
+      direction: 'next',
+      createdAt: (last[columns.time] as Date).toISOString(),
+      uuid: last[columns.id] as string,
+    }
   }
 }

@@ -1,8 +1,10 @@
+import { keysetBatches } from '../../db/keyset.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import type { CsvColumn } from '../../http/csv.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
 import { notFound, validationError } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { WebhookDeps } from './deps.ts'
@@ -80,3 +82,42 @@ export async function getEvent(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext,
   if (!row) throw notFound('event')
   return eventView(row)
 }
+
+/** Every event the list's filters match, newest first, as views in batches: what a CSV export streams. */
+export async function* exportEvents(
+  deps: Pick<WebhookDeps, 'db'>,
+  auth: AuthContext,
+  query: ListEventsInput,
+) {
+  const filters = eventFilters(exportQuery(query))
+  for await (const rows of keysetBatches(
+    repo.eventsQuery(deps.db, scopeOf(auth), filters),
+    1000,
+    repo.EVENT_KEYSET,
+  ))
+    yield rows.map(eventView)
+}
+
+type EventView = ReturnType<typeof eventView>
+
+/** The object an event carries: the transaction or the payout, under its own key. */
+const objectOf = (view: EventView) => (view.transaction ?? view.payout) as Record<string, unknown>
+
+/**
+ * The columns of an events CSV export, in their documented order: the envelope, the object it is about (type,
+ * uuid, status), how its webhook stands, and the whole object as JSON text.
+ */
+export const EVENT_CSV_COLUMNS: CsvColumn<EventView>[] = [
+  { header: 'event_id', value: (view) => view.event_id },
+  { header: 'event', value: (view) => view.event },
+  { header: 'occurred_at', value: (view) => view.occurred_at },
+  { header: 'object_type', value: (view) => (view.transaction ? 'transaction' : 'payout') },
+  { header: 'object_uuid', value: (view) => objectOf(view).uuid },
+  { header: 'object_status', value: (view) => objectOf(view).status },
+  { header: 'aggregate_version', value: (view) => view.aggregate_version },
+  { header: 'webhook_status', value: (view) => view.webhook_status },
+  { header: 'schema_version', value: (view) => view.schema_version },
+  { header: 'object', value: objectOf },
+]
+
+export const EVENT_CSV_FIELDS = EVENT_CSV_COLUMNS.map((column) => column.header)

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponses } from '../../http/errors.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { EVENT_CSV_COLUMNS, EVENT_CSV_FIELDS } from './events.ts'
 import {
   EventCursorPage,
   EventIdParams,
@@ -197,12 +199,15 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           security,
           querystring: ListEventsQuery,
           response: {
-            200: Ref(EventCursorPage, { description: 'A page of events, newest first.' }),
+            200: jsonOrCsv(EventCursorPage, 'A page of events, newest first.', EVENT_CSV_FIELDS),
             ...errorResponses(401, 422),
           },
         },
       },
-      (request) => webhooks.listEvents(authOf(request), request.query),
+      (request, reply) =>
+        wantsCsv(request)
+          ? sendCsv(reply, 'events', EVENT_CSV_COLUMNS, webhooks.exportEvents(authOf(request), request.query))
+          : webhooks.listEvents(authOf(request), request.query),
     )
 
     app.get(

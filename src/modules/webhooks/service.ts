@@ -13,7 +13,7 @@ import {
 import type { Sender } from './delivery.ts'
 import type { DispatchOptions, WebhookDeps } from './deps.ts'
 import { type AttemptOutcome, recordOutcomes, sendAttempt } from './dispatch.ts'
-import { getEvent, listEvents } from './events.ts'
+import { exportEvents, getEvent, listEvents } from './events.ts'
 import { deliveryView, getDelivery, type ListDeliveriesInput, listDeliveries, redeliver } from './log.ts'
 import { recordEvent } from './outbox.ts'
 import * as repo from './repository.ts'
@@ -68,6 +68,7 @@ export function createWebhookService(deps: {
 
     listEvents: (auth: AuthContext, query: ListEventsInput) => listEvents(bound, auth, query),
     getEvent: (auth: AuthContext, eventId: string) => getEvent(bound, auth, eventId),
+    exportEvents: (auth: AuthContext, query: ListEventsInput) => exportEvents(bound, auth, query),
     /** Deletes the events past their retention, with their deliveries; how many events went. */
     purgeEvents: (now?: Date) => purgeExpiredEvents(bound, now),
 
