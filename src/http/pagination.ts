@@ -125,6 +125,22 @@ export function cursorPage<T extends { created_at: Date; uuid: string }, V>(
   }
 }
 
+/**
+ * A list operation's answer: the query's cursor checked against the digest of its filters, a page of rows
+ * fetched (one more than a page, to learn whether another follows), and their views with the cursors.
+ */
+export async function listAnswer<T extends { created_at: Date; uuid: string }, V>(
+  query: { cursor?: string; per_page?: number },
+  options: { digest: string; path: string },
+  fetch: (cursor: Cursor | null, limit: number) => Promise<T[]>,
+  view: (row: T) => V,
+) {
+  const perPage = query.per_page ?? 25
+  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, options.digest) : null
+  const rows = await fetch(cursor, perPage + 1)
+  return cursorPage(rows, { perPage, cursor, digest: options.digest, path: options.path }, view)
+}
+
 /** The page meta every list operation answers with. */
 export function registerPagination(app: FastifyInstance): void {
   app.addSchema(CursorMeta)

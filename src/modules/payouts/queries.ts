@@ -3,7 +3,7 @@ import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { notFound } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
+import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { PayoutDeps } from './deps.ts'
@@ -47,18 +47,16 @@ export function payoutFilters(query: Omit<ListPayoutsInput, 'cursor' | 'per_page
   return { filters, digest }
 }
 
-export async function listPayouts(
+export function listPayouts(
   deps: Pick<PayoutDeps, 'db' | 'config'>,
   auth: AuthContext,
   query: ListPayoutsInput,
 ) {
-  const perPage = query.per_page ?? 25
   const { filters, digest } = payoutFilters(query)
-  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
-  const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
-  return cursorPage(
-    rows,
-    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/payouts` },
+  return listAnswer(
+    query,
+    { digest, path: `${deps.config.publicBaseUrl}/integration/payouts` },
+    (cursor, limit) => repo.listPage(deps.db, scopeOf(auth), filters, cursor, limit),
     payoutView,
   )
 }

@@ -4,7 +4,7 @@ import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
 import { notFound } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
+import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { RefundDeps } from './deps.ts'
@@ -49,18 +49,16 @@ export function refundFilters(query: Omit<ListRefundsInput, 'cursor' | 'per_page
   return { filters, digest }
 }
 
-export async function listRefunds(
+export function listRefunds(
   deps: Pick<RefundDeps, 'db' | 'config'>,
   auth: AuthContext,
   query: ListRefundsInput,
 ) {
-  const perPage = query.per_page ?? 25
   const { filters, digest } = refundFilters(query)
-  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
-  const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
-  return cursorPage(
-    rows,
-    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/refunds` },
+  return listAnswer(
+    query,
+    { digest, path: `${deps.config.publicBaseUrl}/integration/refunds` },
+    (cursor, limit) => repo.listPage(deps.db, scopeOf(auth), filters, cursor, limit),
     listedRefundView,
   )
 }

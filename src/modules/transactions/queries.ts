@@ -6,7 +6,7 @@ import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
 import { AppError, notFound } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
+import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import { iso } from '../../lib/time.ts'
@@ -98,18 +98,16 @@ export function transactionFilters(query: Omit<ListTransactionsInput, 'cursor' |
   return { filters, digest }
 }
 
-export async function listTransactions(
+export function listTransactions(
   deps: Pick<TransactionDeps, 'db' | 'config'>,
   auth: AuthContext,
   query: ListTransactionsInput,
 ) {
-  const perPage = query.per_page ?? 25
   const { filters, digest } = transactionFilters(query)
-  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
-  const rows = await repo.listPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
-  return cursorPage(
-    rows,
-    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/transactions` },
+  return listAnswer(
+    query,
+    { digest, path: `${deps.config.publicBaseUrl}/integration/transactions` },
+    (cursor, limit) => repo.listPage(deps.db, scopeOf(auth), filters, cursor, limit),
     (row) => transactionView(deps, row),
   )
 }

@@ -4,7 +4,7 @@ import type { AuthContext } from '../../http/auth.ts'
 import type { CsvColumn } from '../../http/csv.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
 import { notFound, validationError } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, exportQuery, filterDigest } from '../../http/pagination.ts'
+import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { WebhookDeps } from './deps.ts'
@@ -57,21 +57,22 @@ export function eventView(row: repo.EventRow): Record<string, unknown> & { webho
   return { ...(JSON.parse(row.body) as Record<string, unknown>), webhook_status: row.webhook_status }
 }
 
-export async function listEvents(
+export function listEvents(
   deps: Pick<WebhookDeps, 'db' | 'config'>,
   auth: AuthContext,
   query: ListEventsInput,
 ) {
-  const perPage = query.per_page ?? 25
   const filters = eventFilters(query)
-  const digest = digestOf(filters)
-  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
-  const rows = await repo.listEventsPage(deps.db, scopeOf(auth), filters, cursor, perPage + 1)
-  return cursorPage(
+  return listAnswer(
+    query,
+    { digest: digestOf(filters), path: `${deps.config.publicBaseUrl}/integration/events` },
     // The cursors mark an event by when it occurred (the list's time column) and its id.
-    rows.map((row) => ({ ...row, created_at: row.occurred_at })),
-    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/events` },
-    eventView,
+    async (cursor, limit): Promise<(repo.EventRow & { created_at: Date })[]> =>
+      (await repo.listEventsPage(deps.db, scopeOf(auth), filters, cursor, limit)).map((row) => ({
+        ...row,
+        created_at: row.occurred_at,
+      })),
+    (row) => eventView(row),
   )
 }
 
