@@ -20,6 +20,22 @@ export const PaginationQuery = {
   ),
 }
 
+/** The `date_from`/`date_to` filters of a list, on its `created_at` (parsed by http/date-filter.ts). */
+export const DateRangeQuery = {
+  date_from: Type.Optional(
+    Type.String({
+      description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
+      examples: ['2026-11-01'],
+    }),
+  ),
+  date_to: Type.Optional(
+    Type.String({
+      description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.',
+      examples: ['2026-11-30'],
+    }),
+  ),
+}
+
 export const CursorMeta = Type.Object(
   {
     per_page: Type.Integer(),

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { after, before } from 'node:test'
@@ -274,6 +275,31 @@ export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
   description: 'Order',
   ...overrides,
 })
+
+/**
+ * A transaction created through the API and reported paid through the sandbox, as `as` (default: the
+ * context's merchant, test mode): its JSON as the sandbox answered it. In test mode its money is available at once.
+ */
+export async function paidTransaction(
+  ctx: TestContext,
+  overrides: Record<string, unknown> = {},
+  as?: CallOptions['as'],
+  outcome: 'paid' | 'failed' = 'paid',
+) {
+  const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
+  assert.equal(created.statusCode, 201, created.body)
+  const done = await call(
+    ctx,
+    'POST',
+    `/integration/sandbox/transactions/${created.json().uuid}/${outcome}`,
+    undefined,
+    {
+      as,
+    },
+  )
+  assert.equal(done.statusCode, 200, done.body)
+  return done.json()
+}
 
 /** Polls `check` until it returns a value or the deadline passes; never a fixed sleep. */
 export async function eventually<T>(

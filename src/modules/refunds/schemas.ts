@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { REFUND_STATUSES, RefundStatusSchema } from '../../db/enums.ts'
-import { PaginationQuery } from '../../http/pagination.ts'
+import { DateRangeQuery, PaginationQuery } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { MAX_AMOUNT } from '../transactions/schemas.ts'
 
@@ -64,18 +64,7 @@ export const ListRefundsQuery = Type.Object(
     currency: Type.Optional(
       Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['RUB'] }),
     ),
-    date_from: Type.Optional(
-      Type.String({
-        description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
-        examples: ['2026-11-01'],
-      }),
-    ),
-    date_to: Type.Optional(
-      Type.String({
-        description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.',
-        examples: ['2026-11-30'],
-      }),
-    ),
+    ...DateRangeQuery,
   },
   { additionalProperties: false },
 )

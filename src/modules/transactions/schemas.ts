@@ -6,7 +6,7 @@ import {
   TRANSACTION_STATUSES,
   TransactionStatusSchema,
 } from '../../db/enums.ts'
-import { PaginationQuery } from '../../http/pagination.ts'
+import { DateRangeQuery, PaginationQuery } from '../../http/pagination.ts'
 import {
   HttpUrl,
   Metadata,
@@ -173,18 +173,7 @@ export const ListTransactionsQuery = Type.Object(
     currency: Type.Optional(
       Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['RUB'] }),
     ),
-    date_from: Type.Optional(
-      Type.String({
-        description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
-        examples: ['2026-11-01'],
-      }),
-    ),
-    date_to: Type.Optional(
-      Type.String({
-        description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.',
-        examples: ['2026-11-30'],
-      }),
-    ),
+    ...DateRangeQuery,
     search: Type.Optional(
       Type.String({
         minLength: 1,

@@ -5,7 +5,7 @@ import {
   backends,
   call,
   createTestContext,
-  newTransaction,
+  paidTransaction,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -40,24 +40,11 @@ for (const backend of backends()) {
     })
     after(() => ctx.close())
 
-    async function pay(merchant: TestMerchant, overrides: Record<string, unknown>, outcome = 'paid') {
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: { merchant },
-      })
-      assert.equal(created.statusCode, 201, created.body)
-      const uuid = created.json().uuid
-      const done = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${uuid}/${outcome}`,
-        undefined,
-        {
-          as: { merchant },
-        },
-      )
-      assert.equal(done.statusCode, 200, done.body)
-      return uuid as string
-    }
+    const pay = async (
+      merchant: TestMerchant,
+      overrides: Record<string, unknown>,
+      outcome: 'paid' | 'failed' = 'paid',
+    ) => (await paidTransaction(ctx, overrides, { merchant }, outcome)).uuid as string
 
     it('round-trips against the JSON list with its filters; hostile text escaped inside the object', async () => {
       const merchant = await ctx.newMerchant()

@@ -6,7 +6,7 @@ import {
   call,
   createTestContext,
   extId,
-  newTransaction,
+  paidTransaction,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -35,27 +35,8 @@ for (const backend of backends()) {
     })
     after(() => ctx.close())
 
-    async function fund(merchant: TestMerchant, mode: 'test' | 'live' = 'test') {
-      const as = { merchant, mode }
-      const created = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ amount: 1_000_000, currency: 'USD' }),
-        { as },
-      )
-      assert.equal(created.statusCode, 201, created.body)
-      const paid = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/paid`,
-        undefined,
-        {
-          as,
-        },
-      )
-      assert.equal(paid.statusCode, 200, paid.body)
-    }
+    const fund = (merchant: TestMerchant) =>
+      paidTransaction(ctx, { amount: 1_000_000, currency: 'USD' }, { merchant })
     async function payout(merchant: TestMerchant, body: Record<string, unknown>) {
       const res = await call(
         ctx,

@@ -8,7 +8,7 @@ import {
   backends,
   call,
   createTestContext,
-  newTransaction,
+  paidTransaction,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -25,26 +25,8 @@ for (const backend of backends()) {
     })
     after(() => ctx.close())
 
-    const paidTransaction = async (
-      merchant: TestMerchant,
-      overrides = {},
-      mode: 'test' | 'live' = 'test',
-    ) => {
-      const as = { merchant, mode }
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
-      assert.equal(created.statusCode, 201, created.body)
-      const paid = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/paid`,
-        undefined,
-        {
-          as,
-        },
-      )
-      assert.equal(paid.statusCode, 200, paid.body)
-      return paid.json()
-    }
+    const paid = (merchant: TestMerchant, overrides = {}, mode: 'test' | 'live' = 'test') =>
+      paidTransaction(ctx, overrides, { merchant, mode })
     const refund = async (
       merchant: TestMerchant,
       body: Record<string, unknown>,
@@ -102,20 +84,20 @@ for (const backend of backends()) {
 
     it('newest first, each as GET shows it; cursors both ways; every filter; isolation', async () => {
       const m = await ctx.newMerchant()
-      await paidTransaction(m, { amount: 5_000_000 })
-      const txA = await paidTransaction(m, { amount: 150000 })
-      const txB = await paidTransaction(m, { amount: 20000, currency: 'EUR' })
+      await paid(m, { amount: 5_000_000 })
+      const txA = await paid(m, { amount: 150000 })
+      const txB = await paid(m, { amount: 20000, currency: 'EUR' })
       const old = await insertRefund(m, txA.uuid, { created_at: new Date('2026-10-01T12:00:00Z') })
       const a1 = await refund(m, { transaction_uuid: txA.uuid, amount_minor: 50000, reason: 'one item' })
       const a2 = await refund(m, { transaction_uuid: txA.uuid, amount_minor: 30000 })
       const b1 = await refund(m, { transaction_uuid: txB.uuid })
       // Not listed: another merchant's refund, and this merchant's live one.
       const other = await ctx.newMerchant()
-      await paidTransaction(other, { amount: 5_000_000 })
-      const theirs = await refund(other, { transaction_uuid: (await paidTransaction(other)).uuid })
+      await paid(other, { amount: 5_000_000 })
+      const theirs = await refund(other, { transaction_uuid: (await paid(other)).uuid })
       await ctx.services.merchants.updateMerchant(m.uuid, { settlementHoldSeconds: 0 })
-      await paidTransaction(m, { amount: 5_000_000 }, 'live')
-      const live = await refund(m, { transaction_uuid: (await paidTransaction(m, {}, 'live')).uuid }, 'live')
+      await paid(m, { amount: 5_000_000 }, 'live')
+      const live = await refund(m, { transaction_uuid: (await paid(m, {}, 'live')).uuid }, 'live')
 
       const all = await list(m)
       assert.deepEqual(uuids(all), [b1.uuid, a2.uuid, a1.uuid, old])
@@ -199,7 +181,7 @@ for (const backend of backends()) {
 
     it('exports every refund past a page, hostile reasons escaped', async () => {
       const m = await ctx.newMerchant()
-      const tx = await paidTransaction(m, { amount: 150000 })
+      const tx = await paid(m, { amount: 150000 })
       const hostile = ['=1+1', '+SUM(A1)', '-1', '@cmd', 'fine, "quoted"']
       for (let i = 0; i < 130; i++)
         await insertRefund(m, tx.uuid, {
