@@ -92,7 +92,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const rates = createRateService({ db, config })
   const requisites = createRequisiteService({ db })
   const webhooks = createWebhookService({ db, config, sender, dispatch: options.dispatch })
-  const ledger = createLedgerService({ db })
+  const ledger = createLedgerService({ db, config })
   const transactions = createTransactionService({
     db,
     config,

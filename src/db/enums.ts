@@ -46,3 +46,53 @@ export type PayoutStatus = Static<typeof PayoutStatusSchema>
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const
 export const DeliveryStatusSchema = LiteralUnion(DELIVERY_STATUSES)
 export type DeliveryStatus = Static<typeof DeliveryStatusSchema>
+
+/** The merchant's own balances: what GET /integration/balances shows and balance transactions move. */
+export const BALANCES = ['available', 'pending', 'reserved'] as const
+export const BalanceSchema = LiteralUnion(BALANCES)
+export type Balance = Static<typeof BalanceSchema>
+
+/** What caused a journal entry (its reference): a balance transaction's `source.type`. */
+export const JOURNAL_REFERENCE_TYPES = ['transaction', 'refund', 'payout'] as const
+export const JournalReferenceTypeSchema = LiteralUnion(JOURNAL_REFERENCE_TYPES)
+export type JournalReferenceType = Static<typeof JournalReferenceTypeSchema>
+
+/** Every kind of journal entry the ledger posts (src/modules/ledger/service.ts, Posting.kind). */
+export const JOURNAL_ENTRY_KINDS = [
+  'payment_received',
+  'payment_settled',
+  'refund_debited',
+  'refund_reversed',
+  'payout_reserved',
+  'payout_completed',
+  'payout_released',
+] as const
+export type JournalEntryKind = (typeof JOURNAL_ENTRY_KINDS)[number]
+
+/** What a movement of a merchant's balance is called in the API (GET /integration/balance-transactions). */
+export const BALANCE_TRANSACTION_TYPES = [
+  'payment',
+  'settlement',
+  'refund',
+  'refund_reversal',
+  'payout_reserve',
+  'payout',
+  'payout_release',
+  'adjustment',
+] as const
+export const BalanceTransactionTypeSchema = LiteralUnion(BALANCE_TRANSACTION_TYPES)
+export type BalanceTransactionType = Static<typeof BalanceTransactionTypeSchema>
+
+/**
+ * The type each entry kind shows as. Typed over every kind, so a new kind does not compile until it is named
+ * here; a kind the database holds that is not in the list (none today) shows as `adjustment`.
+ */
+export const BALANCE_TRANSACTION_TYPE_OF_KIND: Record<JournalEntryKind, BalanceTransactionType> = {
+  payment_received: 'payment',
+  payment_settled: 'settlement',
+  refund_debited: 'refund',
+  refund_reversed: 'refund_reversal',
+  payout_reserved: 'payout_reserve',
+  payout_completed: 'payout',
+  payout_released: 'payout_release',
+}

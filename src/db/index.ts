@@ -10,6 +10,7 @@ import * as refunds from './migrations/0004_refunds.ts'
 import * as payouts from './migrations/0005_payouts.ts'
 import * as exactlyOnce from './migrations/0006_exactly_once.ts'
 import * as eventsApi from './migrations/0007_events_api.ts'
+import * as balanceTransactions from './migrations/0008_balance_transactions.ts'
 import * as refundList from './migrations/0009_refund_list.ts'
 import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
@@ -248,9 +249,13 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0005_payouts': payouts,
         '0006_exactly_once': exactlyOnce,
         '0007_events_api': eventsApi,
+        '0008_balance_transactions': balanceTransactions,
         '0009_refund_list': refundList,
       }),
     },
+    // Migrations are numbered when work on them starts, and independent work lands in any order: 0008 may
+    // reach a database that already has 0009. Each is applied once, whatever the order.
+    allowUnorderedMigrations: true,
   })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error

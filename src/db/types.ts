@@ -1,7 +1,9 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
 import type {
+  Balance,
   DeliveryStatus,
   FeePayer,
+  JournalReferenceType,
   Mode,
   PaymentMethod,
   PayoutMethod,
@@ -233,14 +235,7 @@ export type WebhookDelivery = Selectable<WebhookDeliveriesTable>
 export type WebhookConfig = Selectable<WebhookConfigsTable>
 
 /** pending, available, reserved: the merchant's money; clearing and payouts_out: where it comes from and goes. */
-export type AccountKind =
-  | 'pending'
-  | 'available'
-  | 'reserved'
-  | 'provider_clearing'
-  | 'payouts_out'
-  | 'payout_fees'
-  | 'refunds_out'
+export type AccountKind = Balance | 'provider_clearing' | 'payouts_out' | 'payout_fees' | 'refunds_out'
 
 export interface LedgerAccountsTable {
   uuid: string
@@ -256,17 +251,28 @@ export interface JournalEntriesTable {
   uuid: string
   merchant_uuid: string
   mode: Mode
+  /** One of JOURNAL_ENTRY_KINDS for every entry posted so far; read as text, so another shows as `adjustment`. */
   kind: string
-  reference_type: string
+  reference_type: JournalReferenceType
   reference_uuid: string
   created_at: Timestamp
 }
 
+/**
+ * One line of an entry. The account's key (merchant, mode, currency, kind) and the entry's time are copied onto
+ * the line (migration 0008, kept equal to the account's by a foreign key), so that a merchant's balance
+ * transactions are one index range scan.
+ */
 export interface JournalLinesTable {
   uuid: string
   entry_uuid: string
   account_uuid: string
   amount: number
+  merchant_uuid: string
+  mode: Mode
+  currency: string
+  account_kind: AccountKind
+  created_at: Timestamp
 }
 
 export interface RefundsTable {

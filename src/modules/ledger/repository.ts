@@ -1,6 +1,7 @@
-import { sql } from 'kysely'
+import { type Insertable, sql } from 'kysely'
+import type { JournalEntryKind, JournalReferenceType } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
-import type { AccountKind, Mode } from '../../db/types.ts'
+import type { AccountKind, JournalLinesTable, Mode } from '../../db/types.ts'
 
 export interface AccountKey {
   merchantUuid: string
@@ -16,8 +17,8 @@ export async function insertEntryOnce(
     uuid: string
     merchantUuid: string
     mode: Mode
-    kind: string
-    referenceType: string
+    kind: JournalEntryKind
+    referenceType: JournalReferenceType
     referenceUuid: string
     at: Date
   },
@@ -65,10 +66,9 @@ export async function addToAccount(db: Executor, key: AccountKey, amount: number
     .executeTakeFirstOrThrow()
 }
 
-export const insertLines = (
-  db: Executor,
-  lines: { uuid: string; entry_uuid: string; account_uuid: string; amount: number }[],
-) => db.insertInto('journal_lines').values(lines).execute()
+/** An entry's lines, each with a copy of its account's key and the entry's time (see migration 0008). */
+export const insertLines = (db: Executor, lines: Insertable<JournalLinesTable>[]) =>
+  db.insertInto('journal_lines').values(lines).execute()
 
 export const accountsOf = (db: Executor, merchantUuid: string, mode: Mode) =>
   db

@@ -1,16 +1,18 @@
-import type { Db, Executor } from '../../db/index.ts'
+import type { JournalEntryKind, JournalReferenceType } from '../../db/enums.ts'
+import type { Executor } from '../../db/index.ts'
 import type { AccountKind, Merchant, Mode } from '../../db/types.ts'
 import { AppError } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
+import type { LedgerDeps } from './deps.ts'
 import * as repo from './repository.ts'
 
 export interface Posting {
   merchantUuid: string
   mode: Mode
   /** What moved: payment_received, payment_settled, … */
-  kind: string
+  kind: JournalEntryKind
   /** The cause; one entry per (reference, kind), so replaying a cause never moves money twice. */
-  reference: { type: 'transaction' | 'refund' | 'payout'; uuid: string }
+  reference: { type: JournalReferenceType; uuid: string }
   currency: string
   /** Signed amounts per account; they must sum to zero. */
   lines: { account: AccountKind; amount: number }[]
@@ -29,7 +31,7 @@ export type LedgerService = ReturnType<typeof createLedgerService>
  * database transaction together with the state change that causes it. Account balances are kept in the same
  * transaction, so they never disagree with the journal; `verifyLedger` recomputes them to prove it.
  */
-export function createLedgerService(deps: { db: Db }) {
+export function createLedgerService(deps: LedgerDeps) {
   const { db } = deps
   return {
     post: (trx: Executor, posting: Posting) => postJournalEntry(trx, posting),
@@ -88,7 +90,17 @@ export async function postJournalEntry(trx: Executor, posting: Posting): Promise
         currency: posting.currency,
       })
     }
-    lines.push({ uuid: newId(), entry_uuid: entryUuid, account_uuid: account.uuid, amount: line.amount })
+    lines.push({
+      uuid: newId(),
+      entry_uuid: entryUuid,
+      account_uuid: account.uuid,
+      amount: line.amount,
+      merchant_uuid: posting.merchantUuid,
+      mode: posting.mode,
+      currency: posting.currency,
+      account_kind: line.account,
+      created_at: posting.at,
+    })
   }
   await repo.insertLines(trx, lines)
   return true
