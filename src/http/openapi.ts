@@ -119,7 +119,11 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
       tags: [
         { name: 'Health', description: 'Liveness of the API and its database.' },
         { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
-        { name: 'Balances', description: 'What the merchant holds, per currency, from the ledger.' },
+        {
+          name: 'Balances',
+          description:
+            'What the merchant holds, per currency, from the ledger, and every movement of it (balance transactions).',
+        },
         { name: 'Rates', description: "FX rates with the merchant's markup." },
         { name: 'Refunds', description: 'Money back to the customer, from the available balance.' },
         {

@@ -1,6 +1,13 @@
 import { type Insertable, sql } from 'kysely'
-import type { JournalEntryKind, JournalReferenceType } from '../../db/enums.ts'
+import {
+  JOURNAL_ENTRY_KINDS,
+  JOURNAL_REFERENCE_TYPES,
+  type JournalEntryKind,
+  type JournalReferenceType,
+} from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
+import { type Cursor, keysetPage } from '../../db/keyset.ts'
+import type { Scope } from '../../db/scope.ts'
 import type { AccountKind, JournalLinesTable, Mode } from '../../db/types.ts'
 
 export interface AccountKey {
@@ -157,3 +164,75 @@ export async function ensureAccounts(
     .onConflict((oc) => oc.columns(['merchant_uuid', 'mode', 'currency', 'kind']).doNothing())
     .execute()
 }
+
+/** A merchant's balance transactions, as the list filters them (src/modules/ledger/balance-transactions.ts). */
+export interface BalanceTransactionFilters {
+  /** Entries of these kinds; with `otherKinds`, also those of any kind outside JOURNAL_ENTRY_KINDS. */
+  kinds?: { known: JournalEntryKind[]; otherKinds: boolean }
+  currency?: string
+  /** The transaction, refund or payout that caused them. */
+  sourceUuid?: string
+  from?: Date
+  to?: Date
+}
+
+/**
+ * The lines of the merchant's own balances (available, pending, reserved) in one mode with their entries,
+ * filtered, as a query without order or limit: a page is `keysetPage` of it, an export walks it with
+ * `keysetBatches`. Its columns are named as the view reads them, and it selects from a subquery so that the
+ * keyset's `created_at` and `uuid` name the line's. PostgreSQL flattens the subquery: a page is a range scan of
+ * journal_lines_balance_idx (or _currency_idx) in list order, whose predicate is written here as literals.
+ */
+export function filteredBalanceTransactions(db: Executor, scope: Scope, filters: BalanceTransactionFilters) {
+  let query = db
+    .selectFrom('journal_lines as l')
+    .innerJoin('journal_entries as e', 'e.uuid', 'l.entry_uuid')
+    .select([
+      'l.uuid',
+      'l.amount',
+      'l.currency',
+      'l.account_kind as balance',
+      'l.created_at',
+      'e.kind',
+      'e.reference_type',
+      'e.reference_uuid',
+    ])
+    .where('l.merchant_uuid', '=', scope.merchantUuid)
+    .where('l.mode', '=', scope.mode)
+    .where(sql<boolean>`l.account_kind IN ('available', 'pending', 'reserved')`)
+  const kinds = filters.kinds
+  if (kinds)
+    query = query.where((eb) =>
+      eb.or([
+        ...(kinds.known.length ? [eb('e.kind', 'in', kinds.known)] : []),
+        ...(kinds.otherKinds ? [eb('e.kind', 'not in', [...JOURNAL_ENTRY_KINDS])] : []),
+      ]),
+    )
+  if (filters.currency) query = query.where('l.currency', '=', filters.currency)
+  // Named with every reference type, the cause's entries are found through the unique index of
+  // (reference_type, reference_uuid, kind), a few probes, rather than by walking the merchant's lines.
+  if (filters.sourceUuid)
+    query = query
+      .where('e.reference_type', 'in', [...JOURNAL_REFERENCE_TYPES])
+      .where('e.reference_uuid', '=', filters.sourceUuid)
+  if (filters.from) query = query.where('l.created_at', '>=', filters.from)
+  if (filters.to) query = query.where('l.created_at', '<=', filters.to)
+  return db.selectFrom(query.as('bt')).selectAll()
+}
+
+/** One page of them in keyset order. */
+export const balanceTransactionPage = (
+  db: Executor,
+  scope: Scope,
+  filters: BalanceTransactionFilters,
+  cursor: Cursor | null,
+  limit: number,
+) => keysetPage(filteredBalanceTransactions(db, scope, filters), cursor, limit)
+
+export type BalanceTransactionRow = Awaited<
+  ReturnType<ReturnType<typeof filteredBalanceTransactions>['executeTakeFirstOrThrow']>
+>
+
+/** One of the merchant's balance transactions by its uuid (a line of a platform account is none). */
+export const findBalanceTransaction = (db: Executor, scope: Scope, uuid: string) =>
+  filteredBalanceTransactions(db, scope, {}).where('uuid', '=', uuid).executeTakeFirst()

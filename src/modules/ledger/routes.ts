@@ -2,7 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { Ref, sharedSchemas, Timestamp, UuidParams } from '../../http/schemas.ts'
+import {
+  BalanceTransactionCursorPage,
+  BalanceTransactionResponse,
+  ListBalanceTransactionsQuery,
+} from './schemas.ts'
 import type { LedgerService } from './service.ts'
 
 export const MerchantBalance = Type.Object(
@@ -22,9 +27,18 @@ export const IntegrationBalancesResponse = Type.Object(
   { $id: 'IntegrationBalancesResponse' },
 )
 
+const tags = ['Balances']
+const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
+
 export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }> = sharedSchemas(
   async (app, { ledger }) => {
-    for (const schema of [MerchantBalance, IntegrationBalancesResponse]) app.addSchema(schema)
+    for (const schema of [
+      MerchantBalance,
+      IntegrationBalancesResponse,
+      BalanceTransactionResponse,
+      BalanceTransactionCursorPage,
+    ])
+      app.addSchema(schema)
     app.get(
       '/integration/balances',
       {
@@ -34,8 +48,8 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
           summary: "The merchant's balances",
           description:
             'Per currency, in the mode of the key, derived from the double-entry ledger. The settlement currency is always listed.',
-          tags: ['Balances'],
-          security: [{ ApiKey: [] }, { Signature: [] }],
+          tags,
+          security,
           response: {
             200: Ref(IntegrationBalancesResponse, { description: 'The balances.' }),
             ...errorResponses(401),
@@ -46,6 +60,49 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
         const { merchant, mode } = authOf(request)
         return ledger.balancesView(merchant, mode)
       },
+    )
+
+    app.get(
+      '/integration/balance-transactions',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'listBalanceTransactions',
+          summary: "List the movements of the merchant's balances",
+          description:
+            'One item per ledger movement of your available, pending and reserved balances in the mode of the key, newest first, with keyset cursor pagination (repeat the same filters with a cursor). Summed per currency and balance, they give GET /integration/balances.',
+          tags,
+          security,
+          querystring: ListBalanceTransactionsQuery,
+          response: {
+            200: Ref(BalanceTransactionCursorPage, {
+              description: 'A page of balance transactions, newest first.',
+            }),
+            ...errorResponses(401, 422),
+          },
+        },
+      },
+      (request) => ledger.listBalanceTransactions(authOf(request), request.query),
+    )
+
+    app.get(
+      '/integration/balance-transactions/:uuid',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'getBalanceTransaction',
+          summary: 'Get a balance transaction',
+          description: 'By its uuid, within the mode of your key. A malformed uuid names nothing: 404.',
+          tags,
+          security,
+          params: UuidParams,
+          response: {
+            200: Ref(BalanceTransactionResponse, { description: 'The balance transaction.' }),
+            ...errorResponses(401, 404),
+          },
+        },
+      },
+      (request) => ledger.getBalanceTransaction(authOf(request), request.params.uuid),
     )
   },
 )

@@ -1,10 +1,13 @@
 import type { JournalEntryKind, JournalReferenceType } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import type { AccountKind, Merchant, Mode } from '../../db/types.ts'
+import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
+import { getBalanceTransaction, listBalanceTransactions } from './balance-transactions.ts'
 import type { LedgerDeps } from './deps.ts'
 import * as repo from './repository.ts'
+import type { ListBalanceTransactionsInput } from './schemas.ts'
 
 export interface Posting {
   merchantUuid: string
@@ -37,6 +40,9 @@ export function createLedgerService(deps: LedgerDeps) {
     post: (trx: Executor, posting: Posting) => postJournalEntry(trx, posting),
     balances: (merchantUuid: string, mode: Mode) => merchantBalances(db, merchantUuid, mode),
     balancesView: (merchant: Merchant, mode: Mode) => balancesView(db, merchant, mode),
+    listBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
+      listBalanceTransactions(deps, auth, query),
+    getBalanceTransaction: (auth: AuthContext, uuid: string) => getBalanceTransaction(deps, auth, uuid),
     verify: () => verifyLedger(db),
   }
 }

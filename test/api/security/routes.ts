@@ -224,6 +224,34 @@ async function createPayout(ctx: TestContext, merchant: TestMerchant, mode: Mode
   return res.json()
 }
 
+export interface CreatedBalanceTransaction {
+  uuid: string
+}
+
+/** The newest balance transaction of `merchant` in `mode`: the credit of a payment paid over HTTP. */
+async function paidBalanceTransaction(
+  ctx: TestContext,
+  merchant: TestMerchant,
+  mode: Mode,
+): Promise<CreatedBalanceTransaction> {
+  const tx = await createTransaction(ctx, merchant, mode, { payment_method: 'card' })
+  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+    as: { merchant, mode },
+  })
+  assert.equal(paid.statusCode, 200, paid.body)
+  const res = await call(
+    ctx,
+    'GET',
+    `/integration/balance-transactions?source_uuid=${tx.uuid}&type=payment`,
+    undefined,
+    { as: { merchant, mode } },
+  )
+  assert.equal(res.statusCode, 200, res.body)
+  const [line] = res.json().data
+  assert.ok(line, 'the payment was credited')
+  return line
+}
+
 /** One authenticated operation as the document declares it. */
 export interface DocumentedOperation {
   /** `METHOD path`, as SecurityRoute names it. */
@@ -398,6 +426,24 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     url: () => '/integration/balances',
     status: 200,
     isolation: { kind: 'none' },
+  }),
+  defineRoute<CreatedBalanceTransaction>({
+    name: 'GET /integration/balance-transactions',
+    method: 'GET',
+    auth: 'key',
+    setup: paidBalanceTransaction,
+    url: () => '/integration/balance-transactions?per_page=100',
+    status: 200,
+    isolation: { kind: 'list', includes: (json, line) => listIncludes(json, line.uuid) },
+  }),
+  defineRoute<CreatedBalanceTransaction>({
+    name: 'GET /integration/balance-transactions/{uuid}',
+    method: 'GET',
+    auth: 'key',
+    setup: paidBalanceTransaction,
+    url: (line) => `/integration/balance-transactions/${line.uuid}`,
+    status: 200,
+    isolation: { kind: 'resource' },
   }),
   defineRoute<null>({
     name: 'GET /integration/rates',
