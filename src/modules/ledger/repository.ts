@@ -181,7 +181,11 @@ export interface BalanceTransactionFilters {
  * filtered, as a query without order or limit: a page is `keysetPage` of it, an export walks it with
  * `keysetBatches`. Its columns are named as the view reads them, and it selects from a subquery so that the
  * keyset's `created_at` and `uuid` name the line's. PostgreSQL flattens the subquery: a page is a range scan of
- * journal_lines_balance_idx (or _currency_idx) in list order, whose predicate is written here as literals.
+ * journal_lines_balance_idx (or _currency_idx) in list order, whose predicate is written here as literals;
+ * a source is found through the entries' unique index. Measured on 1.3 million lines (750 000 of one
+ * merchant), every page takes well under a millisecond of the database, deep pages included. A type filter
+ * is checked on the entry of each line walked in order: fast for the common types, a long walk for a type
+ * that is rare among the newer movements (bound it with a date range).
  */
 export function filteredBalanceTransactions(db: Executor, scope: Scope, filters: BalanceTransactionFilters) {
   let query = db
