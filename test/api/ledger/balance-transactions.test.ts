@@ -581,13 +581,16 @@ for (const backend of backends()) {
           const target = payments[int(0, payments.length - 1)] as Promise<Paid | null>
           const whole = chance(0.35)
           const share = random()
+          // An amount ending in 7 is declined by the provider: its debit comes back.
+          const declined = chance(0.2)
           const done = later(posts)
           return async () => {
             const paid = await target
             if (!paid) return done(null)
+            const part = Math.max(1, Math.floor(paid.tx.amount * share * 0.6))
             const body = {
               transaction_uuid: paid.tx.uuid,
-              ...(!whole && { amount_minor: Math.max(1, Math.floor(paid.tx.amount * share * 0.6)) }),
+              ...(!whole && { amount_minor: declined ? part - (part % 10) + 7 : part }),
             }
             const { res, sent } = await signed(paid.who, '/integration/refunds', body)
             done(sent)
