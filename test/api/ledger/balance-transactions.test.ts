@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { SimulatorConnector } from '../../../src/connectors/simulator/index.ts'
 import type { ProviderRefundResult } from '../../../src/connectors/types.ts'
+import type { JournalEntryKind } from '../../../src/db/enums.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import {
   backends,
@@ -476,6 +477,45 @@ for (const backend of backends()) {
         ['refund', 'available', -10_070_000, 'refund'],
       ])
       await assertSumsToBalances(who, 'after a declined refund')
+    })
+
+    it('a movement of a kind the API does not name shows as adjustment, and is filtered as one', async () => {
+      const who = { merchant: await ctx.newMerchant('Adjusted'), mode: 'test' as const }
+      const tx = await pay(who, { amount: 5000, currency: 'USD' })
+      // As an operator's correction would be posted: through the ledger, with a kind of its own.
+      await ctx.db.transaction().execute((trx) =>
+        ctx.services.ledger.post(trx, {
+          merchantUuid: who.merchant.uuid,
+          mode: 'test',
+          kind: 'manual_correction' as JournalEntryKind,
+          reference: { type: 'transaction', uuid: tx.uuid },
+          currency: 'USDT',
+          lines: [
+            { account: 'available', amount: -1_250_000 },
+            { account: 'provider_clearing', amount: 1_250_000 },
+          ],
+          at: new Date(),
+        }),
+      )
+      const all = await assertSumsToBalances(who, 'after an adjustment')
+      assert.deepEqual(all.map(shape), [
+        ['adjustment', 'available', -1_250_000, 'transaction'],
+        ['settlement', 'pending', -50_000_000, 'transaction'],
+        ['settlement', 'available', 50_000_000, 'transaction'],
+        ['payment', 'pending', 50_000_000, 'transaction'],
+      ])
+      assert.deepEqual(
+        (await listAll(who, { type: 'adjustment' })).map((i) => i.uuid),
+        [all[0]?.uuid],
+      )
+      assert.deepEqual(
+        (await listAll(who, { type: 'payment,adjustment' })).map((i) => i.type),
+        ['adjustment', 'payment'],
+      )
+      assert.deepEqual(
+        (await listAll(who, { type: 'settlement' })).map((i) => i.type),
+        ['settlement', 'settlement'],
+      )
     })
 
     /**
