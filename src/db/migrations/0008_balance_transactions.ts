@@ -11,6 +11,9 @@ import { type Kysely, sql } from 'kysely'
  * The copies never change (an account's key and an entry's time are fixed). A foreign key from the line's
  * account and its copied key to the account's makes a line that disagrees with its account impossible; it
  * replaces the foreign key on the account alone, so a posting checks one key per line as before.
+ *
+ * The backfill rewrites journal_lines in the migration's transaction, which postings wait for: on a large
+ * journal, migrate at a quiet time (docs/OPERATIONS.md §11).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -42,6 +45,25 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     REFERENCES ledger_accounts (uuid, merchant_uuid, mode, currency, kind)`.execute(db)
   await sql`ALTER TABLE journal_lines DROP CONSTRAINT journal_lines_account_uuid_fkey`.execute(db)
 
+  // A process of the previous version, still running during a rolling upgrade, writes lines without the
+  // copies: they are filled in from the account and the entry, before the foreign key checks them.
+  await sql`
+    CREATE FUNCTION journal_lines_fill_copies() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.merchant_uuid IS NULL OR NEW.mode IS NULL OR NEW.currency IS NULL OR NEW.account_kind IS NULL THEN
+        SELECT a.merchant_uuid, a.mode, a.currency, a.kind
+          INTO NEW.merchant_uuid, NEW.mode, NEW.currency, NEW.account_kind
+          FROM ledger_accounts a WHERE a.uuid = NEW.account_uuid;
+      END IF;
+      IF NEW.created_at IS NULL THEN
+        SELECT e.created_at INTO NEW.created_at FROM journal_entries e WHERE e.uuid = NEW.entry_uuid;
+      END IF;
+      RETURN NEW;
+    END $$`.execute(db)
+  await sql`
+    CREATE TRIGGER journal_lines_fill_copies BEFORE INSERT ON journal_lines
+    FOR EACH ROW EXECUTE FUNCTION journal_lines_fill_copies()`.execute(db)
+
   // The predicate is written out in the queries the same way (src/modules/ledger/repository.ts), as literals:
   // a prepared statement's generic plan can use a partial index only when its predicate is implied without
   // parameters.
@@ -55,6 +77,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await sql`DROP TRIGGER IF EXISTS journal_lines_fill_copies ON journal_lines`.execute(db)
+  await sql`DROP FUNCTION IF EXISTS journal_lines_fill_copies()`.execute(db)
   await sql`DROP INDEX IF EXISTS journal_lines_balance_currency_idx`.execute(db)
   await sql`DROP INDEX IF EXISTS journal_lines_balance_idx`.execute(db)
   await sql`

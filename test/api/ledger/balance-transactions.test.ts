@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
 import { SimulatorConnector } from '../../../src/connectors/simulator/index.ts'
 import type { ProviderRefundResult } from '../../../src/connectors/types.ts'
 import type { JournalEntryKind } from '../../../src/db/enums.ts'
@@ -516,6 +517,46 @@ for (const backend of backends()) {
         (await listAll(who, { type: 'settlement' })).map((i) => i.type),
         ['settlement', 'settlement'],
       )
+    })
+
+    it('a movement posted as the previous version posted it (a rolling upgrade) is listed with its key and time', async () => {
+      const who = { merchant: await ctx.newMerchant('Upgrade'), mode: 'test' as const }
+      await pay(who, { amount: 1000, currency: 'USD' })
+      const accounts = Object.fromEntries(
+        (
+          await ctx.db
+            .selectFrom('ledger_accounts')
+            .select(['kind', 'uuid'])
+            .where('merchant_uuid', '=', who.merchant.uuid)
+            .where('mode', '=', 'test')
+            .execute()
+        ).map((a) => [a.kind, a.uuid]),
+      )
+      // What postJournalEntry wrote before migration 0008: the entry, the balances, and lines of four columns.
+      const entry = globalThis.crypto.randomUUID()
+      const source = globalThis.crypto.randomUUID()
+      const at = '2026-01-02T03:04:05.678Z'
+      await ctx.db.transaction().execute(async (trx) => {
+        await sql`INSERT INTO journal_entries (uuid, merchant_uuid, mode, kind, reference_type, reference_uuid, created_at)
+          VALUES (${entry}, ${who.merchant.uuid}, 'test', 'payment_received', 'transaction', ${source}, ${at})`.execute(
+          trx,
+        )
+        await sql`UPDATE ledger_accounts SET balance = balance + 700000 WHERE uuid = ${accounts.pending}`.execute(
+          trx,
+        )
+        await sql`UPDATE ledger_accounts SET balance = balance - 700000 WHERE uuid = ${accounts.provider_clearing}`.execute(
+          trx,
+        )
+        await sql`INSERT INTO journal_lines (uuid, entry_uuid, account_uuid, amount) VALUES
+          (${globalThis.crypto.randomUUID()}, ${entry}, ${accounts.pending}, 700000),
+          (${globalThis.crypto.randomUUID()}, ${entry}, ${accounts.provider_clearing}, -700000)`.execute(trx)
+      })
+      const listed = await listAll(who, { source_uuid: source })
+      assert.deepEqual(
+        listed.map((i) => [i.type, i.balance, i.amount, i.currency, i.created_at]),
+        [['payment', 'pending', 700000, 'USDT', at]],
+      )
+      await assertSumsToBalances(who, 'after a posting of the previous version')
     })
 
     /**
