@@ -253,9 +253,6 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0009_refund_list': refundList,
       }),
     },
-    // Migrations are numbered when work on them starts, and independent work lands in any order: 0008 may
-    // reach a database that already has 0009. Each is applied once, whatever the order.
-    allowUnorderedMigrations: true,
   })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw error
