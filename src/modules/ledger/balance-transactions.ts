@@ -4,11 +4,13 @@ import {
   JOURNAL_ENTRY_KINDS,
   type JournalEntryKind,
 } from '../../db/enums.ts'
+import { keysetBatches } from '../../db/keyset.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import type { CsvColumn } from '../../http/csv.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
 import { notFound } from '../../http/errors.ts'
-import { filterDigest, listAnswer } from '../../http/pagination.ts'
+import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import { iso } from '../../lib/time.ts'
@@ -83,3 +85,28 @@ export async function getBalanceTransaction(deps: Pick<LedgerDeps, 'db'>, auth: 
   if (!row) throw notFound('balance transaction')
   return balanceTransactionView(row)
 }
+
+/** Every balance transaction the list's filters match, newest first, in batches: what a CSV export streams. */
+export async function* exportBalanceTransactions(
+  deps: Pick<LedgerDeps, 'db'>,
+  auth: AuthContext,
+  query: ListBalanceTransactionsInput,
+) {
+  const { filters } = balanceTransactionFilters(exportQuery(query))
+  for await (const rows of keysetBatches(repo.filteredBalanceTransactions(deps.db, scopeOf(auth), filters)))
+    yield rows.map(balanceTransactionView)
+}
+
+/** The columns of a balance-transactions CSV export, in their documented order; `source` as two columns. */
+export const BALANCE_TRANSACTION_CSV_COLUMNS: CsvColumn<BalanceTransactionView>[] = [
+  { header: 'uuid', value: (view) => view.uuid },
+  { header: 'created_at', value: (view) => view.created_at },
+  { header: 'type', value: (view) => view.type },
+  { header: 'balance', value: (view) => view.balance },
+  { header: 'currency', value: (view) => view.currency },
+  { header: 'amount', value: (view) => view.amount },
+  { header: 'source_type', value: (view) => view.source.type },
+  { header: 'source_uuid', value: (view) => view.source.uuid },
+]
+
+export const BALANCE_TRANSACTION_CSV_FIELDS = BALANCE_TRANSACTION_CSV_COLUMNS.map((column) => column.header)

@@ -1,8 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponses } from '../../http/errors.ts'
 import { Ref, sharedSchemas, Timestamp, UuidParams } from '../../http/schemas.ts'
+import { BALANCE_TRANSACTION_CSV_COLUMNS, BALANCE_TRANSACTION_CSV_FIELDS } from './balance-transactions.ts'
 import {
   BalanceTransactionCursorPage,
   BalanceTransactionResponse,
@@ -75,14 +77,24 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
           security,
           querystring: ListBalanceTransactionsQuery,
           response: {
-            200: Ref(BalanceTransactionCursorPage, {
-              description: 'A page of balance transactions, newest first.',
-            }),
+            200: jsonOrCsv(
+              BalanceTransactionCursorPage,
+              'A page of balance transactions, newest first.',
+              BALANCE_TRANSACTION_CSV_FIELDS,
+            ),
             ...errorResponses(401, 422),
           },
         },
       },
-      (request) => ledger.listBalanceTransactions(authOf(request), request.query),
+      (request, reply) =>
+        wantsCsv(request)
+          ? sendCsv(
+              reply,
+              'balance-transactions',
+              BALANCE_TRANSACTION_CSV_COLUMNS,
+              ledger.exportBalanceTransactions(authOf(request), request.query),
+            )
+          : ledger.listBalanceTransactions(authOf(request), request.query),
     )
 
     app.get(

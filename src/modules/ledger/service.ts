@@ -4,7 +4,11 @@ import type { AccountKind, Merchant, Mode } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
-import { getBalanceTransaction, listBalanceTransactions } from './balance-transactions.ts'
+import {
+  exportBalanceTransactions,
+  getBalanceTransaction,
+  listBalanceTransactions,
+} from './balance-transactions.ts'
 import type { LedgerDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import type { ListBalanceTransactionsInput } from './schemas.ts'
@@ -42,6 +46,8 @@ export function createLedgerService(deps: LedgerDeps) {
     balancesView: (merchant: Merchant, mode: Mode) => balancesView(db, merchant, mode),
     listBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
       listBalanceTransactions(deps, auth, query),
+    exportBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
+      exportBalanceTransactions(deps, auth, query),
     getBalanceTransaction: (auth: AuthContext, uuid: string) => getBalanceTransaction(deps, auth, uuid),
     verify: () => verifyLedger(db),
   }
