@@ -96,3 +96,18 @@ export const BALANCE_TRANSACTION_TYPE_OF_KIND: Record<JournalEntryKind, BalanceT
   payout_completed: 'payout',
   payout_released: 'payout_release',
 }
+
+/** A dashboard user's role (docs/DASHBOARD.md: what each may do, modules/users/roles.ts). */
+export const USER_ROLES = ['owner', 'admin', 'developer', 'support', 'viewer'] as const
+export const UserRoleSchema = LiteralUnion(USER_ROLES)
+export type UserRole = Static<typeof UserRoleSchema>
+export const isUserRole = (value: string): value is UserRole =>
+  (USER_ROLES as readonly string[]).includes(value)
+
+export const USER_STATUSES = ['active', 'disabled'] as const
+export const UserStatusSchema = LiteralUnion(USER_STATUSES)
+export type UserStatus = Static<typeof UserStatusSchema>
+
+/** Where an audited action came from: a dashboard session or the operator's command line. */
+export const AUDIT_VIAS = ['dashboard', 'cli'] as const
+export type AuditVia = (typeof AUDIT_VIAS)[number]

@@ -12,6 +12,7 @@ import * as exactlyOnce from './migrations/0006_exactly_once.ts'
 import * as eventsApi from './migrations/0007_events_api.ts'
 import * as balanceTransactions from './migrations/0008_balance_transactions.ts'
 import * as refundList from './migrations/0009_refund_list.ts'
+import * as dashboardUsers from './migrations/0010_dashboard_users.ts'
 import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -251,6 +252,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0007_events_api': eventsApi,
         '0008_balance_transactions': balanceTransactions,
         '0009_refund_list': refundList,
+        '0010_dashboard_users': dashboardUsers,
       }),
     },
   })

@@ -1,5 +1,6 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely'
 import type {
+  AuditVia,
   Balance,
   DeliveryStatus,
   FeePayer,
@@ -10,6 +11,8 @@ import type {
   PayoutStatus,
   RefundStatus,
   TransactionStatus,
+  UserRole,
+  UserStatus,
 } from './enums.ts'
 
 export type { Mode, PayoutMethod, PayoutStatus }
@@ -147,6 +150,10 @@ export interface Database {
   payout_quotes: PayoutQuotesTable
   payouts: PayoutsTable
   payout_callbacks: PayoutCallbacksTable
+  merchant_users: MerchantUsersTable
+  merchant_user_invitations: MerchantUserInvitationsTable
+  dashboard_sessions: DashboardSessionsTable
+  dashboard_audit_log: DashboardAuditLogTable
 }
 
 export type Merchant = Selectable<MerchantsTable>
@@ -366,3 +373,62 @@ export interface PayoutCallbacksTable {
 
 export type PayoutRow = Selectable<PayoutsTable>
 export type PayoutQuoteRow = Selectable<PayoutQuotesTable>
+
+/** A person who signs in to the dashboard for one merchant (modules/users). */
+export interface MerchantUsersTable {
+  uuid: string
+  merchant_uuid: string
+  /** Unique across merchants without regard to case; stored as given. */
+  email: string
+  role: UserRole
+  /** `scrypt$…` (lib/passwords.ts); null until the invitation is accepted. */
+  password_hash: string | null
+  status: UserStatus
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface MerchantUserInvitationsTable {
+  uuid: string
+  user_uuid: string
+  /** sha256 of the one-time token in the set-password link. */
+  token_hash: string
+  expires_at: Timestamp
+  used_at: Timestamp | null
+  created_at: Timestamp
+}
+
+export interface DashboardSessionsTable {
+  uuid: string
+  /** sha256 of the session cookie's value. */
+  token_hash: string
+  user_uuid: string
+  created_at: Timestamp
+  last_seen_at: Timestamp
+  /** last_seen_at plus the idle limit, moved on with every use. */
+  idle_expires_at: Timestamp
+  /** created_at plus the absolute limit: never moved. */
+  expires_at: Timestamp
+  revoked_at: Timestamp | null
+  ip: string | null
+  user_agent: string | null
+}
+
+export interface DashboardAuditLogTable {
+  uuid: string
+  merchant_uuid: string | null
+  actor_user_uuid: string | null
+  via: AuditVia
+  action: string
+  target_type: string | null
+  target_id: string | null
+  mode: Mode | null
+  ip: string | null
+  user_agent: string | null
+  details: Json<Record<string, unknown>> | null
+  created_at: Timestamp
+}
+
+export type MerchantUserRow = Selectable<MerchantUsersTable>
+export type DashboardSessionRow = Selectable<DashboardSessionsTable>
+export type AuditRow = Selectable<DashboardAuditLogTable>
