@@ -41,6 +41,19 @@ export interface Config {
    * deletes them; at least 30, the API's promise to merchants.
    */
   eventRetentionDays: number
+  /** The dashboard's sessions and sign-in throttling (docs/DASHBOARD.md). */
+  dashboard: {
+    /** A session unused this long ends. */
+    sessionIdleSeconds: number
+    /** A session ends this long after sign-in, however much it is used. */
+    sessionAbsoluteSeconds: number
+    /** Failed sign-ins counted over this window… */
+    loginWindowSeconds: number
+    /** …at most this many per email address… */
+    loginMaxFailuresPerAccount: number
+    /** …and this many per client address, before sign-in answers 429. */
+    loginMaxFailuresPerAddress: number
+  }
   webhook: {
     /** Delays before attempts 2…n, seconds (default the Standard Webhooks schedule: 10 attempts in all). */
     retrySchedule: number[]
@@ -149,6 +162,35 @@ function embeddedMasterKey(dataDir: string): Buffer {
   return parseMasterKey(readFileSync(file, 'utf8').trim())
 }
 
+/** A session limit: a duration from 1 minute to 30 days. */
+function parseSessionLimit(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback
+  const seconds = parseDuration(name, value)
+  if (seconds < 60 || seconds > 30 * 86400)
+    throw new ConfigError(`${name} must be from 1 minute to 30 days (e.g. 30m, 12h), got "${value}"`)
+  return seconds
+}
+
+function parseDashboard(env: Env): Config['dashboard'] {
+  const sessionIdleSeconds = parseSessionLimit('DASHBOARD_SESSION_IDLE', env.DASHBOARD_SESSION_IDLE, 1800)
+  const sessionAbsoluteSeconds = parseSessionLimit(
+    'DASHBOARD_SESSION_MAX_AGE',
+    env.DASHBOARD_SESSION_MAX_AGE,
+    12 * 3600,
+  )
+  if (sessionIdleSeconds > sessionAbsoluteSeconds)
+    throw new ConfigError(
+      `DASHBOARD_SESSION_IDLE (${sessionIdleSeconds} s) must not be longer than DASHBOARD_SESSION_MAX_AGE (${sessionAbsoluteSeconds} s)`,
+    )
+  return {
+    sessionIdleSeconds,
+    sessionAbsoluteSeconds,
+    loginWindowSeconds: 15 * 60,
+    loginMaxFailuresPerAccount: 5,
+    loginMaxFailuresPerAddress: 20,
+  }
+}
+
 /** Reads the environment once into one validated object; nothing else reads process.env. */
 export function loadConfig(env: Env = process.env): Config {
   const appEnv = (env.APP_ENV ?? 'development') as AppEnv
@@ -221,6 +263,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyLeaseMs: parsePositive('IDEMPOTENCY_LEASE_MS', env.IDEMPOTENCY_LEASE_MS, 60_000),
     providerRecheckMs: parsePositive('PROVIDER_RECHECK_MS', env.PROVIDER_RECHECK_MS, 60_000),
     eventRetentionDays: parseRetentionDays(env.EVENT_RETENTION_DAYS),
+    dashboard: parseDashboard(env),
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),
       timeoutMs: parsePositive('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 15_000),

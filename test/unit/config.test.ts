@@ -136,6 +136,22 @@ describe('loadConfig', () => {
         /EVENT_RETENTION_DAYS must be a whole number of days from 30 to 36500/,
       )
   })
+
+  it('dashboard sessions: 30 min idle and 12 h absolute by default, each from 1 min to 30 days, idle within absolute', () => {
+    const defaults = loadConfig(DEVELOPMENT).dashboard
+    assert.equal(defaults.sessionIdleSeconds, 1800)
+    assert.equal(defaults.sessionAbsoluteSeconds, 43200)
+    const set = loadConfig({ ...DEVELOPMENT, DASHBOARD_SESSION_IDLE: '10m', DASHBOARD_SESSION_MAX_AGE: '8h' })
+    assert.equal(set.dashboard.sessionIdleSeconds, 600)
+    assert.equal(set.dashboard.sessionAbsoluteSeconds, 28800)
+    for (const bad of ['30', '0', 'soon', '31d'])
+      refused({ ...DEVELOPMENT, DASHBOARD_SESSION_IDLE: bad }, /DASHBOARD_SESSION_IDLE must/)
+    refused({ ...DEVELOPMENT, DASHBOARD_SESSION_MAX_AGE: '45s' }, /DASHBOARD_SESSION_MAX_AGE must/)
+    refused(
+      { ...DEVELOPMENT, DASHBOARD_SESSION_IDLE: '2h', DASHBOARD_SESSION_MAX_AGE: '1h' },
+      /DASHBOARD_SESSION_IDLE \(7200 s\) must not be longer than DASHBOARD_SESSION_MAX_AGE/,
+    )
+  })
 })
 
 describe('parseDuration', () => {
