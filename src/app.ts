@@ -37,6 +37,8 @@ import { sandboxRoutes } from './modules/sandbox/routes.ts'
 import { createSandboxService, type SandboxService } from './modules/sandbox/service.ts'
 import { transactionRoutes } from './modules/transactions/routes.ts'
 import { createTransactionService, type TransactionService } from './modules/transactions/service.ts'
+import { dashboardRoutes } from './modules/users/routes.ts'
+import { createUserService, type UserService } from './modules/users/service.ts'
 import { createSender, type Sender } from './modules/webhooks/delivery.ts'
 import { WEBHOOKS_DOCUMENT } from './modules/webhooks/openapi.ts'
 import { webhookRoutes } from './modules/webhooks/routes.ts'
@@ -61,6 +63,7 @@ export interface Services {
   refunds: RefundService
   payouts: PayoutService
   checkout: CheckoutService
+  users: UserService
   /** Releases what the services hold open (the webhook HTTP client's connections). */
   close(): Promise<void>
 }
@@ -129,6 +132,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   })
   const sandbox = createSandboxService({ config, simulator, transactions, payouts })
   const checkout = createCheckoutService({ transactions, merchants, sandbox })
+  const users = createUserService({ db, config, merchants })
   return {
     merchants,
     rates,
@@ -140,6 +144,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     refunds,
     payouts,
     checkout,
+    users,
     close: () => sender.close(),
   }
 }
@@ -162,11 +167,14 @@ export const REDACTED_PATHS = [
 ]
 
 /**
- * A request's URL as logged: the hosted page's token is a bearer of the page (and of its test buttons), and a
- * search term may be a customer's data, so neither reaches a log line.
+ * A request's URL as logged: the hosted page's token is a bearer of the page (and of its test buttons), a
+ * dashboard invitation's token sets a password, and a search term may be a customer's data, so none of them
+ * reaches a log line.
  */
 export const logSafeUrl = (url: string): string =>
-  url.replace(/^\/pay\/(?!assets\/)[^/?]+/, '/pay/[token]').replace(/([?&]search=)[^&]*/g, '$1[redacted]')
+  url
+    .replace(/^\/pay\/(?!assets\/)[^/?]+/, '/pay/[token]')
+    .replace(/([?&](?:search|token)=)[^&]*/g, '$1[redacted]')
 
 /** The service's logger: pino JSON, credentials redacted, URLs made safe. */
 export function createLogger(level: string, stream?: pino.DestinationStream): pino.Logger {
@@ -234,6 +242,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { db, version: VERSION })
   await app.register(checkoutRoutes, { checkout: services.checkout })
+  // The dashboard signs in with a session cookie, not an API key: registered before the keys' auth and limits.
+  await app.register(dashboardRoutes, {
+    users: services.users,
+    publicBaseUrl: config.publicBaseUrl,
+    sessionAbsoluteSeconds: config.dashboard.sessionAbsoluteSeconds,
+  })
 
   registerAuth(app, services.merchants)
   await registerRateLimit(app, config.rateLimit, config.redisUrl)

@@ -1,0 +1,46 @@
+import type { Executor } from '../../db/index.ts'
+import type { Mode } from '../../db/types.ts'
+import { newId } from '../../lib/ids.ts'
+import type { Actor, From } from './deps.ts'
+import * as repo from './repository.ts'
+
+/** The actions the audit log records. */
+export type AuditAction =
+  | 'user_invited'
+  | 'invitation_accepted'
+  | 'user_disabled'
+  | 'login_succeeded'
+  | 'login_failed'
+  | 'login_throttled'
+  | 'logout'
+  | 'logout_everywhere'
+
+export interface AuditEntry {
+  action: AuditAction
+  merchantUuid: string | null
+  /** Who acted; for a sign-in, the user signing in (null when the email names nobody). */
+  actor: Actor | ({ via: 'dashboard'; userUuid: string | null } & From)
+  target?: { type: 'user' | 'email' | 'session'; id: string }
+  mode?: Mode | null
+  details?: Record<string, unknown>
+  at: Date
+}
+
+/** One row of the audit log, written in the caller's transaction with the change it records. */
+export function recordAudit(db: Executor, entry: AuditEntry): Promise<unknown> {
+  const { actor } = entry
+  return repo.insertAudit(db, {
+    uuid: newId(),
+    merchant_uuid: entry.merchantUuid,
+    actor_user_uuid: actor.userUuid ?? null,
+    via: actor.via,
+    action: entry.action,
+    target_type: entry.target?.type ?? null,
+    target_id: entry.target?.id ?? null,
+    mode: entry.mode ?? null,
+    ip: actor.ip ?? null,
+    user_agent: actor.userAgent ?? null,
+    details: entry.details ? JSON.stringify(entry.details) : null,
+    created_at: entry.at,
+  })
+}

@@ -1,0 +1,116 @@
+import type { UserRole } from '../../db/enums.ts'
+import { isUniqueViolation } from '../../db/unique.ts'
+import { AppError, notFound, validationError } from '../../http/errors.ts'
+import { sha256Hex } from '../../lib/crypto.ts'
+import { isUuid, newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
+import { hashPassword } from '../../lib/passwords.ts'
+import { recordAudit } from './audit.ts'
+import type { Actor, From, UserDeps } from './deps.ts'
+import * as repo from './repository.ts'
+
+/** How long a set-password link works. */
+export const INVITATION_TTL_MS = 24 * 3600 * 1000
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
+export interface Invitation {
+  user: Awaited<ReturnType<typeof repo.insertUser>>
+  /** The one-time set-password link: the only copy of its token. */
+  link: string
+  expiresAt: Date
+}
+
+/**
+ * Makes a user of the merchant with the role, without a password, and a one-time link (24 h) that sets it.
+ * The email must not be anyone's yet, at this merchant or another (sign-in asks for the email alone).
+ */
+export async function inviteUser(
+  deps: UserDeps,
+  input: { merchantUuid: string; email: string; role: UserRole },
+  actor: Actor,
+): Promise<Invitation> {
+  const email = input.email.trim()
+  if (email.length > 254 || !EMAIL.test(email)) throw validationError('email', 'must be an email address')
+  if (!isUuid(input.merchantUuid) || !(await deps.merchants.getMerchant(input.merchantUuid)))
+    throw notFound('merchant')
+  const token = randomBase62(SECRET_LENGTH)
+  const now = new Date()
+  const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS)
+  try {
+    const user = await deps.db.transaction().execute(async (trx) => {
+      const user = await repo.insertUser(trx, {
+        uuid: newId(),
+        merchant_uuid: input.merchantUuid,
+        email,
+        role: input.role,
+        password_hash: null,
+        status: 'active',
+        created_at: now,
+        updated_at: now,
+      })
+      await repo.insertInvitation(trx, {
+        uuid: newId(),
+        user_uuid: user.uuid,
+        token_hash: sha256Hex(token),
+        expires_at: expiresAt,
+        created_at: now,
+      })
+      await recordAudit(trx, {
+        action: 'user_invited',
+        merchantUuid: input.merchantUuid,
+        actor,
+        target: { type: 'user', id: user.uuid },
+        details: { email, role: input.role },
+        at: now,
+      })
+      return user
+    })
+    const link = `${deps.config.publicBaseUrl}/dashboard/set-password?token=${token}`
+    return { user, link, expiresAt }
+  } catch (error) {
+    if (isUniqueViolation(error, 'merchant_users_email_idx'))
+      throw new AppError('conflict', `There is already a dashboard user with the email ${email}.`)
+    throw error
+  }
+}
+
+/**
+ * Sets the invited user's password with the link's token: once only, and within 24 h of the invitation.
+ * The invitation row is locked, so two uses of one link at once cannot both succeed.
+ */
+export async function acceptInvitation(
+  deps: UserDeps,
+  input: { token: string; password: string },
+  from: From,
+): Promise<{ email: string }> {
+  // Hashed before the transaction: 100 ms of scrypt should not hold a row lock.
+  const passwordHash = await hashPassword(input.password)
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const invitation = await repo.lockInvitation(trx, sha256Hex(input.token))
+    if (!invitation) throw new AppError('not_found', 'No such invitation: check the link you were sent.')
+    if (invitation.used_at)
+      throw new AppError(
+        'invalid_state',
+        'This invitation was already used: sign in with the password you set, or ask for a new invitation.',
+      )
+    if (invitation.expires_at.getTime() <= now.getTime())
+      throw new AppError(
+        'invalid_state',
+        'This invitation has expired (an invitation is valid for 24 hours): ask for a new one.',
+        { expired_at: invitation.expires_at.toISOString() },
+      )
+    if (invitation.status !== 'active')
+      throw new AppError('invalid_state', 'This user is disabled: ask an owner or admin of your merchant.')
+    await repo.setPassword(trx, invitation.user_uuid, passwordHash, now)
+    await repo.markInvitationUsed(trx, invitation.uuid, now)
+    await recordAudit(trx, {
+      action: 'invitation_accepted',
+      merchantUuid: invitation.merchant_uuid,
+      actor: { via: 'dashboard', userUuid: invitation.user_uuid, ...from },
+      target: { type: 'user', id: invitation.user_uuid },
+      at: now,
+    })
+    return { email: invitation.email }
+  })
+}

@@ -1,0 +1,20 @@
+import type { UserRole } from '../../db/enums.ts'
+
+/**
+ * What a dashboard user may do, by role: the one table the dashboard's routes and pages ask (docs/DASHBOARD.md
+ * shows it to people). Every role reads; `support` also refunds; only `owner` and `admin` manage people and read
+ * the audit log; the developer tools (webhooks, API keys: part 2) are for `owner`, `admin` and `developer`.
+ */
+export const PERMISSIONS = ['read', 'refund', 'manage_users', 'read_audit_log', 'developer_tools'] as const
+export type Permission = (typeof PERMISSIONS)[number]
+
+export const ROLE_PERMISSIONS: Record<UserRole, readonly Permission[]> = {
+  owner: ['read', 'refund', 'manage_users', 'read_audit_log', 'developer_tools'],
+  admin: ['read', 'refund', 'manage_users', 'read_audit_log', 'developer_tools'],
+  developer: ['read', 'developer_tools'],
+  support: ['read', 'refund'],
+  viewer: ['read'],
+}
+
+export const can = (role: UserRole, permission: Permission): boolean =>
+  ROLE_PERMISSIONS[role].includes(permission)

@@ -1,0 +1,213 @@
+import { randomBytes } from 'node:crypto'
+import type { UserRole } from '../../db/enums.ts'
+import { AppError } from '../../http/errors.ts'
+import { hmacSha256Hex, sha256Hex } from '../../lib/crypto.ts'
+import { newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
+import { hashPassword, verifyPassword } from '../../lib/passwords.ts'
+import { recordAudit } from './audit.ts'
+import type { From, UserDeps } from './deps.ts'
+import * as repo from './repository.ts'
+import { type Permission, ROLE_PERMISSIONS } from './roles.ts'
+
+/** The one answer to a wrong password, an unknown email, a disabled user and an unfinished invitation alike. */
+const BAD_CREDENTIALS = 'The email or password is not right.'
+
+export interface SignedInUser {
+  uuid: string
+  merchant_uuid: string
+  email: string
+  role: UserRole
+  permissions: Permission[]
+}
+
+/** A live session: who it is, and what the dashboard needs to act in it. */
+export interface DashboardSession {
+  uuid: string
+  user: SignedInUser
+  /** Sent back in `X-CSRF-Token` with every change; bound to this session. */
+  csrfToken: string
+  idleExpiresAt: Date
+  expiresAt: Date
+}
+
+/** The token of the session cookie, shown to the caller once, and the session it opens. */
+export interface SignIn {
+  token: string
+  session: DashboardSession
+}
+
+/** The CSRF token of a session: an HMAC of its cookie token, so nothing more is stored and it cannot be guessed. */
+export const csrfTokenFor = (deps: UserDeps, sessionToken: string): string =>
+  hmacSha256Hex(deps.csrfKey, sessionToken)
+
+// A hash of a password nobody knows, checked when the email names no user that can sign in, so that such an
+// answer costs the same scrypt as a wrong password and the time does not tell which it was.
+let decoy: Promise<string> | null = null
+const decoyHash = () => {
+  decoy ??= hashPassword(randomBytes(32).toString('base64url'))
+  return decoy
+}
+
+async function refuseIfThrottled(deps: UserDeps, email: string, from: From, now: Date): Promise<void> {
+  const { loginWindowSeconds, loginMaxFailuresPerAccount, loginMaxFailuresPerAddress } = deps.config.dashboard
+  const since = new Date(now.getTime() - loginWindowSeconds * 1000)
+  const minutes = Math.ceil(loginWindowSeconds / 60)
+  const headers = { 'retry-after': String(loginWindowSeconds) }
+  const byAccount = await repo.countRecent(deps.db, 'login_failed', { targetId: email }, since)
+  let message: string | null = null
+  if (byAccount >= loginMaxFailuresPerAccount)
+    message = `Too many failed sign-ins for this email: try again in ${minutes} minutes.`
+  else if (from.ip) {
+    const byAddress = await repo.countRecent(deps.db, 'login_failed', { ip: from.ip }, since)
+    if (byAddress >= loginMaxFailuresPerAddress)
+      message = `Too many failed sign-ins from your address: try again in ${minutes} minutes.`
+  }
+  if (!message) return
+  await recordAudit(deps.db, {
+    action: 'login_throttled',
+    merchantUuid: null,
+    actor: { via: 'dashboard', userUuid: null, ...from },
+    target: { type: 'email', id: email },
+    at: now,
+  })
+  throw new AppError('rate_limited', message, { retry_after_seconds: loginWindowSeconds }, null, headers)
+}
+
+/**
+ * Signs in with email and password. Always a new session with a new token: a token the browser already
+ * had (planted by someone else, or the user's own earlier session) is never adopted, and is revoked if live.
+ * Failures are throttled per email and per client address (429), and answer alike for every cause.
+ */
+export async function login(
+  deps: UserDeps,
+  input: { email: string; password: string },
+  from: From,
+  presentedToken: string | null,
+): Promise<SignIn> {
+  const now = new Date()
+  const email = input.email.trim().toLowerCase()
+  await refuseIfThrottled(deps, email, from, now)
+  const user = await repo.findUserByEmail(deps.db, email)
+  const usable = user?.status === 'active' && user.password_hash !== null
+  const matches = await verifyPassword(
+    input.password,
+    usable ? (user.password_hash as string) : await decoyHash(),
+  )
+  if (!user || !usable || !matches) {
+    await recordAudit(deps.db, {
+      action: 'login_failed',
+      merchantUuid: user?.merchant_uuid ?? null,
+      actor: { via: 'dashboard', userUuid: user?.uuid ?? null, ...from },
+      target: { type: 'email', id: email },
+      at: now,
+    })
+    throw new AppError('unauthorized', BAD_CREDENTIALS)
+  }
+  const token = randomBase62(SECRET_LENGTH)
+  const { sessionIdleSeconds, sessionAbsoluteSeconds } = deps.config.dashboard
+  const expiresAt = new Date(now.getTime() + sessionAbsoluteSeconds * 1000)
+  const idleExpiresAt = new Date(now.getTime() + sessionIdleSeconds * 1000)
+  const uuid = newId()
+  await deps.db.transaction().execute(async (trx) => {
+    if (presentedToken) await repo.revokeSessionByToken(trx, sha256Hex(presentedToken), now)
+    await repo.insertSession(trx, {
+      uuid,
+      token_hash: sha256Hex(token),
+      user_uuid: user.uuid,
+      created_at: now,
+      last_seen_at: now,
+      idle_expires_at: idleExpiresAt,
+      expires_at: expiresAt,
+      revoked_at: null,
+      ip: from.ip,
+      user_agent: from.userAgent,
+    })
+    await recordAudit(trx, {
+      action: 'login_succeeded',
+      merchantUuid: user.merchant_uuid,
+      actor: { via: 'dashboard', userUuid: user.uuid, ...from },
+      target: { type: 'session', id: uuid },
+      at: now,
+    })
+  })
+  return {
+    token,
+    session: {
+      uuid,
+      user: signedInUser(user),
+      csrfToken: csrfTokenFor(deps, token),
+      idleExpiresAt,
+      expiresAt,
+    },
+  }
+}
+
+function signedInUser(user: { uuid: string; merchant_uuid: string; email: string; role: UserRole }) {
+  return {
+    uuid: user.uuid,
+    merchant_uuid: user.merchant_uuid,
+    email: user.email,
+    role: user.role,
+    permissions: [...ROLE_PERMISSIONS[user.role]],
+  }
+}
+
+/**
+ * The live session of a cookie token, its idle limit moved on by this use; null when there is none (unknown,
+ * revoked, idle or past its absolute limit, or its user disabled).
+ */
+export async function authenticate(deps: UserDeps, token: string): Promise<DashboardSession | null> {
+  const now = new Date()
+  const session = await repo.touchSession(
+    deps.db,
+    sha256Hex(token),
+    now,
+    deps.config.dashboard.sessionIdleSeconds,
+  )
+  if (!session) return null
+  const user = await repo.findUser(deps.db, session.user_uuid)
+  if (user?.status !== 'active') return null
+  return {
+    uuid: session.uuid,
+    user: signedInUser(user),
+    csrfToken: csrfTokenFor(deps, token),
+    idleExpiresAt: session.idle_expires_at,
+    expiresAt: session.expires_at,
+  }
+}
+
+/** Ends this session. */
+export async function logout(deps: UserDeps, session: DashboardSession, from: From): Promise<void> {
+  const now = new Date()
+  await deps.db.transaction().execute(async (trx) => {
+    await repo.revokeSession(trx, session.uuid, now)
+    await recordAudit(trx, {
+      action: 'logout',
+      merchantUuid: session.user.merchant_uuid,
+      actor: { via: 'dashboard', userUuid: session.user.uuid, ...from },
+      target: { type: 'session', id: session.uuid },
+      at: now,
+    })
+  })
+}
+
+/** Ends every session of the session's user, this one included; how many ended. */
+export async function logoutEverywhere(
+  deps: UserDeps,
+  session: DashboardSession,
+  from: From,
+): Promise<number> {
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const ended = await repo.revokeUserSessions(trx, session.user.uuid, now)
+    await recordAudit(trx, {
+      action: 'logout_everywhere',
+      merchantUuid: session.user.merchant_uuid,
+      actor: { via: 'dashboard', userUuid: session.user.uuid, ...from },
+      target: { type: 'user', id: session.user.uuid },
+      details: { sessions_revoked: ended },
+      at: now,
+    })
+    return ended
+  })
+}

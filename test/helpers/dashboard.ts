@@ -1,0 +1,99 @@
+import type { LightMyRequestResponse } from 'fastify'
+import type { UserRole } from '../../src/db/enums.ts'
+import { sha256Hex } from '../../src/lib/crypto.ts'
+import { CLI } from '../../src/modules/users/deps.ts'
+import type { TestContext } from './harness.ts'
+
+/** The origin of the test config's PUBLIC_BASE_URL: the dashboard's own pages send it. */
+export const ORIGIN = 'http://gateway.test'
+
+let counter = 0
+/** A unique email for a test. */
+export const newEmail = (prefix = 'person') =>
+  `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}@example.test`
+
+/** Invites through the service as the command line does; the link's token is registered as a secret. */
+export async function invite(ctx: TestContext, role: UserRole = 'owner', email = newEmail()) {
+  const invitation = await ctx.services.users.invite({ merchantUuid: ctx.merchant.uuid, email, role }, CLI)
+  const token = new URL(invitation.link).searchParams.get('token') as string
+  ctx.secrets.push(token)
+  return { ...invitation, token, email }
+}
+
+/** A user who has accepted the invitation and set a password (registered as a secret). */
+export async function activeUser(ctx: TestContext, role: UserRole = 'owner') {
+  const invited = await invite(ctx, role)
+  const password = `pw-${sha256Hex(invited.token).slice(0, 20)}`
+  ctx.secrets.push(password)
+  const accepted = await dashboard(ctx, 'POST', '/dashboard/api/invitations/accept', {
+    body: { token: invited.token, password },
+  })
+  if (accepted.statusCode !== 204) throw new Error(`accept failed: ${accepted.body}`)
+  return { uuid: invited.user.uuid, email: invited.email, password, role }
+}
+
+export interface DashboardCall {
+  body?: unknown
+  /** The session cookie's value. */
+  cookie?: string
+  csrf?: string
+  /** The Origin header: ORIGIN by default, null for none. */
+  origin?: string | null
+  ip?: string
+}
+
+export function dashboard(
+  ctx: TestContext,
+  method: 'GET' | 'POST' | 'DELETE',
+  url: string,
+  call: DashboardCall = {},
+): Promise<LightMyRequestResponse> {
+  const headers: Record<string, string> = { 'user-agent': 'dashboard-test' }
+  const origin = call.origin === undefined ? ORIGIN : call.origin
+  if (origin !== null) headers.origin = origin
+  if (call.cookie !== undefined) headers.cookie = `mg_session=${call.cookie}`
+  if (call.csrf !== undefined) headers['x-csrf-token'] = call.csrf
+  if (call.body !== undefined) headers['content-type'] = 'application/json'
+  return ctx.app.inject({
+    method,
+    url,
+    headers,
+    remoteAddress: call.ip ?? '127.0.0.1',
+    ...(call.body !== undefined ? { payload: JSON.stringify(call.body) } : {}),
+  })
+}
+
+/** The session token a response's Set-Cookie carries (registered as a secret), or null. */
+export function sessionCookie(ctx: TestContext, response: LightMyRequestResponse): string | null {
+  const header = [response.headers['set-cookie'] ?? []].flat()[0]
+  const match = header ? /^mg_session=([^;]*)/.exec(header) : null
+  if (!match?.[1]) return null
+  ctx.secrets.push(match[1])
+  return match[1]
+}
+
+/** Signs in: the cookie's token and the CSRF token (both registered as secrets). */
+export async function signIn(
+  ctx: TestContext,
+  user: { email: string; password: string },
+  call: DashboardCall = {},
+) {
+  const response = await dashboard(ctx, 'POST', '/dashboard/api/session', {
+    ...call,
+    body: { email: user.email, password: user.password },
+  })
+  if (response.statusCode !== 200) throw new Error(`sign-in failed: ${response.statusCode} ${response.body}`)
+  const token = sessionCookie(ctx, response) as string
+  const csrf = response.json().csrf_token as string
+  ctx.secrets.push(csrf)
+  return { token, csrf, body: response.json() }
+}
+
+/** The audit rows of an action, oldest first. */
+export const auditRows = (ctx: TestContext, action: string) =>
+  ctx.db
+    .selectFrom('dashboard_audit_log')
+    .selectAll()
+    .where('action', '=', action)
+    .orderBy('created_at')
+    .execute()
