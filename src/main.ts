@@ -2,12 +2,15 @@
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { buildApp, createLogger, createServices } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
+import { USER_ROLES, type UserRole } from './db/enums.ts'
 import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
 import type { Mode } from './db/types.ts'
+import { AppError } from './http/errors.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
+import { CLI } from './modules/users/deps.ts'
 import { seedDemo } from './seed.ts'
 import { startWorkers } from './workers/index.ts'
 
@@ -361,7 +364,70 @@ program
     }),
   )
 
+const users = program.command('users').description("Manage a merchant's dashboard users")
+users
+  .command('invite')
+  .description('Invite a person to the dashboard: prints a one-time link to set their password (valid 24 h)')
+  .requiredOption('--merchant <uuid>', 'the merchant')
+  .requiredOption('--email <email>', 'their email: unique across all merchants')
+  .addOption(new Option('--role <role>', 'what they may do').choices([...USER_ROLES]).makeOptionMandatory())
+  .action((opts: { merchant: string; email: string; role: UserRole }) =>
+    withDatabase(async (handle, config) => {
+      const invitation = await asUserError(() =>
+        createServices(handle.db, config).users.invite(
+          { merchantUuid: opts.merchant, email: opts.email, role: opts.role },
+          CLI,
+        ),
+      )
+      const { user } = invitation
+      out(`invited ${user.email} as ${user.role} of merchant ${user.merchant_uuid} (user ${user.uuid})`)
+      out(`  set-password link, works once until ${invitation.expiresAt.toISOString()}:`)
+      out(`  ${invitation.link}`)
+    }),
+  )
+users
+  .command('list')
+  .description("List a merchant's dashboard users")
+  .requiredOption('--merchant <uuid>', 'the merchant')
+  .action((opts: { merchant: string }) =>
+    withDatabase(async (handle, config) => {
+      const list = await asUserError(() => createServices(handle.db, config).users.list(opts.merchant))
+      for (const u of list)
+        out(
+          `${u.uuid}  ${u.email}  ${u.role}  ${u.status}${u.password_set ? '' : '  (invitation not accepted)'}`,
+        )
+    }),
+  )
+users
+  .command('disable <uuid>')
+  .description('Disable a dashboard user: they cannot sign in, and their sessions end at once')
+  .action((uuid: string) =>
+    withDatabase(async (handle, config) => {
+      const { user, sessionsRevoked } = await asUserError(() =>
+        createServices(handle.db, config).users.disable(uuid, CLI),
+      )
+      out(`disabled ${user.email} (user ${user.uuid}); ${sessionsRevoked} session(s) ended`)
+    }),
+  )
+
 class UserError extends Error {}
+
+/** A refusal of the service (no such merchant, an email in use, …) is the operator's error: its message, exit 2. */
+async function asUserError<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof AppError) {
+      const fields = error.errors
+        ? ` (${Object.entries(error.errors)
+            .map(([f, m]) => `${f} ${m.join(', ')}`)
+            .join('; ')})`
+        : ''
+      throw new UserError(`${error.message}${fields}`)
+    }
+    throw error
+  }
+}
 
 program.parseAsync(process.argv).catch((error: unknown) => {
   if (

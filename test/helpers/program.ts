@@ -50,7 +50,7 @@ export async function freePort(): Promise<number> {
 
 /** Variables that configure the program: none of the caller's leak into a spawned one. */
 const PROGRAM_VARIABLES =
-  /^(NODE_TEST|DATABASE_URL$|DATA_DIR$|MASTER_KEY$|REDIS_URL$|PORT$|HOST$|PUBLIC_BASE_URL$|APP_ENV$|LOG_LEVEL$|FX_MAX_AGE$|METRICS_|RATE_LIMIT_|WEBHOOK_|IDEMPOTENCY_|PROVIDER_)/
+  /^(NODE_TEST|DATABASE_URL$|DATA_DIR$|MASTER_KEY$|REDIS_URL$|PORT$|HOST$|PUBLIC_BASE_URL$|APP_ENV$|LOG_LEVEL$|FX_MAX_AGE$|METRICS_|RATE_LIMIT_|WEBHOOK_|IDEMPOTENCY_|PROVIDER_|DASHBOARD_)/
 
 /** The caller's environment without anything that configures the program, then `env`. */
 export function programEnv(env: Record<string, string>): NodeJS.ProcessEnv {

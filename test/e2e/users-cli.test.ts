@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { promisify } from 'node:util'
+import { sql } from 'kysely'
+import { createServices } from '../../src/app.ts'
+import { connectPglite, type DbHandle } from '../../src/db/index.ts'
+import { backends, freshDatabase, TEST_MASTER_KEY, testConfig } from '../helpers/harness.ts'
+import { programEnv, ROOT } from '../helpers/program.ts'
+
+const run = promisify(execFile)
+/** Each command compiles the program with tsx and opens the database: generous on a busy machine. */
+const DEADLINE_MS = 120_000
+const BASE = 'https://dashboard.example.test'
+
+for (const backend of backends()) {
+  describe(`users commands (${backend})`, () => {
+    let env: NodeJS.ProcessEnv
+    let dataDir: string
+    let postgres: { handle: DbHandle; drop(): Promise<void> } | null = null
+    let merchant: string
+    let invitedUuid: string
+    let link: string
+    const email = `Ops.${Date.now().toString(36)}@Example.test`
+
+    /** Runs `merchant-gateway <args>`: its exit code and what it printed. */
+    async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+      try {
+        const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+          cwd: ROOT,
+          env,
+          timeout: DEADLINE_MS,
+        })
+        return { code: 0, stdout, stderr }
+      } catch (error) {
+        const failed = error as { code?: number; stdout?: string; stderr?: string }
+        return { code: failed.code ?? -1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' }
+      }
+    }
+
+    /** The database the commands wrote, opened here (after they have exited, for the embedded one). */
+    async function withDb<T>(work: (handle: DbHandle) => Promise<T>): Promise<T> {
+      if (postgres) return work(postgres.handle)
+      const handle = await connectPglite(dataDir)
+      try {
+        return await work(handle)
+      } finally {
+        await handle.close()
+      }
+    }
+
+    before(async () => {
+      dataDir = await mkdtemp(join(tmpdir(), 'mg-users-cli-'))
+      const vars: Record<string, string> = {
+        APP_ENV: 'development',
+        MASTER_KEY: TEST_MASTER_KEY,
+        PUBLIC_BASE_URL: BASE,
+        LOG_LEVEL: 'warn',
+        DATA_DIR: dataDir,
+      }
+      if (backend === 'postgres') {
+        postgres = await freshDatabase('postgres')
+        const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(
+          postgres.handle.db,
+        )
+        const url = new URL(process.env.TEST_DATABASE_URL as string)
+        url.pathname = `/${rows[0]?.name}`
+        vars.DATABASE_URL = url.toString()
+      }
+      env = programEnv(vars)
+      const created = await cli('merchants', 'create', '--name', 'CLI Shop', '--json')
+      assert.equal(created.code, 0, created.stderr)
+      merchant = JSON.parse(created.stdout.trim().split('\n').at(-1) as string).merchant_uuid
+    })
+    after(async () => {
+      await postgres?.drop()
+      await rm(dataDir, { recursive: true, force: true })
+    })
+
+    it('users invite prints the one-time set-password link on the public base URL', async () => {
+      const result = await cli(
+        'users',
+        'invite',
+        '--merchant',
+        merchant,
+        '--email',
+        email,
+        '--role',
+        'support',
+      )
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(
+        result.stdout,
+        new RegExp(`invited ${email.replace('.', '\\.')} as support of merchant ${merchant}`),
+      )
+      const found = /^\s+(https:\/\/dashboard\.example\.test\/dashboard\/set-password\?token=\w{43})$/m.exec(
+        result.stdout,
+      )
+      assert.ok(found?.[1], result.stdout)
+      link = found[1]
+      invitedUuid = /\(user ([0-9a-f-]{36})\)/.exec(result.stdout)?.[1] as string
+      assert.ok(invitedUuid)
+    })
+
+    it('the printed link sets the password, once', async () => {
+      const token = new URL(link).searchParams.get('token') as string
+      await withDb(async (handle) => {
+        const users = createServices(handle.db, testConfig()).users
+        const from = { ip: null, userAgent: null }
+        assert.deepEqual(await users.acceptInvitation({ token, password: 'a long enough password' }, from), {
+          email,
+        })
+        await assert.rejects(users.acceptInvitation({ token, password: 'a long enough password' }, from))
+      })
+    })
+
+    it('users list shows the merchant’s users with role and status', async () => {
+      const pending = `pending.${Date.now().toString(36)}@example.test`
+      assert.equal(
+        (await cli('users', 'invite', '--merchant', merchant, '--email', pending, '--role', 'viewer')).code,
+        0,
+      )
+      const result = await cli('users', 'list', '--merchant', merchant)
+      assert.equal(result.code, 0, result.stderr)
+      const lines = result.stdout.trim().split('\n')
+      assert.equal(lines.length, 2)
+      assert.match(
+        lines[0] as string,
+        new RegExp(`^${invitedUuid}  ${email.replace('.', '\\.')}  support  active$`),
+      )
+      assert.match(lines[1] as string, / {2}viewer {2}active {2}\(invitation not accepted\)$/)
+    })
+
+    it('users disable disables the user and says how many sessions ended; the audit log has every action', async () => {
+      const result = await cli('users', 'disable', invitedUuid)
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(result.stdout, /^disabled .+ \(user [0-9a-f-]{36}\); 0 session\(s\) ended$/m)
+      assert.match(
+        (await cli('users', 'list', '--merchant', merchant)).stdout,
+        new RegExp(`${invitedUuid} .* disabled`),
+      )
+      const actions = await withDb((handle) =>
+        handle.db
+          .selectFrom('dashboard_audit_log')
+          .select(['action', 'via'])
+          .where('merchant_uuid', '=', merchant)
+          .orderBy('created_at')
+          .execute(),
+      )
+      assert.deepEqual(
+        actions.map((a) => `${a.action}/${a.via}`),
+        ['user_invited/cli', 'invitation_accepted/dashboard', 'user_invited/cli', 'user_disabled/cli'],
+      )
+    })
+
+    it('refuses, with the reason and exit status 2: an email in use, an unknown merchant or user; a bad role', async () => {
+      const taken = await cli(
+        'users',
+        'invite',
+        '--merchant',
+        merchant,
+        '--email',
+        email.toUpperCase(),
+        '--role',
+        'owner',
+      )
+      assert.equal(taken.code, 2)
+      assert.match(taken.stderr, /already a dashboard user with the email/)
+      const noMerchant = await cli('users', 'list', '--merchant', '00000000-0000-4000-8000-000000000000')
+      assert.equal(noMerchant.code, 2)
+      assert.match(noMerchant.stderr, /No such merchant/)
+      const noUser = await cli('users', 'disable', 'not-a-uuid')
+      assert.equal(noUser.code, 2)
+      assert.match(noUser.stderr, /No such user/)
+      const badRole = await cli(
+        'users',
+        'invite',
+        '--merchant',
+        merchant,
+        '--email',
+        'x@example.test',
+        '--role',
+        'god',
+      )
+      assert.notEqual(badRole.code, 0)
+      assert.match(badRole.stderr, /Allowed choices are owner, admin, developer, support, viewer/)
+    })
+  })
+}
