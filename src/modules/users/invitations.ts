@@ -20,9 +20,14 @@ export interface Invitation {
   expiresAt: Date
 }
 
+/** Whether a user can be invited again: they never set a password and are not disabled. */
+const canReinvite = (user: { password_hash: string | null; status: string }) =>
+  user.password_hash === null && user.status === 'active'
+
 /**
  * Makes a user of the merchant with the role, without a password, and a one-time link (24 h) that sets it.
- * The email must not be anyone's yet, at this merchant or another (sign-in asks for the email alone).
+ * The email must not be anyone's yet, at this merchant or another (sign-in asks for the email alone), except
+ * a user of this merchant who never accepted their invitation: they get a new link, and the old one ends.
  */
 export async function inviteUser(
   deps: UserDeps,
@@ -38,16 +43,23 @@ export async function inviteUser(
   const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS)
   try {
     const user = await deps.db.transaction().execute(async (trx) => {
-      const user = await repo.insertUser(trx, {
-        uuid: newId(),
-        merchant_uuid: input.merchantUuid,
-        email,
-        role: input.role,
-        password_hash: null,
-        status: 'active',
-        created_at: now,
-        updated_at: now,
-      })
+      const existing = await repo.findUserByEmail(trx, email, { lock: true })
+      if (existing && !(existing.merchant_uuid === input.merchantUuid && canReinvite(existing)))
+        throw new AppError('conflict', `There is already a dashboard user with the email ${email}.`)
+      // Inviting someone again whose invitation is still open (lost, or expired) replaces it.
+      if (existing) await repo.deleteOpenInvitations(trx, existing.uuid)
+      const user = existing
+        ? await repo.setRole(trx, existing.uuid, input.role, now)
+        : await repo.insertUser(trx, {
+            uuid: newId(),
+            merchant_uuid: input.merchantUuid,
+            email,
+            role: input.role,
+            password_hash: null,
+            status: 'active',
+            created_at: now,
+            updated_at: now,
+          })
       await repo.insertInvitation(trx, {
         uuid: newId(),
         user_uuid: user.uuid,
@@ -60,7 +72,7 @@ export async function inviteUser(
         merchantUuid: input.merchantUuid,
         actor,
         target: { type: 'user', id: user.uuid },
-        details: { email, role: input.role },
+        details: { email, role: input.role, ...(existing && { replaces_open_invitation: true }) },
         at: now,
       })
       return user
@@ -88,7 +100,11 @@ export async function acceptInvitation(
   const now = new Date()
   return deps.db.transaction().execute(async (trx) => {
     const invitation = await repo.lockInvitation(trx, sha256Hex(input.token))
-    if (!invitation) throw new AppError('not_found', 'No such invitation: check the link you were sent.')
+    if (!invitation)
+      throw new AppError(
+        'not_found',
+        'No such invitation: check the link you were sent (a newer invitation replaces an older one).',
+      )
     if (invitation.used_at)
       throw new AppError(
         'invalid_state',

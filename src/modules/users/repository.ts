@@ -1,5 +1,6 @@
 import type { Insertable } from 'kysely'
 import { sql } from 'kysely'
+import type { UserRole } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import type { DashboardAuditLogTable, DashboardSessionsTable, MerchantUsersTable } from '../../db/types.ts'
 
@@ -9,11 +10,12 @@ export const insertUser = (db: Executor, row: Insertable<MerchantUsersTable>) =>
   db.insertInto('merchant_users').values(row).returning(USER_COLUMNS).executeTakeFirstOrThrow()
 
 /** The user with this email, whatever its case (the unique index is on lower(email)). */
-export const findUserByEmail = (db: Executor, email: string) =>
+export const findUserByEmail = (db: Executor, email: string, options: { lock?: boolean } = {}) =>
   db
     .selectFrom('merchant_users')
     .selectAll()
     .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+    .$if(options.lock === true, (q) => q.forUpdate())
     .executeTakeFirst()
 
 export const findUser = (db: Executor, uuid: string) =>
@@ -42,6 +44,22 @@ export const disableUser = (db: Executor, uuid: string, at: Date) =>
     .where('uuid', '=', uuid)
     .returning(USER_COLUMNS)
     .executeTakeFirst()
+
+export const setRole = (db: Executor, uuid: string, role: UserRole, at: Date) =>
+  db
+    .updateTable('merchant_users')
+    .set({ role, updated_at: at })
+    .where('uuid', '=', uuid)
+    .returning(USER_COLUMNS)
+    .executeTakeFirstOrThrow()
+
+/** Drops the user's invitations not yet used: a new invitation replaces them. */
+export const deleteOpenInvitations = (db: Executor, userUuid: string) =>
+  db
+    .deleteFrom('merchant_user_invitations')
+    .where('user_uuid', '=', userUuid)
+    .where('used_at', 'is', null)
+    .execute()
 
 export const insertInvitation = (
   db: Executor,

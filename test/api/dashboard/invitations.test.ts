@@ -128,6 +128,33 @@ for (const backend of backends()) {
       )
     })
 
+    it('invites again someone whose invitation is still open: a new link and role, the old link ends', async () => {
+      const first = await invite(ctx, 'viewer')
+      const second = await invite(ctx, 'support', first.email.toUpperCase())
+      assert.equal(second.user.uuid, first.user.uuid)
+      assert.equal(second.user.role, 'support')
+      const old = await dashboard(ctx, 'POST', '/dashboard/api/invitations/accept', {
+        body: { token: first.token, password: PASSWORD },
+      })
+      assert.equal(old.statusCode, 404)
+      assert.match(old.json().error.message, /newer invitation replaces an older one/)
+      const accepted = await dashboard(ctx, 'POST', '/dashboard/api/invitations/accept', {
+        body: { token: second.token, password: PASSWORD },
+      })
+      assert.equal(accepted.statusCode, 204)
+      // Once the password is set, the email is taken for good.
+      await assert.rejects(
+        invite(ctx, 'owner', first.email),
+        (error: { code?: string }) => error.code === 'conflict',
+      )
+      const audit = (await auditRows(ctx, 'user_invited')).filter((r) => r.target_id === first.user.uuid)
+      assert.deepEqual(audit[1]?.details, {
+        email: second.email,
+        role: 'support',
+        replaces_open_invitation: true,
+      })
+    })
+
     it('keeps the token of a set-password page out of the logs', async () => {
       const invited = await invite(ctx, 'viewer')
       await ctx.app.inject({ method: 'GET', url: `/dashboard/set-password?token=${invited.token}` })
