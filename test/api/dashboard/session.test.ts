@@ -118,6 +118,29 @@ for (const backend of backends()) {
       assert.equal(unknown?.ip, '10.1.0.1')
     })
 
+    it('takes about as long for an unknown email as for a wrong password (one scrypt each)', async () => {
+      const user = await activeUser(ctx, 'viewer')
+      const median = (values: number[]) => [...values].sort((a, b) => a - b)[1] as number
+      const timed = async (email: string, ip: string) => {
+        const started = process.hrtime.bigint()
+        const response = await dashboard(ctx, 'POST', '/dashboard/api/session', {
+          body: { email, password: 'not the password' },
+          ip,
+        })
+        assert.equal(response.statusCode, 401)
+        return Number(process.hrtime.bigint() - started) / 1e6
+      }
+      const wrong: number[] = []
+      const unknown: number[] = []
+      for (let i = 0; i < 3; i++) {
+        wrong.push(await timed(user.email, `10.6.0.${i}`))
+        unknown.push(await timed(newEmail('nobody'), `10.6.1.${i}`))
+      }
+      // Loose bounds on a shared machine: what matters is that neither path skips the hash.
+      const ratio = median(unknown) / median(wrong)
+      assert.ok(ratio > 0.5 && ratio < 2, `unknown ${unknown.join(', ')} ms; wrong ${wrong.join(', ')} ms`)
+    })
+
     it('never adopts a session id the browser brings: a new one at sign-in, and the old one revoked', async () => {
       const user = await activeUser(ctx, 'admin')
       // An attacker plants a value of their choosing.
