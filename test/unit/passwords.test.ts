@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { DEFAULT_SCRYPT, hashPassword, verifyPassword } from '../../src/lib/passwords.ts'
+import { DECOY_HASH } from '../../src/modules/users/sessions.ts'
 
 describe('password hashing (scrypt)', () => {
   it('stores the scheme, its memory-hard parameters, a salt and the hash', async () => {
@@ -48,5 +49,13 @@ describe('password hashing (scrypt)', () => {
       'scrypt$x$8$1$c2FsdA$aGFzaA',
     ])
       assert.equal(await verifyPassword('plain', stored), false)
+  })
+
+  it('the sign-in decoy hash has the default parameters, so checking it costs what a real one does', () => {
+    const [, n, r, p] = DECOY_HASH.split('$')
+    assert.deepEqual(
+      [Number(n), Number(r), Number(p)],
+      [DEFAULT_SCRYPT.N, DEFAULT_SCRYPT.r, DEFAULT_SCRYPT.p],
+    )
   })
 })

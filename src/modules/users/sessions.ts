@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto'
 import type { UserRole } from '../../db/enums.ts'
 import { AppError } from '../../http/errors.ts'
 import { hmacSha256Hex, sha256Hex } from '../../lib/crypto.ts'
 import { newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
-import { hashPassword, verifyPassword } from '../../lib/passwords.ts'
+import { verifyPassword } from '../../lib/passwords.ts'
 import { recordAudit } from './audit.ts'
 import type { From, UserDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -40,13 +39,13 @@ export interface SignIn {
 export const csrfTokenFor = (deps: UserDeps, sessionToken: string): string =>
   hmacSha256Hex(deps.csrfKey, sessionToken)
 
-// A hash of a password nobody knows, checked when the email names no user that can sign in, so that such an
-// answer costs the same scrypt as a wrong password and the time does not tell which it was.
-let decoy: Promise<string> | null = null
-const decoyHash = () => {
-  decoy ??= hashPassword(randomBytes(32).toString('base64url'))
-  return decoy
-}
+/**
+ * The hash of a random password nobody kept, with the default parameters: checked when the email names no
+ * user that can sign in, so that such an answer costs the same scrypt as a wrong password and the time does
+ * not tell which it was. A constant, so even the first such answer of a process costs one hash, not two.
+ */
+export const DECOY_HASH =
+  'scrypt$32768$8$1$T8Wu08zu9eiLnJhHJrPyeQ$WHUq8C6wBA6z8bb4qF6Q5HZ8nAxqwmSwo9gkHKmKgKI'
 
 async function refuseIfThrottled(deps: UserDeps, email: string, from: From, now: Date): Promise<void> {
   const { loginWindowSeconds, loginMaxFailuresPerAccount, loginMaxFailuresPerAddress } = deps.config.dashboard
@@ -89,10 +88,7 @@ export async function login(
   await refuseIfThrottled(deps, email, from, now)
   const user = await repo.findUserByEmail(deps.db, email)
   const usable = user?.status === 'active' && user.password_hash !== null
-  const matches = await verifyPassword(
-    input.password,
-    usable ? (user.password_hash as string) : await decoyHash(),
-  )
+  const matches = await verifyPassword(input.password, usable ? (user.password_hash as string) : DECOY_HASH)
   if (!user || !usable || !matches) {
     await recordAudit(deps.db, {
       action: 'login_failed',
