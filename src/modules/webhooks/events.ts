@@ -1,4 +1,4 @@
-import { keysetBatches } from '../../db/keyset.ts'
+import { EXPORT_BATCH_ROWS, keysetBatches } from '../../db/keyset.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import type { CsvColumn } from '../../http/csv.ts'
@@ -93,7 +93,7 @@ export async function* exportEvents(
   const filters = eventFilters(exportQuery(query))
   for await (const rows of keysetBatches(
     repo.eventsQuery(deps.db, scopeOf(auth), filters),
-    1000,
+    EXPORT_BATCH_ROWS,
     repo.EVENT_KEYSET,
   ))
     yield rows.map(eventView)
