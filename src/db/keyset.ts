@@ -43,8 +43,8 @@ export function keysetPage<DB, TB extends keyof DB, O>(
  * Rows per query of an export. Small on purpose: a batch's rows are alive while it is read and written out, and
  * whatever is alive when the young generation is collected is promoted to the old one, which V8 lets grow by
  * 150 MiB and more before it collects it. Exporting a million transactions grew the server by 161-168 MiB
- * with 1,000-row batches, 23-66 MiB with 100-row batches, and 0-25 MiB with 50-row ones, about 20 % slower
- * (bench/README.md, CSV export).
+ * with 1,000-row batches; by 23-66 MiB with 100-row batches and by 0-72 MiB with 50-row ones, varying from run
+ * to run with when V8 collects (bench/README.md, CSV export).
  */
 export const EXPORT_BATCH_ROWS = 50
 
