@@ -34,12 +34,14 @@ export interface CsvColumn<V> {
 export const fieldColumns = <V>(fields: readonly (keyof V & string)[]): CsvColumn<V>[] =>
   fields.map((field) => ({ header: field, value: (view: V) => view[field] }))
 
-/** One cell's text: strings escaped against formula injection, objects as JSON, null and undefined empty. */
+/** One cell's text: strings escaped against formula injection, dates ISO, objects as JSON, null empty. */
 export function cellOf(value: unknown): string {
   if (value === null || value === undefined) return ''
   if (typeof value === 'string') return escapeFormula(value)
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
     return String(value)
+  // A timestamp read straight from a row: ISO 8601 UTC with milliseconds, as the API writes it.
+  if (value instanceof Date) return value.toISOString()
   return escapeFormula(JSON.stringify(value))
 }
 

@@ -13,7 +13,7 @@ import { iso } from '../../lib/time.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import { EXTERNAL_ID_PATTERN, type ListTransactionsInput } from './schemas.ts'
-import { transactionView } from './view.ts'
+import { TRANSACTION_CSV_FIELDS, type TransactionCsvRow, transactionView } from './view.ts'
 
 const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
 
@@ -112,15 +112,22 @@ export function listTransactions(
   )
 }
 
-/** Every transaction the list's filters match, newest first, as views in batches: what a CSV export streams. */
-export async function* exportTransactions(
-  deps: Pick<TransactionDeps, 'db' | 'config'>,
+/**
+ * Every transaction the list's filters match, newest first, in batches of their exported columns only: what a
+ * CSV export streams (TRANSACTION_CSV_COLUMNS reads the cells from these rows).
+ */
+export function exportTransactions(
+  deps: Pick<TransactionDeps, 'db'>,
   auth: AuthContext,
   query: ListTransactionsInput,
-) {
+): AsyncGenerator<TransactionCsvRow[]> {
   const { filters } = transactionFilters(exportQuery(query))
-  for await (const rows of keysetBatches(repo.filtered(deps.db, scopeOf(auth), filters)))
-    yield rows.map((row) => transactionView(deps, row))
+  return keysetBatches(
+    repo
+      .filtered(deps.db, scopeOf(auth), filters)
+      .clearSelect()
+      .select([...TRANSACTION_CSV_FIELDS]),
+  )
 }
 
 /** The transaction behind a hosted payment page token, or undefined. */

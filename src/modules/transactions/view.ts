@@ -71,6 +71,13 @@ export const TRANSACTION_CSV_FIELDS = [
   'expires_at',
   'settle_available_at',
   'aggregate_version',
-] as const satisfies readonly (keyof TransactionView)[]
+] as const satisfies readonly (keyof TransactionView & keyof TransactionRow)[]
 
-export const TRANSACTION_CSV_COLUMNS = fieldColumns<TransactionView>(TRANSACTION_CSV_FIELDS)
+/**
+ * The CSV's cells are read straight from the row, not from its view: each is the same value the view shows
+ * (timestamps ISO, metadata as JSON), and an export of millions of rows makes half the garbage without a view
+ * object per row.
+ */
+export type TransactionCsvRow = Pick<TransactionRow, (typeof TRANSACTION_CSV_FIELDS)[number]>
+
+export const TRANSACTION_CSV_COLUMNS = fieldColumns<TransactionCsvRow>(TRANSACTION_CSV_FIELDS)
