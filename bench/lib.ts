@@ -1,6 +1,7 @@
 /** What the benchmarks share: the machine they ran on, the server under test, its memory, seeded rows. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import pg from 'pg'
 
@@ -142,4 +143,50 @@ export async function seedTransactions(client: pg.Client, merchantUuid: string, 
   )
   for (const index of indexes) await client.query(index.indexdef)
   await client.query('VACUUM (ANALYZE) transactions')
+}
+
+/**
+ * A database of the benchmark's own on the PostgreSQL at `adminUrl`, and the machine it runs on (PostgreSQL's
+ * version and autovacuum included); `drop` removes it.
+ */
+export async function benchDatabase(adminUrl: string, prefix: string) {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  const pgVersion = (await admin.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]
+    ?.v
+  const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
+  const info = machine(pgVersion ?? '?', autovacuum ?? '?')
+  await admin.query(`CREATE DATABASE ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return {
+    name,
+    url: url.toString(),
+    info,
+    autovacuum,
+    async close(keep: boolean) {
+      if (!keep) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    },
+  }
+}
+
+/**
+ * Puts a benchmark's figures into bench/README.md between its markers (`<!-- bench:<name>:start -->` and
+ * `…:end -->`), or, the first time, at the end under `heading`.
+ */
+export function writeReadme(name: string, heading: string, block: string) {
+  const readme = new URL('./README.md', import.meta.url)
+  const startMark = `<!-- bench:${name}:start -->`
+  const endMark = `<!-- bench:${name}:end -->`
+  const text = readFileSync(readme, 'utf8')
+  const start = text.indexOf(startMark)
+  const end = text.indexOf(endMark)
+  const wrapped = `${startMark}\n${block}\n${endMark}`
+  const next =
+    start >= 0 && end > start
+      ? `${text.slice(0, start)}${wrapped}${text.slice(end + endMark.length)}`
+      : `${text.trimEnd()}\n\n## ${heading}\n\n${wrapped}\n`
+  writeFileSync(readme, next)
 }

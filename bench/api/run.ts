@@ -19,7 +19,7 @@
  * The figures replace the block between the bench:api markers in bench/README.md.
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -30,7 +30,8 @@ import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import { encodeCursor, filterDigest } from '../../src/http/pagination.ts'
 import {
-  machine,
+  benchDatabase,
+  type machine,
   round,
   rssMiB,
   type Server,
@@ -38,6 +39,7 @@ import {
   seedTransactions,
   sleep,
   startServer,
+  writeReadme,
 } from '../lib.ts'
 
 const { values } = parseArgs({
@@ -68,9 +70,6 @@ const SEARCH = 'violet'
 const COLOURS = ['amber', 'blue', 'green', 'red', 'violet']
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
-const README = new URL('../README.md', import.meta.url)
-const START_MARK = '<!-- bench:api:start -->'
-const END_MARK = '<!-- bench:api:end -->'
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
@@ -383,32 +382,12 @@ function report(
   return lines.join('\n')
 }
 
-function writeReadme(block: string) {
-  const text = readFileSync(README, 'utf8')
-  const start = text.indexOf(START_MARK)
-  const end = text.indexOf(END_MARK)
-  const wrapped = `${START_MARK}\n${block}\n${END_MARK}`
-  const next =
-    start >= 0 && end > start
-      ? `${text.slice(0, start)}${wrapped}${text.slice(end + END_MARK.length)}`
-      : `${text.trimEnd()}\n\n## API: \`bench/api\`\n\n${wrapped}\n`
-  writeFileSync(README, next)
-}
-
 // ---------------------------------------------------------------------------------------------- main
 
 async function main() {
-  const name = `mg_bench_api_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  const pgVersion = (await admin.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]
-    ?.v
-  const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
-  const info = machine(pgVersion ?? '?', autovacuum ?? '?')
-  await admin.query(`CREATE DATABASE ${name}`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  const databaseUrl = url.toString()
+  const database = await benchDatabase(adminUrl, 'mg_bench_api')
+  const { name, info, autovacuum } = database
+  const databaseUrl = database.url
   const client = new pg.Client({ connectionString: databaseUrl })
   client.on('error', () => {})
   const servers: Server[] = []
@@ -710,15 +689,14 @@ async function main() {
     await client.end().catch(() => {})
     for (const server of servers) await server.stop()
     if (values['keep-database']) log(`kept database ${name}: drop it with DROP DATABASE ${name} WITH (FORCE)`)
-    else await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    await admin.end()
+    await database.close(Boolean(values['keep-database']))
     rmSync(profileDir, { recursive: true, force: true })
   }
 
   const block = report(info, runs, checks, rss, notes)
   console.log(block)
   if (!values['no-readme']) {
-    writeReadme(block)
+    writeReadme('api', 'API: `bench/api`', block)
     log('bench/README.md updated')
   }
 }

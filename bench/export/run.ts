@@ -15,13 +15,21 @@
  * The figures replace the block between the bench:export markers in bench/README.md.
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
-import { machine, round, rssMiB, sampleRss, seedTransactions, startServer } from '../lib.ts'
+import {
+  benchDatabase,
+  round,
+  rssMiB,
+  sampleRss,
+  seedTransactions,
+  startServer,
+  writeReadme,
+} from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -34,9 +42,6 @@ const { values } = parseArgs({
 const ROWS = Number(values.rows)
 const RUNS = Number(values.runs)
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-const README = new URL('../README.md', import.meta.url)
-const START_MARK = '<!-- bench:export:start -->'
-const END_MARK = '<!-- bench:export:end -->'
 const RSS_TARGET_MB = 50
 const TTFB_TARGET_MS = 1000
 const log = (line: string) => process.stderr.write(`[bench:export] ${line}\n`)
@@ -66,31 +71,11 @@ async function exportAll(base: string, headers: Record<string, string>, query = 
   return { ttfbMs: round(ttfbMs), seconds: round((performance.now() - started) / 1000, 2), lines, bytes }
 }
 
-function writeReadme(block: string) {
-  const text = readFileSync(README, 'utf8')
-  const start = text.indexOf(START_MARK)
-  const end = text.indexOf(END_MARK)
-  const wrapped = `${START_MARK}\n${block}\n${END_MARK}`
-  const next =
-    start >= 0 && end > start
-      ? `${text.slice(0, start)}${wrapped}${text.slice(end + END_MARK.length)}`
-      : `${text.trimEnd()}\n\n## CSV export: \`bench/export\`\n\n${wrapped}\n`
-  writeFileSync(README, next)
-}
-
 async function main() {
   if (!existsSync('dist/main.js')) throw new Error('dist/main.js is missing: run `npm run build` first')
-  const name = `mg_bench_export_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  const pgVersion = (await admin.query<{ v: string }>("SELECT split_part(version(), ' on ', 1) AS v")).rows[0]
-    ?.v
-  const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
-  const info = machine(pgVersion ?? '?', autovacuum ?? '?')
-  await admin.query(`CREATE DATABASE ${name}`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  const databaseUrl = url.toString()
+  const database = await benchDatabase(adminUrl, 'mg_bench_export')
+  const { name, info } = database
+  const databaseUrl = database.url
   log(`database ${name}`)
   let server: Awaited<ReturnType<typeof startServer>> | undefined
   try {
@@ -155,12 +140,11 @@ async function main() {
       '',
       `Both targets ${worstGrowth / MB < RSS_TARGET_MB && worstTtfb < TTFB_TARGET_MS ? 'met' : 'NOT met'}: worst growth ${round(worstGrowth / MB)} MB, worst first byte ${worstTtfb} ms.`,
     ].join('\n')
-    if (!values['no-readme']) writeReadme(block)
+    if (!values['no-readme']) writeReadme('export', 'CSV export: `bench/export`', block)
     console.error(block)
   } finally {
     await server?.stop()
-    if (!values['keep-database']) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    await admin.end()
+    await database.close(Boolean(values['keep-database']))
   }
 }
 
