@@ -196,8 +196,6 @@ export function createLogger(level: string, stream?: pino.DestinationStream): pi
   )
 }
 
-export { BODY_LIMIT }
-
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { db, config } = deps
   const services = deps.services ?? createServices(db, config)

@@ -98,7 +98,7 @@ function parseWhole(name: string, value: string | undefined, fallback: number): 
 }
 
 /** The least retention of events: merchants are promised 30 days to catch up (docs/API.md §22). */
-export const MIN_EVENT_RETENTION_DAYS = 30
+const MIN_EVENT_RETENTION_DAYS = 30
 /** About a century: beyond it a cut-off date would leave the range of a timestamp. */
 const MAX_EVENT_RETENTION_DAYS = 36_500
 

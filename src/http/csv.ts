@@ -19,7 +19,7 @@ const FORMULA_START = /^[=+\-@\t\r]/
  * quote, which makes the cell text (`=HYPERLINK(…)` is shown as `'=HYPERLINK(…)`). Numbers are left as
  * numbers: a negative amount stays `-500`.
  */
-export const escapeFormula = (text: string): string => (FORMULA_START.test(text) ? `'${text}` : text)
+const escapeFormula = (text: string): string => (FORMULA_START.test(text) ? `'${text}` : text)
 
 /** A CSV column: its header and how a row's cell is read from the JSON view. */
 export interface CsvColumn<V> {
@@ -35,7 +35,7 @@ export const fieldColumns = <V>(fields: readonly (keyof V & string)[]): CsvColum
   fields.map((field) => ({ header: field, value: (view: V) => view[field] }))
 
 /** One cell's text: strings escaped against formula injection, dates ISO, objects as JSON, null empty. */
-export function cellOf(value: unknown): string {
+function cellOf(value: unknown): string {
   if (value === null || value === undefined) return ''
   if (typeof value === 'string') return escapeFormula(value)
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
@@ -66,25 +66,17 @@ function record<V>(columns: CsvColumn<V>[], row: V): string {
   return `${line}\r\n`
 }
 
-/** Rows per piece of CSV text written out: small pieces, each far below V8's large-object size. */
-const ROWS_PER_PIECE = 100
-
 /**
- * The CSV text of rows in batches, header first. Each batch is turned into text in one synchronous step, in
- * pieces of ROWS_PER_PIECE rows, so its row objects are garbage before the answer waits on the client.
+ * The CSV text of rows in batches, header first. Each batch is turned into one piece of text in one
+ * synchronous step, so its row objects are garbage before the answer waits on the client.
  */
-export function csvStream<V>(columns: CsvColumn<V>[], batches: AsyncIterable<V[]>): Readable {
+function csvStream<V>(columns: CsvColumn<V>[], batches: AsyncIterable<V[]>): Readable {
   async function* pieces() {
     yield `${columns.map((column) => field(column.header)).join(',')}\r\n`
     for await (const batch of batches) {
-      const texts: string[] = []
-      for (let i = 0; i < batch.length; i += ROWS_PER_PIECE) {
-        let text = ''
-        const end = Math.min(i + ROWS_PER_PIECE, batch.length)
-        for (let j = i; j < end; j++) text += record(columns, batch[j] as V)
-        texts.push(text)
-      }
-      yield* texts
+      let text = ''
+      for (const row of batch) text += record(columns, row)
+      yield text
     }
   }
   return Readable.from(pieces(), { objectMode: false })

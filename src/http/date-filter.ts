@@ -8,7 +8,7 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{
  * first millisecond, or to its last with `endOfDay`), or an ISO 8601 date-time with an offset. Anything else is
  * 422 on `field`.
  */
-export function parseDateFilter(field: string, value: string, endOfDay: boolean): Date {
+function parseDateFilter(field: string, value: string, endOfDay: boolean): Date {
   if (DATE_ONLY.test(value)) {
     const start = new Date(`${value}T00:00:00.000Z`)
     if (Number.isNaN(start.getTime()) || start.toISOString().slice(0, 10) !== value)

@@ -64,7 +64,7 @@ function* operations(doc: Json): Generator<[string, string, Json]> {
  * answer a replay can repeat (an operation that takes an Idempotency-Key stores its answers below 500, except
  * the refusals made before the key is claimed).
  */
-export function declareSharedHeaders(doc: Json): Json {
+function declareSharedHeaders(doc: Json): Json {
   for (const [, , operation] of operations(doc)) {
     const limited = Array.isArray(operation.security) && operation.security.length > 0
     const idempotent = (operation.parameters ?? []).some(

@@ -2,7 +2,7 @@ import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { WebhookDelivery } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError, notFound } from '../../http/errors.ts'
-import { type Cursor, cursorPage, decodeCursor, filterDigest } from '../../http/pagination.ts'
+import { filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { iso } from '../../lib/time.ts'
 import type { WebhookDeps } from './deps.ts'
@@ -35,24 +35,16 @@ export function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
   }
 }
 
-export async function listDeliveries(
+export function listDeliveries(
   deps: Pick<WebhookDeps, 'db' | 'config'>,
   auth: AuthContext,
   query: ListDeliveriesInput,
 ) {
-  const perPage = query.per_page ?? 25
-  const digest = filterDigest({ status: query.status, event: query.event })
-  const cursor: Cursor | null = query.cursor ? decodeCursor(query.cursor, digest) : null
-  const rows = await repo.listDeliveries(
-    deps.db,
-    scopeOf(auth),
-    { status: query.status, event: query.event },
-    cursor,
-    perPage + 1,
-  )
-  return cursorPage(
-    rows,
-    { perPage, cursor, digest, path: `${deps.config.publicBaseUrl}/integration/webhook/deliveries` },
+  const filters = { status: query.status, event: query.event }
+  return listAnswer(
+    query,
+    { digest: filterDigest(filters), path: `${deps.config.publicBaseUrl}/integration/webhook/deliveries` },
+    (cursor, limit) => repo.listDeliveries(deps.db, scopeOf(auth), filters, cursor, limit),
     deliveryView,
   )
 }
