@@ -106,11 +106,3 @@ export const upsertFee = (
     )
     .returningAll()
     .executeTakeFirstOrThrow()
-
-export const listFees = (db: Executor, merchantUuid: string) =>
-  db
-    .selectFrom('merchant_fees')
-    .selectAll()
-    .where('merchant_uuid', '=', merchantUuid)
-    .orderBy('payment_method')
-    .execute()

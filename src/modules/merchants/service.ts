@@ -47,7 +47,6 @@ export function createMerchantService(input: { db: Db; config: Config }) {
     fee: (merchantUuid: string, paymentMethod: string) => merchantFee(deps, merchantUuid, paymentMethod),
     setFee: (merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) =>
       setMerchantFee(deps, merchantUuid, paymentMethod, feeBps, shareBps),
-    listFees: (merchantUuid: string) => repo.listFees(db, merchantUuid),
   }
 }
 

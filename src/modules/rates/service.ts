@@ -44,7 +44,6 @@ export function createRateService(input: { db: Db; config: Config; now?: () => D
   return {
     merchantRate: (currency: string, settlement: string, markupBps: number) =>
       merchantRate(deps, currency, settlement, markupBps),
-    merchantRates: (settlement: string, markupBps: number) => merchantRates(deps, settlement, markupBps),
     ratesView: (merchant: Merchant) => ratesView(deps, merchant),
     setMarketRate: (currency: string, rate: string) => setMarketRate(deps, currency, rate),
     listMarketRates: () => repo.listMarketRates(deps.db),

@@ -35,7 +35,6 @@ export interface SandboxDeps {
  */
 export function createSandboxService(deps: SandboxDeps) {
   return {
-    assertSandbox: (auth: AuthContext) => assertSandbox(deps, auth),
     simulateTransaction: (auth: AuthContext, uuid: string, simulation: Simulation) =>
       simulateTransaction(deps, auth, uuid, simulation),
     simulateFromPage: (row: TransactionRow, simulation: 'paid' | 'failed') =>

@@ -1,5 +1,6 @@
 import { isPaymentMethod } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
+import { isUniqueViolation } from '../../db/unique.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
 import { newId, newPaymentToken } from '../../lib/ids.ts'
@@ -79,7 +80,7 @@ export async function createTransaction(
         updated_at: now,
       })
     } catch (error) {
-      if ((error as { code?: string; constraint?: string }).constraint === 'transactions_external_id_key') {
+      if (isUniqueViolation(error, 'transactions_external_id_key')) {
         throw new AppError(
           'conflict',
           `A transaction with external_id "${input.external_id}" already exists.`,

@@ -1,15 +1,7 @@
 import type { Config } from '../../config.ts'
 import type { Db } from '../../db/index.ts'
-import type { WebhookConfig } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
-import {
-  checkCallbackUrl,
-  configView,
-  getConfig,
-  rotateSecret,
-  sendTest,
-  updateConfig,
-} from './configuration.ts'
+import { checkCallbackUrl, getConfig, rotateSecret, sendTest, updateConfig } from './configuration.ts'
 import type { Sender } from './delivery.ts'
 import type { DispatchOptions, WebhookDeps } from './deps.ts'
 import { type AttemptOutcome, recordOutcomes, sendAttempt } from './dispatch.ts'
@@ -59,7 +51,6 @@ export function createWebhookService(deps: {
     updateConfig: (auth: AuthContext, input: UpdateWebhookConfigInput) => updateConfig(bound, auth, input),
     rotateSecret: (auth: AuthContext, overlapSeconds?: number) => rotateSecret(bound, auth, overlapSeconds),
     sendTest: (auth: AuthContext) => sendTest(bound, auth),
-    configView: (cfg: WebhookConfig) => configView(bound, cfg),
 
     listDeliveries: (auth: AuthContext, query: ListDeliveriesInput) => listDeliveries(bound, auth, query),
     getDelivery: (auth: AuthContext, uuid: string) => getDelivery(bound, auth, uuid),
