@@ -71,7 +71,7 @@ export async function openRefund(
       created_at: now,
       updated_at: now,
     })
-    await ledger.post(trx, refundPosting(row, 'refund_debited', 1, tx.settlement_currency, now))
+    await ledger.post(trx, refundPosting(row, 'refund_debited', tx.settlement_currency, now))
     return { row, transactionAmount: tx.amount, replayed: false }
   })
 }

@@ -50,7 +50,7 @@ export async function settleRefund(
       })
     }
     if (outcome.status === 'failed') {
-      await ledger.post(trx, refundPosting(row, 'refund_reversed', -1, tx.settlement_currency, at))
+      await ledger.post(trx, refundPosting(row, 'refund_reversed', tx.settlement_currency, at))
       return repo.updateRefund(trx, row.uuid, {
         status: 'failed',
         failed_at: at,
