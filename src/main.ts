@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import './lib/heap.ts'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { buildApp, createLogger, createServices } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'

@@ -38,8 +38,10 @@ export const fieldColumns = <V>(fields: readonly (keyof V & string)[]): CsvColum
 function cellOf(value: unknown): string {
   if (value === null || value === undefined) return ''
   if (typeof value === 'string') return escapeFormula(value)
-  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')
-    return String(value)
+  // An integer is written with toFixed: String() would also put it in V8's number-to-string cache, which
+  // lives in the old generation, so an export's amounts would outlive it there.
+  if (typeof value === 'number') return Number.isInteger(value) ? value.toFixed(0) : String(value)
+  if (typeof value === 'boolean' || typeof value === 'bigint') return String(value)
   // A timestamp read straight from a row: ISO 8601 UTC with milliseconds, as the API writes it.
   if (value instanceof Date) return value.toISOString()
   return escapeFormula(JSON.stringify(value))
