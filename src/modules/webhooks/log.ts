@@ -14,6 +14,7 @@ export interface ListDeliveriesInput {
   per_page?: number
   status?: string
   event?: string
+  event_id?: string
 }
 
 export function deliveryView(d: WebhookDelivery): WebhookDeliveryView {
@@ -40,7 +41,7 @@ export function listDeliveries(
   auth: AuthContext,
   query: ListDeliveriesInput,
 ) {
-  const filters = { status: query.status, event: query.event }
+  const filters = { status: query.status, event: query.event, eventId: query.event_id }
   return listAnswer(
     query,
     { digest: filterDigest(filters), path: `${deps.config.publicBaseUrl}/integration/webhook/deliveries` },

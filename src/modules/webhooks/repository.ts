@@ -122,7 +122,7 @@ export const requeueDelivery = (db: Executor, uuid: string, at: Date) =>
 export function listDeliveries(
   db: Executor,
   scope: Scope,
-  filters: { status?: string; event?: string },
+  filters: { status?: string; event?: string; eventId?: string },
   cursor: Cursor | null,
   limit: number,
 ) {
@@ -133,6 +133,7 @@ export function listDeliveries(
     .where('mode', '=', scope.mode)
   if (filters.status) query = query.where('status', '=', filters.status as WebhookDeliveriesTable['status'])
   if (filters.event) query = query.where('event', '=', filters.event)
+  if (filters.eventId) query = query.where('event_id', '=', filters.eventId)
   return keysetPage(query, cursor, limit)
 }
 

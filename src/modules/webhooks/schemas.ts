@@ -103,6 +103,9 @@ export const ListDeliveriesQuery = Type.Object(
     ...PaginationQuery,
     status: Type.Optional(Type.String({ enum: ['pending', 'succeeded', 'failed'] })),
     event: Type.Optional(Type.String({ enum: [...EVENT_NAMES, 'webhook.test'] })),
+    event_id: Type.Optional(
+      Uuid('Only the deliveries of this event (the `event_id` of `GET /integration/events`).'),
+    ),
   },
   { additionalProperties: false },
 )

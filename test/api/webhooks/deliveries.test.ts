@@ -332,6 +332,10 @@ for (const backend of backends()) {
       assert.deepEqual(await uuids({ event: 'transaction.failed', status: 'pending' }), [failed.uuid])
       assert.deepEqual(await uuids({ event: 'transaction.failed', status: 'succeeded' }), [])
       assert.deepEqual(await uuids({ event: 'payout.completed' }), [])
+      // One event's deliveries (the dashboard's payment page asks this way).
+      assert.deepEqual(await uuids({ event_id: paid.event_id }), [paid.uuid])
+      assert.deepEqual(await uuids({ event_id: paid.event_id, status: 'succeeded' }), [])
+      assert.deepEqual(await uuids({ event_id: ok1.event_id }), [ok1.uuid])
       const pending = (await list(ctx, merchant, { status: 'pending' })).data[0]
       assert.equal(pending.attempts, 0)
       assert.equal(pending.last_attempt_at, null)
@@ -377,6 +381,7 @@ for (const backend of backends()) {
         ['status=', 'status'],
         ['event=transaction.unknown', 'event'],
         ['event=transaction', 'event'],
+        ['event_id=not-a-uuid', 'event_id'],
         ['per_page=0', 'per_page'],
         ['per_page=101', 'per_page'],
         ['per_page=abc', 'per_page'],
