@@ -22,6 +22,7 @@ import { registerValidators } from './http/validation.ts'
 import { httpDuration } from './lib/metrics.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
 import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
+import { dashboardAccess, registerDashboardAnswers } from './modules/dashboard/access.ts'
 import { healthRoutes } from './modules/health/routes.ts'
 import { balanceRoutes } from './modules/ledger/routes.ts'
 import { createLedgerService, type LedgerService } from './modules/ledger/service.ts'
@@ -247,7 +248,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     sessionAbsoluteSeconds: config.dashboard.sessionAbsoluteSeconds,
   })
 
-  registerAuth(app, services.merchants)
+  // An API key, or the session of a dashboard page (which calls the same operations).
+  registerAuth(
+    app,
+    services.merchants,
+    dashboardAccess({
+      users: services.users,
+      merchants: services.merchants,
+      publicBaseUrl: config.publicBaseUrl,
+    }),
+  )
+  registerDashboardAnswers(app, db)
   await registerRateLimit(app, config.rateLimit, config.redisUrl)
   registerIdempotency(app, db, fingerprintKey(config.masterKey), config.idempotencyLeaseMs)
   // Each module registers its own schemas; a module whose routes answer another's resources comes after it.

@@ -8,6 +8,8 @@ import { LiteralUnion } from '../lib/schema.ts'
 
 export const MODES = ['test', 'live'] as const
 export const ModeSchema = LiteralUnion(MODES)
+export const isMode = (value: string): value is (typeof MODES)[number] =>
+  (MODES as readonly string[]).includes(value)
 export type Mode = Static<typeof ModeSchema>
 
 export const TRANSACTION_STATUSES = [

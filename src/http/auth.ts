@@ -29,6 +29,19 @@ export interface KeyLookup {
   byKeyId(keyId: string): Promise<KnownKey | null>
 }
 
+/**
+ * The dashboard's way in (src/modules/dashboard): a request that names its mode in `X-Dashboard-Mode` is
+ * authenticated by the browser session it carries instead of an API key. The dashboard's pages call the very
+ * operations of this API, so no rule is written twice.
+ */
+export interface SessionAccess {
+  /** The caller of a dashboard request to the operation named, or an AppError (401, 403). */
+  authenticate(request: FastifyRequest, operationId: string | undefined): Promise<AuthContext>
+}
+
+/** The header a dashboard page sends, naming the mode (`test` or `live`) it works in. */
+export const DASHBOARD_MODE_HEADER = 'x-dashboard-mode'
+
 declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | null
@@ -101,11 +114,25 @@ const single = (value: string | string[] | undefined): string | undefined =>
 
 async function authenticate(
   merchants: KeyLookup,
+  sessions: SessionAccess | undefined,
   request: FastifyRequest,
   requirement: AuthRequirement,
 ): Promise<AuthContext> {
   const signatureHeader = single(request.headers['x-signature'])
   const apiKey = single(request.headers['x-api-key'])
+
+  // A dashboard page: its session stands for the key, and for the signature of an operation that moves
+  // money (SessionAccess asks the page's Origin and the session's CSRF token for every change).
+  if (
+    sessions &&
+    signatureHeader === undefined &&
+    apiKey === undefined &&
+    request.headers[DASHBOARD_MODE_HEADER]
+  )
+    return sessions.authenticate(
+      request,
+      (request.routeOptions.schema as { operationId?: string })?.operationId,
+    )
 
   if (signatureHeader === undefined) {
     if (requirement === 'signature') {
@@ -165,7 +192,7 @@ async function authenticate(
  * Authenticates every route that asks for it, before its input is validated. Such a route can answer 401, and
  * 503 when the database that holds the keys cannot be reached.
  */
-export function registerAuth(app: FastifyInstance, merchants: KeyLookup): void {
+export function registerAuth(app: FastifyInstance, merchants: KeyLookup, sessions?: SessionAccess): void {
   app.decorateRequest('auth', null)
   app.addHook('onRoute', (route) => {
     if (route.config?.auth && route.config.auth !== 'none') declareErrorResponses(route.schema, 401, 503)
@@ -173,7 +200,7 @@ export function registerAuth(app: FastifyInstance, merchants: KeyLookup): void {
   app.addHook('preValidation', async (request, reply) => {
     const requirement = request.routeOptions.config.auth ?? 'none'
     if (requirement === 'none') return
-    request.auth = await authenticate(merchants, request, requirement)
+    request.auth = await authenticate(merchants, sessions, request, requirement)
     // Every later log line of the request says whose it is and which operation. Above `info` the only
     // lines a request can write are its errors, which add the same fields themselves (logContext), so the
     // child logger is not made for every request.

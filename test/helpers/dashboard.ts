@@ -40,11 +40,15 @@ export interface DashboardCall {
   /** The Origin header: ORIGIN by default, null for none. */
   origin?: string | null
   ip?: string
+  /** The mode a page calling the merchant API works in (X-Dashboard-Mode). */
+  mode?: 'test' | 'live'
+  /** More headers (an Idempotency-Key, say). */
+  headers?: Record<string, string>
 }
 
 export function dashboard(
   ctx: TestContext,
-  method: 'GET' | 'POST' | 'DELETE',
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   url: string,
   call: DashboardCall = {},
 ): Promise<LightMyRequestResponse> {
@@ -54,6 +58,8 @@ export function dashboard(
   if (call.cookie !== undefined) headers.cookie = `mg_session=${call.cookie}`
   if (call.csrf !== undefined) headers['x-csrf-token'] = call.csrf
   if (call.body !== undefined) headers['content-type'] = 'application/json'
+  if (call.mode) headers['x-dashboard-mode'] = call.mode
+  Object.assign(headers, call.headers)
   return ctx.app.inject({
     method,
     url,

@@ -165,6 +165,7 @@ export async function createTestContext(
         status: reply.statusCode,
         headers: reply.getHeaders(),
         body: payload ?? '',
+        dashboard: request.headers['x-dashboard-mode'] !== undefined,
       })
       if (violation) contractViolations.push(violation)
     }

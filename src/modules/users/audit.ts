@@ -14,13 +14,15 @@ export type AuditAction =
   | 'login_throttled'
   | 'logout'
   | 'logout_everywhere'
+  /** An operation of the merchant API done in the dashboard (a refund, say): `details.operation` names it. */
+  | 'api_operation'
 
 export interface AuditEntry {
   action: AuditAction
   merchantUuid: string | null
   /** Who acted; for a sign-in, the user signing in (null when the email names nobody). */
   actor: Actor | ({ via: 'dashboard'; userUuid: string | null } & From)
-  target?: { type: 'user' | 'email' | 'session'; id: string }
+  target?: { type: 'user' | 'email' | 'session' | 'object'; id: string }
   mode?: Mode | null
   details?: Record<string, unknown>
   at: Date

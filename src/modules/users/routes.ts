@@ -60,7 +60,8 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   const { users } = options
   const origin = new URL(options.publicBaseUrl).origin
   const cookieAttributes = [
-    'Path=/dashboard',
+    // The whole origin: the dashboard's pages call the merchant API at /integration with it (modules/dashboard).
+    'Path=/',
     'HttpOnly',
     'SameSite=Lax',
     ...(cookieIsSecure(options.publicBaseUrl) ? ['Secure'] : []),

@@ -67,7 +67,7 @@ for (const backend of backends()) {
       assert.equal(me.json().csrf_token, body.csrf_token)
     })
 
-    it('sets the cookie HttpOnly, SameSite=Lax, Path=/dashboard, Secure off localhost, for the absolute limit', async () => {
+    it('sets the cookie HttpOnly, SameSite=Lax, Path=/, Secure off localhost, for the absolute limit', async () => {
       const user = await activeUser(ctx, 'viewer')
       const response = await dashboard(ctx, 'POST', '/dashboard/api/session', {
         body: { email: user.email, password: user.password },
@@ -81,7 +81,7 @@ for (const backend of backends()) {
       assert.deepEqual(attributes.sort(), [
         'HttpOnly',
         `Max-Age=${ctx.config.dashboard.sessionAbsoluteSeconds}`,
-        'Path=/dashboard',
+        'Path=/',
         'SameSite=Lax',
         'Secure',
       ])

@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { isMode } from '../../db/enums.ts'
+import type { Db } from '../../db/index.ts'
+import { type AuthContext, DASHBOARD_MODE_HEADER, type SessionAccess } from '../../http/auth.ts'
+import { AppError } from '../../http/errors.ts'
+import { constantTimeEqual } from '../../lib/crypto.ts'
+import type { MerchantService } from '../merchants/service.ts'
+import { type AuditEntry, recordAudit } from '../users/audit.ts'
+import { can, type Permission } from '../users/roles.ts'
+import { readSessionCookie } from '../users/routes.ts'
+import type { UserService } from '../users/service.ts'
+import type { DashboardSession } from '../users/sessions.ts'
+
+/**
+ * The merchant API's operations the dashboard may call, and the permission (src/modules/users/roles.ts) each
+ * needs. An operation not named here answers 403 to a dashboard session: fail closed, so an operation added to
+ * the API later is not reachable from a browser until someone decides who may call it.
+ */
+export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
+  listTransactions: 'read',
+  getTransaction: 'read',
+  getTransactionByExternalId: 'read',
+  listRefunds: 'read',
+  getRefund: 'read',
+  createRefund: 'refund',
+  listBalances: 'read',
+  listBalanceTransactions: 'read',
+  getBalanceTransaction: 'read',
+  listRates: 'read',
+  listEvents: 'read',
+  getEvent: 'read',
+  listPayouts: 'read',
+  getPayout: 'read',
+  listWebhookDeliveries: 'read',
+  getWebhookDelivery: 'read',
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The dashboard session a request of the merchant API runs in, when a dashboard page made it. */
+    dashboardSession?: DashboardSession
+  }
+}
+
+/** The change methods: these need the page's Origin and the session's CSRF token. */
+const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+const from = (request: FastifyRequest) => ({
+  ip: request.ip ?? null,
+  userAgent: request.headers['user-agent']?.slice(0, 512) ?? null,
+})
+
+/**
+ * A dashboard page calling the merchant API (`/integration/…`) with its session cookie, `X-Dashboard-Mode`,
+ * and for a change the page's Origin and the session's `X-CSRF-Token`. The caller is the session's user: their
+ * merchant, the mode the page names, and only the operations their role may do.
+ *
+ * A page of another site cannot make such a call: `X-Dashboard-Mode` is not a header a form or a link can
+ * send, and a script of another origin that tries gets no CORS permission, so its browser never sends it.
+ */
+export function dashboardAccess(deps: {
+  users: UserService
+  merchants: Pick<MerchantService, 'getMerchant'>
+  publicBaseUrl: string
+}): SessionAccess {
+  const origin = new URL(deps.publicBaseUrl).origin
+  return {
+    async authenticate(request, operationId): Promise<AuthContext> {
+      const mode = request.headers[DASHBOARD_MODE_HEADER]
+      if (typeof mode !== 'string' || !isMode(mode))
+        throw new AppError('unauthorized', 'X-Dashboard-Mode must be test or live.')
+      const token = readSessionCookie(request.headers.cookie)
+      const session = token ? await deps.users.authenticate(token) : null
+      if (!session) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
+      if (CHANGES.has(request.method)) {
+        if (request.headers.origin !== origin)
+          throw new AppError(
+            'forbidden',
+            'This request did not come from the dashboard (its Origin is not ours).',
+          )
+        const sent = request.headers['x-csrf-token']
+        if (typeof sent !== 'string' || !constantTimeEqual(sent, session.csrfToken))
+          throw new AppError(
+            'forbidden',
+            'The X-CSRF-Token header is missing or does not match this session.',
+          )
+      }
+      const permission = operationId ? DASHBOARD_OPERATIONS[operationId] : undefined
+      if (!permission) throw new AppError('forbidden', 'This operation is not available in the dashboard.')
+      if (!can(session.user.role, permission))
+        throw new AppError('forbidden', `Your role (${session.user.role}) may not do this.`, { permission })
+      const merchant = await deps.merchants.getMerchant(session.user.merchant_uuid)
+      if (!merchant) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
+      request.dashboardSession = session
+      return { keyId: `dashboard:${session.user.uuid}`, mode, merchant }
+    },
+  }
+}
+
+/** The object an answer names (its `uuid`), for the audit log. */
+function targetOf(payload: unknown): AuditEntry['target'] {
+  if (typeof payload !== 'string') return undefined
+  try {
+    const uuid = (JSON.parse(payload) as { uuid?: unknown }).uuid
+    return typeof uuid === 'string' ? { type: 'object', id: uuid } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * What a dashboard session's answers add: `Cache-Control: no-store` (a shared computer's browser keeps no
+ * copy), and for every change the audit log row, written before the answer leaves: who, which operation, on
+ * what, in which mode, from where. A replayed answer (the same Idempotency-Key) changed nothing and is not
+ * written again.
+ */
+export function registerDashboardAnswers(app: FastifyInstance, db: Db): void {
+  app.addHook('onSend', async (request, reply, payload) => {
+    const session = request.dashboardSession
+    if (!session) return payload
+    reply.header('cache-control', 'no-store')
+    if (!CHANGES.has(request.method) || reply.statusCode >= 300) return payload
+    if (reply.getHeader('idempotent-replayed')) return payload
+    await recordAudit(db, {
+      action: 'api_operation',
+      merchantUuid: session.user.merchant_uuid,
+      actor: { via: 'dashboard', userUuid: session.user.uuid, ...from(request) },
+      target: targetOf(payload),
+      mode: request.auth?.mode ?? null,
+      details: {
+        operation: (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId,
+      },
+      at: new Date(),
+    })
+    return payload
+  })
+}
