@@ -23,6 +23,7 @@ import { httpDuration } from './lib/metrics.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
 import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
 import { dashboardAccess, registerDashboardAnswers } from './modules/dashboard/access.ts'
+import { dashboardPages } from './modules/dashboard/routes.ts'
 import { healthRoutes } from './modules/health/routes.ts'
 import { balanceRoutes } from './modules/ledger/routes.ts'
 import { createLedgerService, type LedgerService } from './modules/ledger/service.ts'
@@ -269,6 +270,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(rateRoutes, { rates: services.rates })
   await app.register(webhookRoutes, { webhooks: services.webhooks })
+  await app.register(dashboardPages, { transactions: services.transactions })
 
   return app
 }

@@ -12,7 +12,7 @@ import { isKnownCurrency } from './lib/money.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
 import { CLI } from './modules/users/deps.ts'
-import { seedDemo } from './seed.ts'
+import { DEMO_OWNER_EMAIL, seedDemo } from './seed.ts'
 import { startWorkers } from './workers/index.ts'
 
 const out = (line: string): void => {
@@ -82,6 +82,11 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     out(`  Test key id:     ${demo.keyId}`)
     out(`  Test key secret: ${demo.secret}`)
     out(`  API docs:        ${base}/docs`)
+    out(`  Dashboard:       ${base}/dashboard/`)
+    if (demo.owner) {
+      out(`    sign in as ${demo.owner.email} with the password ${demo.owner.password}`)
+      out('    (shown this once: only its hash is kept; `users invite` makes a new link)')
+    } else out(`    sign in as ${DEMO_OWNER_EMAIL} with the password printed at the first start`)
     out('  Try it:')
     out(
       `    curl -s -X POST ${base}/integration/transactions -H 'Content-Type: application/json' -H 'X-Api-Key: ${demo.secret}' ` +

@@ -1,5 +1,7 @@
 import type { Services } from './app.ts'
 import type { Db } from './db/index.ts'
+import { randomBase62 } from './lib/ids.ts'
+import { CLI } from './modules/users/deps.ts'
 
 /** Demo market rates: units of each currency per 1 USDT. */
 export const DEMO_RATES: Record<string, string> = {
@@ -32,6 +34,25 @@ const DEMO_REQUISITES = [
 ] as const
 
 export const DEMO_MERCHANT_NAME = 'Demo Merchant'
+/** The demo merchant's owner, who signs in to the dashboard. */
+export const DEMO_OWNER_EMAIL = 'owner@demo-merchant.example'
+
+/**
+ * The demo owner, made once with a generated password that is returned to be printed once (only its hash is
+ * kept); null when the owner exists already.
+ */
+async function demoOwner(services: Services, merchantUuid: string) {
+  const users = await services.users.list(merchantUuid)
+  if (users.some((user) => user.email === DEMO_OWNER_EMAIL)) return null
+  const password = randomBase62(20)
+  const invitation = await services.users.invite(
+    { merchantUuid, email: DEMO_OWNER_EMAIL, role: 'owner' },
+    CLI,
+  )
+  const token = new URL(invitation.link).searchParams.get('token') as string
+  await services.users.acceptInvitation({ token, password }, { ip: null, userAgent: 'npm start' })
+  return { email: DEMO_OWNER_EMAIL, password }
+}
 
 /**
  * First start of the embedded default: demo rates, a pool of demo requisites and a demo merchant.
@@ -40,7 +61,13 @@ export const DEMO_MERCHANT_NAME = 'Demo Merchant'
 export async function seedDemo(
   db: Db,
   services: Services,
-): Promise<{ merchantUuid: string; keyId: string; secret: string; created: boolean }> {
+): Promise<{
+  merchantUuid: string
+  keyId: string
+  secret: string
+  created: boolean
+  owner: { email: string; password: string } | null
+}> {
   const existing = await db
     .selectFrom('merchants')
     .innerJoin('api_keys', 'api_keys.merchant_uuid', 'merchants.uuid')
@@ -53,7 +80,13 @@ export async function seedDemo(
   if (existing) {
     const key = await services.merchants.byKeyId(existing.key_id)
     if (key)
-      return { merchantUuid: existing.uuid, keyId: existing.key_id, secret: key.secret, created: false }
+      return {
+        merchantUuid: existing.uuid,
+        keyId: existing.key_id,
+        secret: key.secret,
+        created: false,
+        owner: await demoOwner(services, existing.uuid),
+      }
   }
   for (const [currency, rate] of Object.entries(DEMO_RATES))
     await services.rates.setMarketRate(currency, rate)
@@ -69,5 +102,11 @@ export async function seedDemo(
     payoutFeeBps: 100,
     payoutFixedFeeMicro: 1_000_000,
   })
-  return { merchantUuid: merchant.uuid, keyId: keys.test.key_id, secret: keys.test.secret, created: true }
+  return {
+    merchantUuid: merchant.uuid,
+    keyId: keys.test.key_id,
+    secret: keys.test.secret,
+    created: true,
+    owner: await demoOwner(services, merchant.uuid),
+  }
 }

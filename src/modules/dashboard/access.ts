@@ -33,6 +33,8 @@ export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
   getPayout: 'read',
   listWebhookDeliveries: 'read',
   getWebhookDelivery: 'read',
+  // The dashboard's own figures (modules/dashboard/routes.ts).
+  dashboardStats: 'read',
 }
 
 declare module 'fastify' {

@@ -134,3 +134,45 @@ export const lockSettlementDue = (db: Executor, now: Date, limit: number) =>
     .forUpdate()
     .skipLocked()
     .execute()
+
+/** One day's payments in one currency, for the dashboard's home page. */
+export interface DailyPayments {
+  day: string
+  currency: string
+  created: number
+  succeeded: number
+  failed: number
+  /** The sum of the succeeded payments' amounts, in minor units. */
+  volume: number
+}
+
+const SUCCEEDED = sql`status IN ('paid', 'partially_refunded', 'refunded')`
+
+/** Payments created since `since`, per UTC day and currency, oldest day first. */
+export async function dailyPayments(db: Executor, scope: Scope, since: Date): Promise<DailyPayments[]> {
+  const rows = await db
+    .selectFrom('transactions')
+    .select([
+      sql<string>`to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`.as('day'),
+      'currency',
+      sql<string>`count(*)`.as('created'),
+      sql<string>`count(*) FILTER (WHERE ${SUCCEEDED})`.as('succeeded'),
+      sql<string>`count(*) FILTER (WHERE status IN ('failed', 'expired'))`.as('failed'),
+      sql<string>`coalesce(sum(amount) FILTER (WHERE ${SUCCEEDED}), 0)`.as('volume'),
+    ])
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where('created_at', '>=', since)
+    .groupBy(['day', 'currency'])
+    .orderBy('day')
+    .orderBy('currency')
+    .execute()
+  return rows.map((row) => ({
+    day: row.day,
+    currency: row.currency,
+    created: Number(row.created),
+    succeeded: Number(row.succeeded),
+    failed: Number(row.failed),
+    volume: Number(row.volume),
+  }))
+}

@@ -22,6 +22,9 @@ import { transactionView } from './view.ts'
 
 export type { TransactionDeps } from './deps.ts'
 
+import { scopeOf } from '../../db/scope.ts'
+import { dailyPayments } from './repository.ts'
+
 export type TransactionService = ReturnType<typeof createTransactionService>
 
 /**
@@ -49,5 +52,7 @@ export function createTransactionService(deps: TransactionDeps) {
     h2h: (auth: AuthContext, uuid: string) => getH2hDetails(deps, auth, uuid),
     list: (auth: AuthContext, query: ListTransactionsInput) => listTransactions(deps, auth, query),
     export: (auth: AuthContext, query: ListTransactionsInput) => exportTransactions(deps, auth, query),
+    /** Payments per UTC day and currency since `since` (the dashboard's home page). */
+    daily: (auth: AuthContext, since: Date) => dailyPayments(deps.db, scopeOf(auth), since),
   }
 }

@@ -1,0 +1,72 @@
+import { ApiError, type ApiErrorBody, getCsrfToken, type Mode } from './client'
+
+/*
+ * The dashboard's own endpoints (/dashboard/api/…): sessions, people, the audit log and the home page's figures.
+ * They are not part of the merchant API, so its document does not describe them; their answers are typed here
+ * after src/modules/users/schemas.ts and src/modules/dashboard/routes.ts, and the browser tests exercise each.
+ */
+
+export type Role = 'owner' | 'admin' | 'developer' | 'support' | 'viewer'
+export type Permission = 'read' | 'refund' | 'manage_users' | 'read_audit_log' | 'developer_tools'
+
+export interface Me {
+  user: { uuid: string; merchant_uuid: string; email: string; role: Role; permissions: Permission[] }
+  csrf_token: string
+  idle_expires_at: string
+  expires_at: string
+}
+
+export interface DailyPayments {
+  day: string
+  currency: string
+  created: number
+  succeeded: number
+  failed: number
+  volume: number
+}
+
+export interface User {
+  uuid: string
+  email: string
+  role: Role
+  status: 'active' | 'disabled' | string
+  created_at: string
+  totp_enabled?: boolean
+}
+
+export interface AuditRow {
+  uuid: string
+  at: string
+  action: string
+  actor_email: string | null
+  via: string
+  target_type: string | null
+  target_id: string | null
+  mode: string | null
+  ip: string | null
+  user_agent: string | null
+  details: unknown
+}
+
+/** One call of the dashboard's own API: JSON in and out, the CSRF token on changes, errors as ApiError. */
+export async function dashboardApi<T>(
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+  mode?: Mode,
+): Promise<T> {
+  const headers: Record<string, string> = {}
+  if (body !== undefined) headers['content-type'] = 'application/json'
+  if (method !== 'GET') headers['x-csrf-token'] = getCsrfToken()
+  if (mode) headers['x-dashboard-mode'] = mode
+  const response = await fetch(`/dashboard/api${path}`, {
+    method,
+    headers,
+    credentials: 'same-origin',
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  if (response.status === 204) return undefined as T
+  const json = await response.json().catch(() => null)
+  if (!response.ok) throw new ApiError(response.status, json as ApiErrorBody | null)
+  return json as T
+}

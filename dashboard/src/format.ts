@@ -1,0 +1,49 @@
+/** Digits after the point of a currency's minor unit (RUB 2, JPY 0, …), from the browser's own tables. */
+function minorDigits(currency: string): number {
+  try {
+    return (
+      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
+      2
+    )
+  } catch {
+    return 2
+  }
+}
+
+/** An amount in minor units as people read it: `1,500.00 RUB`. Exact: integer arithmetic, no float division. */
+export function money(minor: number, currency: string): string {
+  const digits = minorDigits(currency)
+  const negative = minor < 0
+  const text = Math.abs(minor)
+    .toString()
+    .padStart(digits + 1, '0')
+  const whole = text.slice(0, text.length - digits) || '0'
+  const fraction = digits ? `.${text.slice(text.length - digits)}` : ''
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+  return `${negative ? '−' : ''}${grouped}${fraction} ${currency}`
+}
+
+/** Major units typed by a person (`12.5`) → minor units, or null when it is not an amount of that currency. */
+export function toMinor(text: string, currency: string): number | null {
+  const digits = minorDigits(currency)
+  const match = /^\s*(\d{1,15})(?:[.,](\d*))?\s*$/.exec(text)
+  if (!match) return null
+  const fraction = match[2] ?? ''
+  if (fraction.length > digits) return null
+  return Number(match[1]) * 10 ** digits + Number(fraction.padEnd(digits, '0') || '0')
+}
+
+/** Minor units → the major-unit text a form field shows (`12.50`). */
+export const toMajorText = (minor: number, currency: string) =>
+  money(minor, currency).split(' ')[0]?.replaceAll(',', '') ?? ''
+
+const dateTime = new Intl.DateTimeFormat('en-GB', {
+  dateStyle: 'medium',
+  timeStyle: 'medium',
+  timeZone: 'UTC',
+})
+/** An instant as people read it, in UTC (the API's timestamps are UTC). */
+export const when = (iso: string | null | undefined) => (iso ? `${dateTime.format(new Date(iso))} UTC` : '—')
+
+export const percent = (part: number, whole: number) =>
+  whole ? `${((part / whole) * 100).toFixed(1)} %` : '—'

@@ -1,0 +1,92 @@
+import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router'
+import type { Mode } from './api/client'
+import { useCan, useMe, useSignOut } from './session'
+
+/** The mode of the page: from its path (/dashboard/test/… or /dashboard/live/…). */
+export function useMode(): Mode {
+  const { mode } = useParams()
+  return mode === 'live' ? 'live' : 'test'
+}
+
+/** The same page in the other mode (a payment's page goes to the list: the payment is not in the other mode). */
+function otherModePath(pathname: string, mode: Mode): string {
+  const other = mode === 'test' ? 'live' : 'test'
+  const rest = pathname.split('/').slice(2)
+  const section = rest[0] === 'payments' || rest[0] === 'refunds' ? [rest[0]] : rest
+  return `/${other}/${section.join('/')}`
+}
+
+export function Layout() {
+  const me = useMe()
+  const mode = useMode()
+  const location = useLocation()
+  const navigate = useNavigate()
+  const signOut = useSignOut()
+  const canManage = useCan('manage_users')
+  const canAudit = useCan('read_audit_log')
+  const link = (to: string, label: string, end = false) => (
+    <li>
+      <NavLink to={`/${mode}${to}`} end={end}>
+        {label}
+      </NavLink>
+    </li>
+  )
+  return (
+    <div className={`shell mode-${mode}`}>
+      {mode === 'test' && (
+        <div className="test-banner" role="status">
+          Test mode: test data only, no real money moves.
+        </div>
+      )}
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Merchant dashboard</span>
+        <fieldset className="mode-switch">
+          <legend className="visually-hidden">Mode</legend>
+          {(['live', 'test'] as const).map((m) => (
+            <label key={m} className={m === mode ? 'on' : ''}>
+              <input
+                type="radio"
+                name="mode"
+                value={m}
+                checked={m === mode}
+                onChange={() =>
+                  navigate(m === mode ? location.pathname : otherModePath(location.pathname, mode))
+                }
+              />
+              {m === 'live' ? 'Live' : 'Test'}
+            </label>
+          ))}
+        </fieldset>
+        <span className="who">
+          {me.user.email} <span className="role">({me.user.role})</span>
+        </span>
+        <button
+          type="button"
+          className="link-button"
+          onClick={async () => {
+            await signOut()
+            navigate('/sign-in')
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <nav aria-label="Sections">
+        <ul>
+          {link('', 'Home', true)}
+          {link('/payments', 'Payments')}
+          {link('/refunds', 'Refunds')}
+          {canManage && link('/settings/people', 'People')}
+          {canAudit && link('/settings/audit-log', 'Audit log')}
+          {link('/settings/security', 'Security')}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        <Outlet />
+      </main>
+    </div>
+  )
+}

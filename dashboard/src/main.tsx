@@ -1,0 +1,60 @@
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
+import { StrictMode } from 'react'
+import { createRoot } from 'react-dom/client'
+import { createBrowserRouter, Navigate, RouterProvider } from 'react-router'
+import { ApiError } from './api/client'
+import { Layout } from './layout'
+import { Home } from './pages/Home'
+import { Payment } from './pages/Payment'
+import { Payments } from './pages/Payments'
+import { Refunds } from './pages/Refunds'
+import { SetPassword } from './pages/SetPassword'
+import { AuditLog, People, Security } from './pages/Settings'
+import { SignIn } from './pages/SignIn'
+import { RequireSession } from './session'
+import './styles.css'
+
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      staleTime: 10_000,
+      // A refusal (4xx) is an answer, not a hiccup: only the rest is retried.
+      retry: (count, error) => !(error instanceof ApiError && error.status < 500) && count < 2,
+    },
+  },
+})
+
+const router = createBrowserRouter(
+  [
+    { path: '/sign-in', element: <SignIn /> },
+    { path: '/set-password', element: <SetPassword /> },
+    { path: '/', element: <Navigate to="/test" replace /> },
+    {
+      path: '/:mode',
+      element: (
+        <RequireSession>
+          <Layout />
+        </RequireSession>
+      ),
+      children: [
+        { index: true, element: <Home /> },
+        { path: 'payments', element: <Payments /> },
+        { path: 'payments/:uuid', element: <Payment /> },
+        { path: 'refunds', element: <Refunds /> },
+        { path: 'settings/people', element: <People /> },
+        { path: 'settings/audit-log', element: <AuditLog /> },
+        { path: 'settings/security', element: <Security /> },
+      ],
+    },
+    { path: '*', element: <Navigate to="/test" replace /> },
+  ],
+  { basename: '/dashboard' },
+)
+
+createRoot(document.getElementById('root') as HTMLElement).render(
+  <StrictMode>
+    <QueryClientProvider client={queryClient}>
+      <RouterProvider router={router} />
+    </QueryClientProvider>
+  </StrictMode>,
+)

@@ -1,0 +1,331 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type FormEvent, useState } from 'react'
+import { Link, useParams } from 'react-router'
+import { type ApiEvent, api, data, type Refund, type Transaction } from '../api/client'
+import { ErrorNote, Status } from '../components'
+import { money, toMajorText, toMinor, when } from '../format'
+import { useMode } from '../layout'
+import { useCan } from '../session'
+
+export function Payment() {
+  const mode = useMode()
+  const { uuid = '' } = useParams()
+  const client = api(mode)
+  const payment = useQuery({
+    queryKey: [mode, 'transaction', uuid],
+    queryFn: () => data(client.GET('/integration/transactions/{uuid}', { params: { path: { uuid } } })),
+  })
+  const refunds = useQuery({
+    queryKey: [mode, 'refunds', 'of', uuid],
+    queryFn: () =>
+      data(
+        client.GET('/integration/refunds', { params: { query: { transaction_uuid: uuid, per_page: 100 } } }),
+      ),
+    enabled: payment.isSuccess,
+  })
+  const events = useQuery({
+    queryKey: [mode, 'events', 'of', uuid],
+    queryFn: () =>
+      data(client.GET('/integration/events', { params: { query: { object_uuid: uuid, per_page: 100 } } })),
+    enabled: payment.isSuccess,
+  })
+
+  if (payment.error)
+    return (
+      <>
+        <h1>Payment</h1>
+        <ErrorNote error={payment.error} />
+        <p>
+          <Link to={`/${mode}/payments`}>Back to payments</Link>
+        </p>
+      </>
+    )
+  if (!payment.data) return <p className="loading">Loading…</p>
+  const t = payment.data
+  const taken = (refunds.data?.data ?? [])
+    .filter((r) => r.status !== 'failed')
+    .reduce((sum, r) => sum + r.amount_minor, 0)
+  const remaining = t.amount - taken
+
+  return (
+    <>
+      <p className="crumbs">
+        <Link to={`/${mode}/payments`}>Payments</Link> / {t.external_id}
+      </p>
+      <h1>
+        Payment {money(t.amount, t.currency)} <Status status={t.status} />
+      </h1>
+      <div className="grid-2">
+        <section className="card" aria-labelledby="details-title">
+          <h2 id="details-title">Details</h2>
+          <dl className="pairs">
+            <dt>Payment id</dt>
+            <dd className="mono">{t.uuid}</dd>
+            <dt>External id</dt>
+            <dd>{t.external_id}</dd>
+            <dt>Description</dt>
+            <dd>{t.description ?? '—'}</dd>
+            <dt>Method</dt>
+            <dd>{t.payment_method.replaceAll('_', ' ')}</dd>
+            <dt>Created</dt>
+            <dd>{when(t.created_at)}</dd>
+            <dt>Paid</dt>
+            <dd>{when(t.paid_at)}</dd>
+            <dt>Hosted page</dt>
+            <dd>
+              <a href={t.payment_url} target="_blank" rel="noreferrer noopener">
+                Open the payment page
+              </a>
+            </dd>
+            {t.metadata &&
+              Object.entries(t.metadata).map(([k, v]) => (
+                <div key={k} className="pair">
+                  <dt>Metadata: {k}</dt>
+                  <dd>{v}</dd>
+                </div>
+              ))}
+          </dl>
+        </section>
+        <section className="card" aria-labelledby="money-title">
+          <h2 id="money-title">Money</h2>
+          <dl className="pairs">
+            <dt>Amount</dt>
+            <dd>{money(t.amount, t.currency)}</dd>
+            <dt>Customer paid</dt>
+            <dd>{money(t.gross_amount, t.currency)}</dd>
+            <dt>Fee ({(t.merchant_fee_share_bps / 100).toFixed(2)} % of it yours)</dt>
+            <dd>
+              {money(t.fee_amount, t.currency)} (you {money(t.merchant_fee_merchant_amount, t.currency)},
+              customer {money(t.merchant_fee_customer_amount, t.currency)})
+            </dd>
+            <dt>Net to you</dt>
+            <dd>{money(t.net_amount, t.currency)}</dd>
+            <dt>FX rate</dt>
+            <dd>
+              1 {t.currency} = {t.fx_rate} {t.settlement_currency} (as of {when(t.fx_rate_updated_at)})
+            </dd>
+            <dt>Settlement</dt>
+            <dd>
+              {money(t.settlement_amount, t.settlement_currency)}, available {when(t.settle_available_at)}
+            </dd>
+            <dt>Refunded</dt>
+            <dd>{money(taken, t.currency)}</dd>
+          </dl>
+        </section>
+      </div>
+      <RefundPanel payment={t} remaining={remaining} />
+      <section className="card" aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Timeline</h2>
+        <ErrorNote error={events.error} />
+        <ol className="timeline">
+          <li>
+            <strong>created</strong> · version 1 · <time dateTime={t.created_at}>{when(t.created_at)}</time>
+          </li>
+          {[...(events.data?.data ?? [])]
+            .sort((a, b) => a.aggregate_version - b.aggregate_version)
+            .map((e) => (
+              <li key={e.event_id}>
+                <strong>{e.event.replace(/^transaction\./, '').replaceAll('_', ' ')}</strong> · version{' '}
+                {e.aggregate_version} · <time dateTime={e.occurred_at}>{when(e.occurred_at)}</time>
+              </li>
+            ))}
+        </ol>
+      </section>
+      <section className="card" aria-labelledby="refunds-title">
+        <h2 id="refunds-title">Refunds</h2>
+        <ErrorNote error={refunds.error} />
+        <RefundList refunds={refunds.data?.data ?? []} />
+      </section>
+      <section className="card" aria-labelledby="events-title">
+        <h2 id="events-title">Events and webhook deliveries</h2>
+        {(events.data?.data ?? []).length === 0 && <p>No events yet.</p>}
+        <ul className="events">
+          {(events.data?.data ?? []).map((e) => (
+            <EventItem key={e.event_id} event={e} />
+          ))}
+        </ul>
+      </section>
+    </>
+  )
+}
+
+function RefundList({ refunds }: { refunds: Refund[] }) {
+  if (refunds.length === 0) return <p>No refunds.</p>
+  return (
+    <table aria-label="Refunds of this payment">
+      <thead>
+        <tr>
+          <th scope="col">Created</th>
+          <th scope="col" className="num">
+            Amount
+          </th>
+          <th scope="col">Status</th>
+          <th scope="col">Reason</th>
+        </tr>
+      </thead>
+      <tbody>
+        {refunds.map((r) => (
+          <tr key={r.uuid}>
+            <td>{when(r.created_at)}</td>
+            <td className="num">{money(r.amount_minor, r.currency)}</td>
+            <td>
+              <Status status={r.status} />
+            </td>
+            <td>{r.reason ?? ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}
+
+function EventItem({ event }: { event: ApiEvent }) {
+  const mode = useMode()
+  const [open, setOpen] = useState(false)
+  const deliveries = useQuery({
+    queryKey: [mode, 'deliveries', event.event_id],
+    queryFn: () =>
+      data(
+        api(mode).GET('/integration/webhook/deliveries', { params: { query: { event_id: event.event_id } } }),
+      ),
+    enabled: open,
+  })
+  return (
+    <li>
+      <button type="button" className="link-button" aria-expanded={open} onClick={() => setOpen(!open)}>
+        {event.event} · {when(event.occurred_at)} · webhook {event.webhook_status}
+      </button>
+      {open && (
+        <div className="deliveries">
+          <ErrorNote error={deliveries.error} />
+          {deliveries.data?.data.length === 0 && <p>No delivery (no webhook endpoint was configured).</p>}
+          {deliveries.data?.data.map((d) => (
+            <p key={d.uuid}>
+              <Status status={d.status} /> to <span className="mono">{d.url}</span>: {d.attempts} attempt
+              {d.attempts === 1 ? '' : 's'}
+              {d.response_status ? `, last answer HTTP ${d.response_status}` : ''}
+              {d.error ? `, ${d.error}` : ''}
+            </p>
+          ))}
+        </div>
+      )}
+    </li>
+  )
+}
+
+type Step =
+  | { kind: 'closed' }
+  | { kind: 'form' }
+  | { kind: 'confirm'; amount: number; reason: string; key: string }
+
+/**
+ * Refund part or all of a payment: amount (default: what remains) and reason, then a confirmation step. The
+ * Idempotency-Key is made when the refund is confirmed and kept for retries of that confirmation, so a
+ * double click or a retry after a lost answer refunds once.
+ */
+function RefundPanel({ payment, remaining }: { payment: Transaction; remaining: number }) {
+  const mode = useMode()
+  const canRefund = useCan('refund')
+  const queryClient = useQueryClient()
+  const [step, setStep] = useState<Step>({ kind: 'closed' })
+  const [fieldError, setFieldError] = useState<string | null>(null)
+  const refund = useMutation({
+    mutationFn: (s: Extract<Step, { kind: 'confirm' }>) =>
+      data(
+        api(mode).POST('/integration/refunds', {
+          body: { transaction_uuid: payment.uuid, amount_minor: s.amount, reason: s.reason || null },
+          params: { header: { 'idempotency-key': s.key } },
+        }),
+      ),
+    onSuccess: () => {
+      setStep({ kind: 'closed' })
+      queryClient.invalidateQueries({ queryKey: [mode] })
+    },
+  })
+  const refundable = (payment.status === 'paid' || payment.status === 'partially_refunded') && remaining > 0
+  if (!canRefund) return null
+
+  function review(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    const amount = toMinor(String(form.get('amount')), payment.currency)
+    if (amount === null || amount <= 0)
+      return setFieldError(`Enter an amount in ${payment.currency}, like 12.50.`)
+    if (amount > remaining)
+      return setFieldError(`At most ${money(remaining, payment.currency)} remains to refund.`)
+    setFieldError(null)
+    refund.reset()
+    setStep({
+      kind: 'confirm',
+      amount,
+      reason: String(form.get('reason') ?? '').trim(),
+      key: crypto.randomUUID(),
+    })
+  }
+
+  return (
+    <section className="card" aria-labelledby="refund-title">
+      <h2 id="refund-title">Refund</h2>
+      {refund.data && (
+        <p role="status" className="ok">
+          Refund of {money(refund.data.amount_minor, refund.data.currency)} {refund.data.status}:{' '}
+          {refund.data.message}
+        </p>
+      )}
+      {!refundable && <p>Nothing remains to refund on this payment.</p>}
+      {refundable && step.kind === 'closed' && (
+        <button type="button" onClick={() => setStep({ kind: 'form' })}>
+          Refund payment
+        </button>
+      )}
+      {step.kind === 'form' && (
+        <form className="form" onSubmit={review}>
+          <label>
+            Amount ({payment.currency}), at most {money(remaining, payment.currency)}
+            <input
+              name="amount"
+              inputMode="decimal"
+              defaultValue={toMajorText(remaining, payment.currency)}
+              aria-invalid={fieldError ? true : undefined}
+              aria-describedby={fieldError ? 'refund-amount-error' : undefined}
+              required
+            />
+          </label>
+          {fieldError && (
+            <p id="refund-amount-error" role="alert" className="error">
+              {fieldError}
+            </p>
+          )}
+          <label>
+            Reason (optional)
+            <input name="reason" maxLength={500} />
+          </label>
+          <div className="buttons">
+            <button type="submit">Review refund</button>
+            <button type="button" className="secondary" onClick={() => setStep({ kind: 'closed' })}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+      {step.kind === 'confirm' && (
+        <section className="confirm" aria-labelledby="confirm-title">
+          <p id="confirm-title">
+            Refund <strong>{money(step.amount, payment.currency)}</strong> of this payment
+            {step.reason ? ` (reason: ${step.reason})` : ''}? The customer gets the money back; this cannot be
+            undone.
+          </p>
+          <ErrorNote error={refund.error} />
+          <div className="buttons">
+            <button type="button" disabled={refund.isPending} onClick={() => refund.mutate(step)}>
+              {refund.isPending ? 'Refunding…' : 'Confirm refund'}
+            </button>
+            <button type="button" className="secondary" onClick={() => setStep({ kind: 'form' })}>
+              Back
+            </button>
+          </div>
+        </section>
+      )}
+    </section>
+  )
+}

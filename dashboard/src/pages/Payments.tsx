@@ -1,0 +1,117 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import type { FormEvent } from 'react'
+import { useSearchParams } from 'react-router'
+import { api, data } from '../api/client'
+import { ErrorNote, Pager, PaymentsTable } from '../components'
+import { useMode } from '../layout'
+
+const STATUSES = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded'] as const
+const METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
+const FILTERS = ['search', 'status', 'payment_method', 'currency', 'date_from', 'date_to'] as const
+
+/** The payment list: the API's filters, in the page's address so a search can be shared and reloaded. */
+export function Payments() {
+  const mode = useMode()
+  const [params, setParams] = useSearchParams()
+  const query = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) || undefined]).filter(([, v]) => v))
+  const cursor = params.get('cursor') || undefined
+  const list = useQuery({
+    queryKey: [mode, 'transactions', query, cursor],
+    queryFn: () =>
+      data(
+        api(mode).GET('/integration/transactions', {
+          params: { query: { ...query, cursor, per_page: 25 } as Record<string, string> },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  })
+
+  function filter(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    const next = new URLSearchParams()
+    for (const f of FILTERS) {
+      const value = String(form.get(f) ?? '').trim()
+      if (value) next.set(f, value)
+    }
+    setParams(next)
+  }
+
+  const hrefFor = (c: string) => {
+    const next = new URLSearchParams(params)
+    next.set('cursor', c)
+    return `?${next}`
+  }
+
+  return (
+    <>
+      <h1>Payments</h1>
+      <search aria-label="Filter payments">
+        <form className="filters" onSubmit={filter} key={params.toString()}>
+          <label>
+            Search
+            <input
+              name="search"
+              type="search"
+              defaultValue={params.get('search') ?? ''}
+              placeholder="uuid, external id or description"
+            />
+          </label>
+          <label>
+            Status
+            <select name="status" defaultValue={params.get('status') ?? ''}>
+              <option value="">Any</option>
+              {STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s.replaceAll('_', ' ')}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Method
+            <select name="payment_method" defaultValue={params.get('payment_method') ?? ''}>
+              <option value="">Any</option>
+              {METHODS.map((m) => (
+                <option key={m} value={m}>
+                  {m.replaceAll('_', ' ')}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Currency
+            <input
+              name="currency"
+              defaultValue={params.get('currency') ?? ''}
+              maxLength={3}
+              size={4}
+              placeholder="RUB"
+            />
+          </label>
+          <label>
+            From
+            <input name="date_from" type="date" defaultValue={params.get('date_from') ?? ''} />
+          </label>
+          <label>
+            To
+            <input name="date_to" type="date" defaultValue={params.get('date_to') ?? ''} />
+          </label>
+          <button type="submit">Apply</button>
+        </form>
+      </search>
+      <ErrorNote error={list.error} />
+      {list.data && (
+        <>
+          <PaymentsTable
+            rows={list.data.data}
+            mode={mode}
+            caption={`${list.data.data.length} payment${list.data.data.length === 1 ? '' : 's'} on this page`}
+          />
+          <Pager prev={list.data.meta.prev_cursor} next={list.data.meta.next_cursor} hrefFor={hrefFor} />
+        </>
+      )}
+      {list.isPending && <p className="loading">Loading…</p>}
+    </>
+  )
+}

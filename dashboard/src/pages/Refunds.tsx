@@ -1,0 +1,68 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { Link, useSearchParams } from 'react-router'
+import { api, data } from '../api/client'
+import { ErrorNote, Pager, Status } from '../components'
+import { money, when } from '../format'
+import { useMode } from '../layout'
+
+export function Refunds() {
+  const mode = useMode()
+  const [params] = useSearchParams()
+  const cursor = params.get('cursor') || undefined
+  const list = useQuery({
+    queryKey: [mode, 'refunds', cursor],
+    queryFn: () =>
+      data(api(mode).GET('/integration/refunds', { params: { query: { cursor, per_page: 25 } } })),
+    placeholderData: keepPreviousData,
+  })
+  return (
+    <>
+      <h1>Refunds</h1>
+      <ErrorNote error={list.error} />
+      {list.data && (
+        <>
+          <div className="table-wrap">
+            <table aria-label="Refunds">
+              <thead>
+                <tr>
+                  <th scope="col">Created</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Reason</th>
+                  <th scope="col">Payment</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.data.map((r) => (
+                  <tr key={r.uuid}>
+                    <td>{when(r.created_at)}</td>
+                    <td className="num">{money(r.amount_minor, r.currency)}</td>
+                    <td>
+                      <Status status={r.status} />
+                    </td>
+                    <td className="clip">{r.reason ?? ''}</td>
+                    <td>
+                      <Link to={`/${mode}/payments/${r.transaction_uuid}`}>Open payment</Link>
+                    </td>
+                  </tr>
+                ))}
+                {list.data.data.length === 0 && (
+                  <tr>
+                    <td colSpan={5}>No refunds yet.</td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </div>
+          <Pager
+            prev={list.data.meta.prev_cursor}
+            next={list.data.meta.next_cursor}
+            hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
+          />
+        </>
+      )}
+    </>
+  )
+}

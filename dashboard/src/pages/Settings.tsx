@@ -1,0 +1,257 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { type FormEvent, useState } from 'react'
+import { useSearchParams } from 'react-router'
+import { type AuditRow, dashboardApi, type Role, type User } from '../api/dashboard'
+import { ErrorNote, Pager } from '../components'
+import { when } from '../format'
+import { useCan, useMe } from '../session'
+
+const ROLES: Role[] = ['owner', 'admin', 'developer', 'support', 'viewer']
+
+/** People of the merchant: invite, change role, disable (owner and admin; the server checks it too). */
+export function People() {
+  const me = useMe()
+  const canManage = useCan('manage_users')
+  const queryClient = useQueryClient()
+  const users = useQuery({
+    queryKey: ['users'],
+    queryFn: () => dashboardApi<{ data: User[] }>('GET', '/users'),
+    enabled: canManage,
+  })
+  const invite = useMutation({
+    mutationFn: (body: { email: string; role: Role }) =>
+      dashboardApi<{ user: User; invite_url: string; expires_at: string }>(
+        'POST',
+        '/users/invitations',
+        body,
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
+  })
+  const disable = useMutation({
+    mutationFn: (uuid: string) => dashboardApi('POST', `/users/${uuid}/disable`),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
+  })
+  if (!canManage) return <p>Only an owner or an admin manages people.</p>
+
+  function submit(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    invite.mutate({ email: String(form.get('email')), role: String(form.get('role')) as Role })
+  }
+
+  return (
+    <>
+      <h1>People</h1>
+      <section className="card" aria-labelledby="invite-title">
+        <h2 id="invite-title">Invite someone</h2>
+        <form className="form inline" onSubmit={submit}>
+          <label>
+            Email
+            <input name="email" type="email" required />
+          </label>
+          <label>
+            Role
+            <select name="role" defaultValue="viewer">
+              {ROLES.map((r) => (
+                <option key={r}>{r}</option>
+              ))}
+            </select>
+          </label>
+          <button type="submit" disabled={invite.isPending}>
+            Invite
+          </button>
+        </form>
+        <ErrorNote error={invite.error} />
+        {invite.data && (
+          <div role="status" className="ok">
+            <p>
+              Invited {invite.data.user.email} as {invite.data.user.role}. Send them this link; it works once,
+              until {when(invite.data.expires_at)}, and is shown only now:
+            </p>
+            <input
+              className="mono wide"
+              readOnly
+              value={invite.data.invite_url}
+              aria-label="Invitation link"
+              onFocus={(e) => e.currentTarget.select()}
+            />
+          </div>
+        )}
+      </section>
+      <ErrorNote error={users.error ?? disable.error} />
+      <div className="table-wrap">
+        <table aria-label="People">
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Status</th>
+              <th scope="col">Two-factor</th>
+              <th scope="col">Since</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {users.data?.data.map((u) => (
+              <tr key={u.uuid}>
+                <td>{u.email}</td>
+                <td>{u.role}</td>
+                <td>{u.status}</td>
+                <td>{u.totp_enabled ? 'on' : 'off'}</td>
+                <td>{when(u.created_at)}</td>
+                <td>
+                  {u.status === 'active' && u.uuid !== me.user.uuid && (
+                    <button
+                      type="button"
+                      className="secondary"
+                      onClick={() => {
+                        if (window.confirm(`Disable ${u.email}? Their sessions end now.`))
+                          disable.mutate(u.uuid)
+                      }}
+                    >
+                      Disable {u.email}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  )
+}
+
+/** What happened in the dashboard: who, what, when, from where (owner and admin). */
+export function AuditLog() {
+  const [params] = useSearchParams()
+  const cursor = params.get('cursor')
+  const canRead = useCan('read_audit_log')
+  const log = useQuery({
+    queryKey: ['audit', cursor],
+    queryFn: () =>
+      dashboardApi<{ data: AuditRow[]; meta: { next_cursor: string | null; prev_cursor: string | null } }>(
+        'GET',
+        `/audit-log?per_page=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      ),
+    enabled: canRead,
+  })
+  if (!canRead) return <p>Only an owner or an admin reads the audit log.</p>
+  return (
+    <>
+      <h1>Audit log</h1>
+      <ErrorNote error={log.error} />
+      <div className="table-wrap">
+        <table aria-label="Audit log">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Who</th>
+              <th scope="col">Action</th>
+              <th scope="col">On</th>
+              <th scope="col">Mode</th>
+              <th scope="col">From</th>
+            </tr>
+          </thead>
+          <tbody>
+            {log.data?.data.map((row) => (
+              <tr key={row.uuid}>
+                <td>{when(row.at)}</td>
+                <td>{row.actor_email ?? (row.via === 'cli' ? 'operator (command line)' : '—')}</td>
+                <td>
+                  {row.action.replaceAll('_', ' ')}
+                  {row.details && typeof row.details === 'object' && 'operation' in row.details
+                    ? `: ${String((row.details as { operation: unknown }).operation)}`
+                    : ''}
+                </td>
+                <td className="mono clip">{row.target_id ?? ''}</td>
+                <td>{row.mode ?? ''}</td>
+                <td>{row.ip ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {log.data && (
+        <Pager
+          prev={log.data.meta.prev_cursor}
+          next={log.data.meta.next_cursor}
+          hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
+        />
+      )}
+    </>
+  )
+}
+
+/** Sign-out everywhere, and the optional second factor (TOTP). */
+export function Security() {
+  const queryClient = useQueryClient()
+  const [enrolment, setEnrolment] = useState<{ otpauth_uri: string; secret: string } | null>(null)
+  const [message, setMessage] = useState<string | null>(null)
+  const start = useMutation({
+    mutationFn: () => dashboardApi<{ otpauth_uri: string; secret: string }>('POST', '/me/totp'),
+    onSuccess: setEnrolment,
+  })
+  const confirm = useMutation({
+    mutationFn: (code: string) => dashboardApi('POST', '/me/totp/confirm', { code }),
+    onSuccess: () => {
+      setEnrolment(null)
+      setMessage('Two-factor sign-in is on.')
+      queryClient.invalidateQueries({ queryKey: ['me'] })
+    },
+  })
+  const everywhere = useMutation({
+    mutationFn: () => dashboardApi('DELETE', '/sessions'),
+    onSuccess: () => window.location.assign('/dashboard/sign-in'),
+  })
+  return (
+    <>
+      <h1>Security</h1>
+      <section className="card" aria-labelledby="totp-title">
+        <h2 id="totp-title">Two-factor sign-in</h2>
+        {message && <p role="status">{message}</p>}
+        {!enrolment && (
+          <button type="button" onClick={() => start.mutate()}>
+            Set up an authenticator app
+          </button>
+        )}
+        <ErrorNote error={start.error ?? confirm.error} />
+        {enrolment && (
+          <form
+            className="form"
+            onSubmit={(e) => {
+              e.preventDefault()
+              confirm.mutate(String(new FormData(e.currentTarget).get('code')))
+            }}
+          >
+            <p>
+              Add this key to your authenticator app (or open{' '}
+              <a href={enrolment.otpauth_uri}>the otpauth link</a> on your phone), then enter the code it
+              shows.
+            </p>
+            <p className="mono">{enrolment.secret}</p>
+            <label>
+              Code
+              <input
+                name="code"
+                inputMode="numeric"
+                autoComplete="one-time-code"
+                pattern="[0-9]{6}"
+                required
+              />
+            </label>
+            <button type="submit">Turn on</button>
+          </form>
+        )}
+      </section>
+      <section className="card" aria-labelledby="sessions-title">
+        <h2 id="sessions-title">Sessions</h2>
+        <button type="button" className="secondary" onClick={() => everywhere.mutate()}>
+          Sign out on every device
+        </button>
+      </section>
+    </>
+  )
+}

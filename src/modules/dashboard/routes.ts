@@ -1,0 +1,105 @@
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import fastifyStatic from '@fastify/static'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { authOf } from '../../http/auth.ts'
+import { AppError } from '../../http/errors.ts'
+import type { TransactionService } from '../transactions/service.ts'
+
+/**
+ * The dashboard's page policy: scripts, styles, fonts and data only from this origin, no framing, no plugins,
+ * forms posting only here. No inline script or style is allowed, so markup a merchant's customer managed to put
+ * into a description could not run even if it reached the page as markup.
+ */
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+/** Where the built pages are: dist/dashboard, from src/ (tsx) or from dist/ (the compiled program). */
+function builtPages(): string | null {
+  for (const relative of ['../../dashboard/', '../../../dist/dashboard/']) {
+    const dir = fileURLToPath(new URL(relative, import.meta.url))
+    if (existsSync(`${dir}index.html`)) return dir
+  }
+  return null
+}
+
+const StatsQuery = Type.Object(
+  { days: Type.Union([Type.Literal(7), Type.Literal(30)], { default: 7 }) },
+  { additionalProperties: false },
+)
+
+/**
+ * The dashboard's pages at /dashboard/… (the single-page app: every path that is not a file answers its
+ * index.html), and the home page's figures. The app's data comes from the merchant API itself
+ * (modules/dashboard/access.ts).
+ */
+export const dashboardPages: FastifyPluginAsyncTypebox<{ transactions: TransactionService }> = async (
+  app,
+  { transactions },
+) => {
+  // Payments per day and currency for the home page's chart: a dashboard session only (X-Dashboard-Mode).
+  app.get(
+    '/dashboard/api/stats',
+    {
+      config: { auth: 'key' },
+      schema: { hide: true, operationId: 'dashboardStats', querystring: StatsQuery },
+    },
+    async (request) => {
+      if (!request.dashboardSession) throw new AppError('not_found', 'This is a dashboard page’s call.')
+      const since = new Date()
+      since.setUTCHours(0, 0, 0, 0)
+      since.setUTCDate(since.getUTCDate() - (request.query.days - 1))
+      return { data: await transactions.daily(authOf(request), since) }
+    },
+  )
+
+  const root = builtPages()
+  const security = (reply: { header(name: string, value: string): unknown }) => {
+    reply.header('content-security-policy', DASHBOARD_CSP)
+    reply.header('x-content-type-options', 'nosniff')
+    reply.header('referrer-policy', 'same-origin')
+  }
+  if (!root) {
+    app.get('/dashboard/*', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .code(503)
+        .type('text/plain; charset=utf-8')
+        .send('The dashboard is not built: run `npm run build` (npm install runs it).\n'),
+    )
+    return
+  }
+  await app.register(fastifyStatic, {
+    root,
+    prefix: '/dashboard/',
+    index: false,
+    wildcard: false,
+    decorateReply: true,
+    setHeaders: (res, path) => {
+      res.header('x-content-type-options', 'nosniff')
+      // Built files have a content hash in their names: they never change.
+      if (path.includes('/assets/')) res.header('cache-control', 'public, max-age=31536000, immutable')
+    },
+  })
+  // Every other page path is the app, which routes in the browser.
+  app.get('/dashboard/*', { schema: { hide: true } }, async (request, reply) => {
+    if (request.url.startsWith('/dashboard/api/') || request.url.startsWith('/dashboard/assets/'))
+      throw new AppError('not_found')
+    security(reply)
+    reply.header('cache-control', 'no-store')
+    return reply.sendFile('index.html')
+  })
+  app.get('/dashboard', { schema: { hide: true } }, async (_request, reply) =>
+    reply.redirect('/dashboard/', 302),
+  )
+}
