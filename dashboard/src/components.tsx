@@ -2,6 +2,19 @@ import type { ReactNode } from 'react'
 import { Link } from 'react-router'
 import { money, when } from './format'
 
+/**
+ * A table that may scroll sideways on a narrow screen: focusable, so a keyboard can scroll it too (WCAG 2.1.1),
+ * and named, so a screen reader says what it is.
+ */
+export function Scroll({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
+    <section className="table-wrap" tabIndex={0} aria-label={label}>
+      {children}
+    </section>
+  )
+}
+
 export function Status({ status }: { status: string }) {
   return <span className={`status status-${status}`}>{status.replaceAll('_', ' ')}</span>
 }
@@ -55,7 +68,7 @@ export function PaymentsTable({
   caption: ReactNode
 }) {
   return (
-    <div className="table-wrap">
+    <Scroll label="Payments table">
       <table aria-label="Payments">
         <caption>{caption}</caption>
         <thead>
@@ -92,6 +105,6 @@ export function PaymentsTable({
           )}
         </tbody>
       </table>
-    </div>
+    </Scroll>
   )
 }

@@ -1,5 +1,10 @@
-/** Digits after the point of a currency's minor unit (RUB 2, JPY 0, …), from the browser's own tables. */
+/** Currencies the API counts in other units than ISO 4217's: USDT in micro units (docs/API.md). */
+const OWN_DIGITS: Record<string, number> = { USDT: 6 }
+
+/** Digits after the point of a currency's minor unit (RUB 2, JPY 0, USDT 6), from the browser's own tables. */
 function minorDigits(currency: string): number {
+  const own = OWN_DIGITS[currency]
+  if (own !== undefined) return own
   try {
     return (
       new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??

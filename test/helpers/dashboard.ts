@@ -53,7 +53,7 @@ export function dashboard(
   call: DashboardCall = {},
 ): Promise<LightMyRequestResponse> {
   const headers: Record<string, string> = { 'user-agent': 'dashboard-test' }
-  const origin = call.origin === undefined ? ORIGIN : call.origin
+  const origin = call.origin === undefined ? new URL(ctx.config.publicBaseUrl).origin : call.origin
   if (origin !== null) headers.origin = origin
   if (call.cookie !== undefined) headers.cookie = `mg_session=${call.cookie}`
   if (call.csrf !== undefined) headers['x-csrf-token'] = call.csrf

@@ -135,7 +135,7 @@ export function Home() {
                     <XAxis dataKey="day" />
                     <YAxis tickFormatter={(v: number) => money(v, shown).split(' ')[0] ?? ''} width={90} />
                     <Tooltip formatter={(v) => money(Number(v), shown)} />
-                    <Bar dataKey="volume" name="Volume" fill="#2f5fd0" />
+                    <Bar dataKey="volume" name="Volume" fill="#2f5fd0" isAnimationActive={false} />
                   </BarChart>
                 </ResponsiveContainer>
               </figure>
@@ -148,7 +148,13 @@ export function Home() {
                     <YAxis domain={[0, 100]} unit=" %" width={60} />
                     <Tooltip formatter={(v) => `${v} %`} />
                     <Legend />
-                    <Line dataKey="rate" name="Success rate" stroke="#137333" connectNulls />
+                    <Line
+                      dataKey="rate"
+                      name="Success rate"
+                      stroke="#137333"
+                      connectNulls
+                      isAnimationActive={false}
+                    />
                   </LineChart>
                 </ResponsiveContainer>
               </figure>

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useParams } from 'react-router'
 import { type ApiEvent, api, data, type Refund, type Transaction } from '../api/client'
-import { ErrorNote, Status } from '../components'
+import { ErrorNote, Scroll, Status } from '../components'
 import { money, toMajorText, toMinor, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -93,16 +93,17 @@ export function Payment() {
             <dd>{money(t.amount, t.currency)}</dd>
             <dt>Customer paid</dt>
             <dd>{money(t.gross_amount, t.currency)}</dd>
-            <dt>Fee ({(t.merchant_fee_share_bps / 100).toFixed(2)} % of it yours)</dt>
+            <dt>Fee</dt>
             <dd>
-              {money(t.fee_amount, t.currency)} (you {money(t.merchant_fee_merchant_amount, t.currency)},
-              customer {money(t.merchant_fee_customer_amount, t.currency)})
+              {money(t.fee_amount, t.currency)}: paid by you{' '}
+              {money(t.merchant_fee_merchant_amount, t.currency)}, by the customer{' '}
+              {money(t.merchant_fee_customer_amount, t.currency)}
             </dd>
             <dt>Net to you</dt>
             <dd>{money(t.net_amount, t.currency)}</dd>
             <dt>FX rate</dt>
             <dd>
-              1 {t.currency} = {t.fx_rate} {t.settlement_currency} (as of {when(t.fx_rate_updated_at)})
+              1 {t.settlement_currency} = {t.fx_rate} {t.currency} (as of {when(t.fx_rate_updated_at)})
             </dd>
             <dt>Settlement</dt>
             <dd>
@@ -152,30 +153,32 @@ export function Payment() {
 function RefundList({ refunds }: { refunds: Refund[] }) {
   if (refunds.length === 0) return <p>No refunds.</p>
   return (
-    <table aria-label="Refunds of this payment">
-      <thead>
-        <tr>
-          <th scope="col">Created</th>
-          <th scope="col" className="num">
-            Amount
-          </th>
-          <th scope="col">Status</th>
-          <th scope="col">Reason</th>
-        </tr>
-      </thead>
-      <tbody>
-        {refunds.map((r) => (
-          <tr key={r.uuid}>
-            <td>{when(r.created_at)}</td>
-            <td className="num">{money(r.amount_minor, r.currency)}</td>
-            <td>
-              <Status status={r.status} />
-            </td>
-            <td>{r.reason ?? ''}</td>
+    <Scroll label="Refunds of this payment, table">
+      <table aria-label="Refunds of this payment">
+        <thead>
+          <tr>
+            <th scope="col">Created</th>
+            <th scope="col" className="num">
+              Amount
+            </th>
+            <th scope="col">Status</th>
+            <th scope="col">Reason</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {refunds.map((r) => (
+            <tr key={r.uuid}>
+              <td>{when(r.created_at)}</td>
+              <td className="num">{money(r.amount_minor, r.currency)}</td>
+              <td>
+                <Status status={r.status} />
+              </td>
+              <td>{r.reason ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Scroll>
   )
 }
 

@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
-import { ErrorNote, Pager, Status } from '../components'
+import { ErrorNote, Pager, Scroll, Status } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
@@ -21,7 +21,7 @@ export function Refunds() {
       <ErrorNote error={list.error} />
       {list.data && (
         <>
-          <div className="table-wrap">
+          <Scroll label="Refunds table">
             <table aria-label="Refunds">
               <thead>
                 <tr>
@@ -55,7 +55,7 @@ export function Refunds() {
                 )}
               </tbody>
             </table>
-          </div>
+          </Scroll>
           <Pager
             prev={list.data.meta.prev_cursor}
             next={list.data.meta.next_cursor}

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { useSearchParams } from 'react-router'
 import { type AuditRow, dashboardApi, type Role, type User } from '../api/dashboard'
-import { ErrorNote, Pager } from '../components'
+import { ErrorNote, Pager, Scroll } from '../components'
 import { when } from '../format'
 import { useCan, useMe } from '../session'
 
@@ -79,7 +79,7 @@ export function People() {
         )}
       </section>
       <ErrorNote error={users.error ?? disable.error} />
-      <div className="table-wrap">
+      <Scroll label="People table">
         <table aria-label="People">
           <thead>
             <tr>
@@ -119,7 +119,7 @@ export function People() {
             ))}
           </tbody>
         </table>
-      </div>
+      </Scroll>
     </>
   )
 }
@@ -143,7 +143,7 @@ export function AuditLog() {
     <>
       <h1>Audit log</h1>
       <ErrorNote error={log.error} />
-      <div className="table-wrap">
+      <Scroll label="Audit log table">
         <table aria-label="Audit log">
           <thead>
             <tr>
@@ -173,7 +173,7 @@ export function AuditLog() {
             ))}
           </tbody>
         </table>
-      </div>
+      </Scroll>
       {log.data && (
         <Pager
           prev={log.data.meta.prev_cursor}

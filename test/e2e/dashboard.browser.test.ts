@@ -1,0 +1,367 @@
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { DASHBOARD_CSP } from '../../src/modules/dashboard/routes.ts'
+import { activeUser, invite } from '../helpers/dashboard.ts'
+import { call, createTestContext, paidTransaction, type TestContext } from '../helpers/harness.ts'
+import { freePort, ROOT } from '../helpers/program.ts'
+
+/**
+ * The dashboard in a real browser (Debian's Chromium, driven by playwright-core): the journeys of issue 15,
+ * axe-core on every page, keyboard use, hostile merchant text, and screenshots at 1280 and 390 px kept in
+ * test-artifacts/screenshots/dashboard-*.png.
+ */
+const CHROMIUM = '/usr/bin/chromium'
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+]
+const SHOTS = join(ROOT, 'test-artifacts', 'screenshots')
+const WIDTHS = [1280, 390] as const
+const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+const HOSTILE = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+
+describe('merchant dashboard in Chromium', () => {
+  let ctx: TestContext
+  let browser: Browser
+  let origin: string
+  const cspViolations: string[] = []
+  const pageErrors: string[] = []
+
+  before(async () => {
+    assert.ok(
+      existsSync(CHROMIUM),
+      `${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`,
+    )
+    assert.ok(
+      existsSync(join(ROOT, 'dist/dashboard/index.html')),
+      'the dashboard is not built: npm run build',
+    )
+    mkdirSync(SHOTS, { recursive: true })
+    const port = await freePort()
+    origin = `http://127.0.0.1:${port}`
+    ctx = await createTestContext('pglite', { publicBaseUrl: origin })
+    await ctx.app.listen({ port, host: '127.0.0.1' })
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
+  })
+
+  after(async () => {
+    await browser?.close()
+    await ctx?.close()
+  })
+
+  async function newPage(width: number): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width, height: 900 } })
+    const page = await context.newPage()
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
+    })
+    page.on('pageerror', (error) => pageErrors.push(error.message))
+    return { context, page }
+  }
+
+  async function signIn(page: Page, user: { email: string; password: string }) {
+    await page.goto(`${origin}/dashboard/sign-in`)
+    await page.getByLabel('Email').fill(user.email)
+    await page.getByLabel('Password').fill(user.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('heading', { name: 'Home', level: 1 }).waitFor()
+  }
+
+  async function shoot(page: Page, name: string, width: number) {
+    await page.screenshot({ path: join(SHOTS, `dashboard-${name}-${width}.png`), fullPage: true })
+  }
+
+  /** axe-core in the page: no serious or critical violation. */
+  async function assertAccessible(page: Page, name: string) {
+    const violations = (await page.evaluate(`${axeSource}
+      ;axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+        r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) })))`)) as {
+      id: string
+      impact: string
+    }[]
+    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    assert.deepEqual(bad, [], `axe on ${name}: ${JSON.stringify(bad)}`)
+  }
+
+  /** Each page: visible, accessible, screenshot. */
+  async function check(page: Page, name: string, width: number) {
+    await assertAccessible(page, name)
+    await shoot(page, name, width)
+  }
+
+  const balanceOf = async (currency: string) => {
+    const res = await call(ctx, 'GET', '/integration/balances')
+    return res.json().data.find((b: { currency: string }) => b.currency === currency)
+  }
+  /** Micro units of USDT as the dashboard writes them: 1,234.567890. */
+  const usdt = (micro: number) =>
+    `${Math.trunc(micro / 1e6).toLocaleString('en-US')}.${String(micro % 1e6).padStart(6, '0')}`
+
+  it('serves the pages with a strict Content-Security-Policy and no inline code', async () => {
+    const res = await fetch(`${origin}/dashboard/test/payments`)
+    assert.equal(res.status, 200)
+    assert.equal(res.headers.get('content-security-policy'), DASHBOARD_CSP)
+    assert.match(DASHBOARD_CSP, /script-src 'self';/)
+    assert.doesNotMatch(DASHBOARD_CSP, /unsafe-inline|unsafe-eval/)
+    const html = await res.text()
+    assert.doesNotMatch(html, /<script>|<style>| style=/)
+  })
+
+  it('invite → set password → sign in → find a payment → refund part → balance and timeline show it → sign out', async () => {
+    const external = `dash-e2e-${Date.now().toString(36)}`
+    const paid = await paidTransaction(ctx, {
+      amount: 150000,
+      currency: 'RUB',
+      external_id: external,
+      description: 'Blue kettle',
+    })
+    const before = await balanceOf(paid.settlement_currency)
+    const invited = await invite(ctx, 'owner')
+    const password = `pw-${invited.token.slice(0, 16)}-long`
+    ctx.secrets.push(password)
+
+    for (const width of WIDTHS) {
+      const { context, page } = await newPage(width)
+      try {
+        if (width === WIDTHS[0]) {
+          // The invitation's link: choose a password.
+          await page.goto(`${origin}/dashboard/set-password?token=${invited.token}`)
+          await check(page, 'set-password', width)
+          await page.getByLabel('New password').fill(password)
+          await page.getByLabel('The same password again').fill(password)
+          await page.getByRole('button', { name: 'Set password' }).click()
+          await page.getByText('Your password is set').waitFor()
+        } else {
+          await page.goto(`${origin}/dashboard/sign-in`)
+        }
+        await page.goto(`${origin}/dashboard/sign-in`)
+        await page.getByLabel('Email').waitFor()
+        await check(page, 'sign-in', width)
+        await signIn(page, { email: invited.email, password })
+        await page.getByText('Test mode: test data only').waitFor()
+        await page.locator('.balance').first().waitFor()
+        await page.locator('.recharts-surface').first().waitFor()
+        await check(page, 'home', width)
+
+        // Find the payment by search and open it.
+        await page.getByRole('link', { name: 'Payments' }).click()
+        await page.getByLabel('Search').fill(external)
+        await page.getByRole('button', { name: 'Apply' }).click()
+        await page.waitForURL(/search=/)
+        const row = page.getByRole('link', { name: external })
+        await row.waitFor()
+        assert.equal(await page.locator('table[aria-label="Payments"] tbody tr').count(), 1)
+        await check(page, 'payments', width)
+        await row.click()
+        await page.getByRole('heading', { name: /Payment 1,500\.00 RUB/ }).waitFor()
+
+        if (width === WIDTHS[0]) {
+          // Refund part of it: amount defaults to what remains; review, then confirm.
+          await page.getByRole('button', { name: 'Refund payment' }).click()
+          const amount = page.getByLabel(/^Amount \(RUB\)/)
+          assert.equal(await amount.inputValue(), '1500.00')
+          await amount.fill('2000')
+          await page.getByRole('button', { name: 'Review refund' }).click()
+          await page.getByText('At most 1,500.00 RUB remains to refund.').waitFor()
+          await amount.fill('400.00')
+          await page.getByLabel('Reason (optional)').fill('Damaged box')
+          await page.getByRole('button', { name: 'Review refund' }).click()
+          await page.getByText(/Refund 400\.00 RUB of this payment/).waitFor()
+          await check(page, 'refund-confirm', width)
+          await page.getByRole('button', { name: 'Confirm refund' }).click()
+          await page.getByRole('status').filter({ hasText: 'Refund of 400.00 RUB succeeded' }).waitFor()
+          await page.locator('ol.timeline li', { hasText: 'partially refunded' }).waitFor()
+          const timeline = await page.locator('ol.timeline li').allTextContents()
+          assert.match(timeline[0] ?? '', /^created · version 1/)
+          assert.ok(
+            timeline.some((line) => /^paid · version \d+/.test(line)),
+            timeline.join('\n'),
+          )
+          assert.ok(
+            timeline.some((line) => /^partially refunded · version \d+/.test(line)),
+            timeline.join('\n'),
+          )
+          await page
+            .getByRole('table', { name: 'Refunds of this payment' })
+            .getByText('Damaged box')
+            .waitFor()
+        }
+        await page.getByRole('table', { name: 'Refunds of this payment' }).waitFor()
+        await check(page, 'payment', width)
+
+        // The balance went down by what the refund took, on the home page as in the API.
+        const after = await balanceOf(paid.settlement_currency)
+        assert.ok(after.available < before.available, JSON.stringify({ before, after }))
+        await page.getByRole('link', { name: 'Home' }).click()
+        await page
+          .getByTestId(`available-${paid.settlement_currency}`)
+          .filter({ hasText: usdt(after.available) })
+          .waitFor()
+
+        for (const [name, link, heading] of [
+          ['refunds', 'Refunds', 'Refunds'],
+          ['people', 'People', 'People'],
+          ['audit-log', 'Audit log', 'Audit log'],
+          ['security', 'Security', 'Security'],
+        ] as const) {
+          await page.getByRole('link', { name: link, exact: true }).click()
+          await page.getByRole('heading', { name: heading, level: 1 }).waitFor()
+          await page.waitForLoadState('networkidle')
+          await check(page, name, width)
+        }
+
+        // Live mode: switched in the header, no test banner.
+        await page.getByText('Live', { exact: true }).click()
+        await page.waitForURL(/\/dashboard\/live\//)
+        assert.equal(await page.getByText('Test mode: test data only').count(), 0)
+        await check(page, 'live-mode', width)
+
+        await page.getByRole('button', { name: 'Sign out', exact: true }).click()
+        await page.getByRole('heading', { name: 'Sign in to the merchant dashboard' }).waitFor()
+        // The session is over: the app sends back to sign-in.
+        await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
+        await page.getByRole('heading', { name: 'Sign in to the merchant dashboard' }).waitFor()
+      } finally {
+        await context.close()
+      }
+    }
+    assert.deepEqual(cspViolations, [], 'Content Security Policy violations')
+    assert.deepEqual(pageErrors, [], 'errors in the page')
+  })
+
+  it('a viewer sees no refund button, and the API refuses the refund from their session', async () => {
+    const paid = await paidTransaction(ctx)
+    const viewer = await activeUser(ctx, 'viewer')
+    const { context, page } = await newPage(1280)
+    try {
+      await signIn(page, viewer)
+      await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
+      await page.getByRole('heading', { name: /^Payment / }).waitFor()
+      await page.getByRole('heading', { name: 'Timeline' }).waitFor()
+      assert.equal(await page.getByRole('button', { name: 'Refund payment' }).count(), 0)
+      assert.equal(await page.getByRole('link', { name: 'People' }).count(), 0)
+      // The page's own means, used by hand: the session's CSRF token, the right Origin. Still refused.
+      const answer = await page.evaluate(async (uuid) => {
+        const me = await (await fetch('/dashboard/api/me')).json()
+        const res = await fetch('/integration/refunds', {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-dashboard-mode': 'test',
+            'x-csrf-token': me.csrf_token,
+            'idempotency-key': `viewer-${uuid}`,
+          },
+          body: JSON.stringify({ transaction_uuid: uuid, amount_minor: 100 }),
+        })
+        return { status: res.status, body: await res.json() }
+      }, paid.uuid)
+      assert.equal(answer.status, 403)
+      assert.equal(answer.body.error.code, 'forbidden')
+      const refunds = await call(ctx, 'GET', `/integration/refunds?transaction_uuid=${paid.uuid}`)
+      assert.equal(refunds.json().data.length, 0)
+    } finally {
+      await context.close()
+    }
+  })
+
+  it("another merchant's payment is unreachable by its address", async () => {
+    const theirs = await paidTransaction(ctx, { description: 'not yours' }, { merchant: ctx.other })
+    const owner = await activeUser(ctx, 'owner')
+    const { context, page } = await newPage(1280)
+    try {
+      await signIn(page, owner)
+      await page.goto(`${origin}/dashboard/test/payments/${theirs.uuid}`)
+      await page
+        .getByRole('alert')
+        .filter({ hasText: /No such transaction|does not exist/ })
+        .waitFor()
+      assert.equal(await page.getByText('not yours').count(), 0)
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('merchant text with markup and script shows as text, and runs nothing', async () => {
+    const paid = await paidTransaction(ctx, {
+      description: HOSTILE,
+      metadata: { note: HOSTILE },
+    })
+    const owner = await activeUser(ctx, 'owner')
+    const { context, page } = await newPage(1280)
+    try {
+      await signIn(page, owner)
+      await page.goto(`${origin}/dashboard/test/payments`)
+      await page.locator('table[aria-label="Payments"] tbody tr').first().waitFor()
+      await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
+      await page.getByRole('heading', { name: 'Timeline' }).waitFor()
+      assert.equal(await page.getByText(HOSTILE).count(), 2)
+      assert.equal(await page.evaluate('window.__xss'), undefined)
+      assert.equal(await page.locator('main img, main svg[onload], main script').count(), 0)
+      await check(page, 'hostile-text', 1280)
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('session fixation: a cookie planted before sign-in is not the session after it', async () => {
+    const owner = await activeUser(ctx, 'owner')
+    const { context, page } = await newPage(1280)
+    try {
+      const planted = 'planted-session-value-0123456789abcdefghijk'
+      await context.addCookies([{ name: 'mg_session', value: planted, url: origin }])
+      await signIn(page, owner)
+      const cookie = (await context.cookies(origin)).find((c) => c.name === 'mg_session')
+      assert.ok(cookie && cookie.value !== planted)
+      assert.equal(cookie.httpOnly, true)
+      assert.equal(cookie.sameSite, 'Lax')
+      // A change without the session's CSRF token is refused, even from the dashboard's own page.
+      const status = await page.evaluate(
+        async () => (await fetch('/dashboard/api/session', { method: 'DELETE' })).status,
+      )
+      assert.equal(status, 403)
+      assert.equal(await page.evaluate(async () => (await fetch('/dashboard/api/me')).status), 200)
+    } finally {
+      await context.close()
+    }
+  })
+
+  it('keyboard only: from the payment page, Tab to Refund, Enter, type, confirm', async () => {
+    const paid = await paidTransaction(ctx, { amount: 5000, currency: 'RUB' })
+    const owner = await activeUser(ctx, 'owner')
+    const { context, page } = await newPage(1280)
+    try {
+      await signIn(page, owner)
+      await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
+      await page.getByRole('button', { name: 'Refund payment' }).waitFor()
+      const focusOn = async (name: string) => {
+        for (let i = 0; i < 80; i++) {
+          await page.keyboard.press('Tab')
+          const text = await page.evaluate(() => document.activeElement?.textContent?.trim() ?? '')
+          if (text === name) return
+        }
+        assert.fail(`Tab never reached "${name}"`)
+      }
+      await focusOn('Refund payment')
+      await page.keyboard.press('Enter')
+      await page.keyboard.press('Tab')
+      assert.equal(await page.evaluate(() => (document.activeElement as HTMLInputElement).name), 'amount')
+      await page.keyboard.press('ControlOrMeta+a')
+      await page.keyboard.type('10')
+      await page.keyboard.press('Enter')
+      await page.getByText(/Refund 10\.00 RUB of this payment/).waitFor()
+      await focusOn('Confirm refund')
+      await page.keyboard.press('Enter')
+      await page.getByRole('status').filter({ hasText: 'Refund of 10.00 RUB' }).waitFor()
+    } finally {
+      await context.close()
+    }
+  })
+})
