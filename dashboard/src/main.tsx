@@ -4,14 +4,13 @@ import { createRoot } from 'react-dom/client'
 import { createBrowserRouter, Navigate, RouterProvider } from 'react-router'
 import { ApiError } from './api/client'
 import { Layout } from './layout'
-import { Home } from './pages/Home'
 import { Payment } from './pages/Payment'
-import { Payments } from './pages/Payments'
+import { Payments, paymentsQuery } from './pages/Payments'
 import { Refunds } from './pages/Refunds'
 import { SetPassword } from './pages/SetPassword'
 import { AuditLog, People, Security } from './pages/Settings'
 import { SignIn } from './pages/SignIn'
-import { RequireSession } from './session'
+import { meQuery, RequireSession } from './session'
 import './styles.css'
 
 const queryClient = new QueryClient({
@@ -31,14 +30,28 @@ const router = createBrowserRouter(
     { path: '/', element: <Navigate to="/test" replace /> },
     {
       path: '/:mode',
+      // Started at once, not when the page first renders; the pages' own queries find the answer cached.
+      loader: () => {
+        void queryClient.prefetchQuery(meQuery)
+        return null
+      },
       element: (
         <RequireSession>
           <Layout />
         </RequireSession>
       ),
       children: [
-        { index: true, element: <Home /> },
-        { path: 'payments', element: <Payments /> },
+        // The home page's charts (Recharts) are half the app: loaded only when the home page is opened.
+        { index: true, lazy: async () => ({ Component: (await import('./pages/Home')).Home }) },
+        {
+          path: 'payments',
+          loader: ({ params, request }) => {
+            const mode = params.mode === 'live' ? 'live' : 'test'
+            void queryClient.prefetchQuery(paymentsQuery(mode, new URL(request.url).searchParams))
+            return null
+          },
+          element: <Payments />,
+        },
         { path: 'payments/:uuid', element: <Payment /> },
         { path: 'refunds', element: <Refunds /> },
         { path: 'settings/people', element: <People /> },

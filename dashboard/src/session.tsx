@@ -17,19 +17,22 @@ export const useCan = (permission: Permission) => useMe().user.permissions.inclu
 
 export const ME_KEY = ['me']
 
+/** Who is signed in (and the session's CSRF token): asked once per page load, shared by every page. */
+export const meQuery = {
+  queryKey: ME_KEY,
+  queryFn: async () => {
+    const answer = await dashboardApi<Me>('GET', '/me')
+    setCsrfToken(answer.csrf_token)
+    return answer
+  },
+  retry: false,
+  staleTime: 60_000,
+}
+
 /** Asks who is signed in; sends to the sign-in page when nobody is. */
 export function RequireSession({ children }: { children: ReactNode }) {
   const location = useLocation()
-  const me = useQuery({
-    queryKey: ME_KEY,
-    queryFn: async () => {
-      const answer = await dashboardApi<Me>('GET', '/me')
-      setCsrfToken(answer.csrf_token)
-      return answer
-    },
-    retry: false,
-    staleTime: 60_000,
-  })
+  const me = useQuery(meQuery)
   if (me.isPending) return <p className="loading">Loading…</p>
   if (me.error) {
     if (me.error instanceof ApiError && me.error.status === 401)

@@ -126,6 +126,22 @@ describe('the real program on the embedded default', () => {
     assert.equal(tx.mode, 'test')
     assert.equal(tx.amount, 150000)
     assert.equal(tx.currency, 'RUB')
+
+    // The dashboard's ready sign-in: the demo owner with the password printed this once.
+    const text = server.output()
+    assert.match(text, new RegExp(`Dashboard:\\s+http://127\\.0\\.0\\.1:${port}/dashboard/`))
+    const signIn = /sign in as (\S+@\S+) with the password (\w{20})$/m.exec(text)
+    assert.ok(signIn, text)
+    const session = await fetch(`http://127.0.0.1:${port}/dashboard/api/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}` },
+      body: JSON.stringify({ email: signIn[1], password: signIn[2] }),
+    })
+    assert.equal(session.status, 200, await session.clone().text())
+    assert.equal((await session.json()).user.role, 'owner')
+    const page = await fetch(`http://127.0.0.1:${port}/dashboard/`)
+    assert.equal(page.status, 200)
+    assert.match(await page.text(), /<div id="root">/)
   })
 
   it('refuses an operator command while the server holds the embedded database, with a plain message', async () => {
@@ -150,6 +166,9 @@ describe('the real program on the embedded default', () => {
     assert.equal(second.keyId, first.keyId)
     assert.equal(second.secret, first.secret)
     assert.doesNotMatch(again.output(), /\(created\)/, 'the second start finds the demo merchant')
+    // The owner's password was shown once; now only where to find it.
+    assert.doesNotMatch(again.output(), /with the password \w{20}$/m)
+    assert.match(again.output(), /with the password printed at the first start/)
     assert.equal(await stop(again), 0, again.output())
   })
 })

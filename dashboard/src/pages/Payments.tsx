@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import type { FormEvent } from 'react'
 import { useSearchParams } from 'react-router'
-import { api, data } from '../api/client'
+import { api, data, type Mode } from '../api/client'
 import { ErrorNote, Pager, PaymentsTable } from '../components'
 import { useMode } from '../layout'
 
@@ -9,13 +9,14 @@ const STATUSES = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 
 const METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
 const FILTERS = ['search', 'status', 'payment_method', 'currency', 'date_from', 'date_to'] as const
 
-/** The payment list: the API's filters, in the page's address so a search can be shared and reloaded. */
-export function Payments() {
-  const mode = useMode()
-  const [params, setParams] = useSearchParams()
+/**
+ * The page of payments an address asks for (its filters and cursor): the page's query, and what the router
+ * fetches as soon as the address is known, beside the session check rather than after it.
+ */
+export function paymentsQuery(mode: Mode, params: URLSearchParams) {
   const query = Object.fromEntries(FILTERS.map((f) => [f, params.get(f) || undefined]).filter(([, v]) => v))
   const cursor = params.get('cursor') || undefined
-  const list = useQuery({
+  return {
     queryKey: [mode, 'transactions', query, cursor],
     queryFn: () =>
       data(
@@ -23,8 +24,14 @@ export function Payments() {
           params: { query: { ...query, cursor, per_page: 25 } as Record<string, string> },
         }),
       ),
-    placeholderData: keepPreviousData,
-  })
+  }
+}
+
+/** The payment list: the API's filters, in the page's address so a search can be shared and reloaded. */
+export function Payments() {
+  const mode = useMode()
+  const [params, setParams] = useSearchParams()
+  const list = useQuery({ ...paymentsQuery(mode, params), placeholderData: keepPreviousData })
 
   function filter(event: FormEvent<HTMLFormElement>) {
     event.preventDefault()

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import fastifyStatic from '@fastify/static'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
@@ -91,15 +92,15 @@ export const dashboardPages: FastifyPluginAsyncTypebox<{ transactions: Transacti
       if (path.includes('/assets/')) res.header('cache-control', 'public, max-age=31536000, immutable')
     },
   })
-  // Every other page path is the app, which routes in the browser.
-  app.get('/dashboard/*', { schema: { hide: true } }, async (request, reply) => {
+  // Every other page path is the app, which routes in the browser (`/dashboard` and `/dashboard/` alike: the
+  // router ignores a trailing slash).
+  const page = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.url.startsWith('/dashboard/api/') || request.url.startsWith('/dashboard/assets/'))
       throw new AppError('not_found')
     security(reply)
     reply.header('cache-control', 'no-store')
     return reply.sendFile('index.html')
-  })
-  app.get('/dashboard', { schema: { hide: true } }, async (_request, reply) =>
-    reply.redirect('/dashboard/', 302),
-  )
+  }
+  app.get('/dashboard/*', { schema: { hide: true } }, page)
+  app.get('/dashboard', { schema: { hide: true } }, page)
 }
