@@ -50,8 +50,10 @@ export async function startServer(
   args: string[],
   env: Record<string, string>,
   healthPath: string,
+  /** The port to listen on (one from freePort, say, when the server must know its own origin): a free one by default. */
+  port?: number,
 ): Promise<Server> {
-  const port = await freePort()
+  port ??= await freePort()
   const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env, PORT: String(port) },
     stdio: ['ignore', 'inherit', 'inherit'],
