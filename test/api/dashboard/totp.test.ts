@@ -170,6 +170,28 @@ for (const backend of backends()) {
       assert.equal(right.json().error.code, 'rate_limited')
     })
 
+    it('throttles wrong codes in a session too: after 5, even the right code is 429 for a while', async () => {
+      const user = (await signedIn(ctx, 'viewer')) as Session
+      const started = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp')
+      const { secret } = started.json()
+      ctx.secrets.push(secret)
+      for (let i = 0; i < 5; i++) {
+        const wrong = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp/confirm', { code: '000000' })
+        assert.equal(wrong.statusCode, 422)
+      }
+      const right = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp/confirm', {
+        code: totpCode(secret),
+      })
+      assert.equal(right.statusCode, 429)
+      assert.equal(right.headers['retry-after'], String(ctx.config.dashboard.loginWindowSeconds))
+      const row = await ctx.db
+        .selectFrom('merchant_users')
+        .select('totp_enabled')
+        .where('uuid', '=', user.uuid)
+        .executeTakeFirstOrThrow()
+      assert.equal(row.totp_enabled, false)
+    })
+
     it('turns off with a current code; refuses a wrong code, and refuses while the merchant requires it', async () => {
       const m = await ctx.newMerchant('Off')
       const owner = (await signedIn(ctx, 'owner', m.uuid)) as Session
