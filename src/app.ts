@@ -210,6 +210,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...loggerOption,
     ...requestIdOptions,
     bodyLimit: BODY_LIMIT,
+    trustProxy: config.trustProxy,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>()

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import ipaddr from 'ipaddr.js'
 
 export type AppEnv = 'development' | 'production'
 
@@ -41,6 +42,11 @@ export interface Config {
    * deletes them; at least 30, the API's promise to merchants.
    */
   eventRetentionDays: number
+  /**
+   * Which peers' X-Forwarded-For is believed for the client's address (Fastify's `trustProxy`): false (none,
+   * the default), the addresses and CIDR ranges of the proxies, or a count of proxy hops (as a function).
+   */
+  trustProxy: TrustProxy
   /** The dashboard's sessions and sign-in throttling (docs/DASHBOARD.md). */
   dashboard: {
     /** A session unused this long ends. */
@@ -110,6 +116,42 @@ function parseRetentionDays(value: string | undefined): number {
       `EVENT_RETENTION_DAYS must be a whole number of days from ${MIN_EVENT_RETENTION_DAYS} to ${MAX_EVENT_RETENTION_DAYS}, got "${value}"`,
     )
   return n
+}
+
+/**
+ * TRUST_PROXY: off by default; a comma list of proxy addresses and CIDR ranges (`10.0.0.1,10.1.0.0/16`), or
+ * a number of hops. Never "everything": a client could then name any address it liked.
+ */
+export type TrustProxy = false | string[] | ((address: string, hop: number) => boolean)
+
+export function parseTrustProxy(value: string | undefined): TrustProxy {
+  if (value === undefined || value.trim() === '' || ['false', 'off', 'no', '0'].includes(value.trim()))
+    return false
+  const text = value.trim()
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text)
+    if (hops > 100) throw new ConfigError(`TRUST_PROXY as a hop count must be from 1 to 100, got "${value}"`)
+    // What Fastify makes of a number: the peer is hop 0, the address it forwarded hop 1, and so on.
+    return (_address, hop) => hop < hops
+  }
+  const entries = text.split(',').map((entry) => entry.trim())
+  for (const entry of entries) {
+    const valid = entry.includes('/') ? isCidr(entry) : ipaddr.isValid(entry)
+    if (!valid)
+      throw new ConfigError(
+        `TRUST_PROXY must be off, a number of proxy hops, or a comma list of addresses and CIDR ranges (10.0.0.1,10.1.0.0/16); "${entry}" is none of these`,
+      )
+  }
+  return entries
+}
+
+function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text)
+    return true
+  } catch {
+    return false
+  }
 }
 
 const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
@@ -263,6 +305,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyLeaseMs: parsePositive('IDEMPOTENCY_LEASE_MS', env.IDEMPOTENCY_LEASE_MS, 60_000),
     providerRecheckMs: parsePositive('PROVIDER_RECHECK_MS', env.PROVIDER_RECHECK_MS, 60_000),
     eventRetentionDays: parseRetentionDays(env.EVENT_RETENTION_DAYS),
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     dashboard: parseDashboard(env),
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),

@@ -13,6 +13,7 @@ import * as eventsApi from './migrations/0007_events_api.ts'
 import * as balanceTransactions from './migrations/0008_balance_transactions.ts'
 import * as refundList from './migrations/0009_refund_list.ts'
 import * as dashboardUsers from './migrations/0010_dashboard_users.ts'
+import * as dashboardTotp from './migrations/0011_dashboard_totp.ts'
 import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -253,6 +254,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0008_balance_transactions': balanceTransactions,
         '0009_refund_list': refundList,
         '0010_dashboard_users': dashboardUsers,
+        '0011_dashboard_totp': dashboardTotp,
       }),
     },
   })

@@ -31,6 +31,8 @@ export interface MerchantsTable {
   /** Payout fee: round_half_up(amount_usdt_micro × bps / 10000) plus the fixed part, in USDT micro. */
   payout_fee_bps: Generated<number>
   payout_fixed_fee_micro: Generated<number>
+  /** Every dashboard user of the merchant must sign in with a TOTP code (docs/DASHBOARD.md). */
+  dashboard_require_totp: Generated<boolean>
   created_at: Timestamp
   updated_at: Timestamp
 }
@@ -384,6 +386,12 @@ export interface MerchantUsersTable {
   /** `scrypt$…` (lib/passwords.ts); null until the invitation is accepted. */
   password_hash: string | null
   status: UserStatus
+  /** The TOTP secret (base32), sealed with a key derived from MASTER_KEY; set from the start of enrolment. */
+  totp_secret_sealed: string | null
+  /** True once a code from the secret was confirmed: sign-in then needs a code. */
+  totp_enabled: Generated<boolean>
+  /** The 30-second step of the last code accepted: a code is good once. */
+  totp_last_step: number | null
   created_at: Timestamp
   updated_at: Timestamp
 }

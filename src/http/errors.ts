@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   signature_required: 401,
   signature_invalid: 401,
   signature_expired: 401,
+  totp_required: 401,
   sandbox_unavailable: 403,
   forbidden: 403,
   not_found: 404,

@@ -2,18 +2,20 @@ import type { FastifyBaseLogger } from 'fastify'
 import { purgeExpiredIdempotencyKeys } from '../db/idempotency-keys.ts'
 import type { Db } from '../db/index.ts'
 import type { PayoutService } from '../modules/payouts/service.ts'
+import type { UserService } from '../modules/users/service.ts'
 import type { WebhookService } from '../modules/webhooks/service.ts'
 
 /** The services housekeeping asks to drop what they no longer need. */
 export interface MaintenanceServices {
   payouts: Pick<PayoutService, 'purgeQuotes'>
   webhooks: Pick<WebhookService, 'purgeEvents'>
+  users: Pick<UserService, 'purgeSessions'>
 }
 
 /**
  * One round of housekeeping: idempotency keys past their 7-day retention are purged, payout quotes that can no
- * longer be used are dropped, and events past EVENT_RETENTION_DAYS go with their deliveries. A failure is logged,
- * and the next round tries again.
+ * longer be used are dropped, events past EVENT_RETENTION_DAYS go with their deliveries, and dashboard sessions
+ * that ended more than 7 days ago are deleted. A failure is logged, and the next round tries again.
  */
 export async function runMaintenance(
   db: Db,
@@ -27,6 +29,8 @@ export async function runMaintenance(
     if (quotes) log.info({ quotes }, 'purged expired payout quotes')
     const events = await services.webhooks.purgeEvents()
     if (events) log.info({ events }, 'purged events past their retention')
+    const sessions = await services.users.purgeSessions()
+    if (sessions) log.info({ sessions }, 'purged ended dashboard sessions')
   } catch (err) {
     log.error({ err }, 'maintenance failed')
   }

@@ -13,16 +13,25 @@ export const newEmail = (prefix = 'person') =>
   `${prefix}-${Date.now().toString(36)}-${(counter++).toString(36)}@example.test`
 
 /** Invites through the service as the command line does; the link's token is registered as a secret. */
-export async function invite(ctx: TestContext, role: UserRole = 'owner', email = newEmail()) {
-  const invitation = await ctx.services.users.invite({ merchantUuid: ctx.merchant.uuid, email, role }, CLI)
+export async function invite(
+  ctx: TestContext,
+  role: UserRole = 'owner',
+  email = newEmail(),
+  merchantUuid = ctx.merchant.uuid,
+) {
+  const invitation = await ctx.services.users.invite({ merchantUuid, email, role }, CLI)
   const token = new URL(invitation.link).searchParams.get('token') as string
   ctx.secrets.push(token)
   return { ...invitation, token, email }
 }
 
 /** A user who has accepted the invitation and set a password (registered as a secret). */
-export async function activeUser(ctx: TestContext, role: UserRole = 'owner') {
-  const invited = await invite(ctx, role)
+export async function activeUser(
+  ctx: TestContext,
+  role: UserRole = 'owner',
+  merchantUuid = ctx.merchant.uuid,
+) {
+  const invited = await invite(ctx, role, newEmail(), merchantUuid)
   const password = `pw-${sha256Hex(invited.token).slice(0, 20)}`
   ctx.secrets.push(password)
   const accepted = await dashboard(ctx, 'POST', '/dashboard/api/invitations/accept', {
@@ -82,11 +91,15 @@ export function sessionCookie(ctx: TestContext, response: LightMyRequestResponse
 export async function signIn(
   ctx: TestContext,
   user: { email: string; password: string },
-  call: DashboardCall = {},
+  call: DashboardCall & { totpCode?: string } = {},
 ) {
   const response = await dashboard(ctx, 'POST', '/dashboard/api/session', {
     ...call,
-    body: { email: user.email, password: user.password },
+    body: {
+      email: user.email,
+      password: user.password,
+      ...(call.totpCode !== undefined && { totp_code: call.totpCode }),
+    },
   })
   if (response.statusCode !== 200) throw new Error(`sign-in failed: ${response.statusCode} ${response.body}`)
   const token = sessionCookie(ctx, response) as string
@@ -103,3 +116,24 @@ export const auditRows = (ctx: TestContext, action: string) =>
     .where('action', '=', action)
     .orderBy('created_at')
     .execute()
+
+/** A signed-in user: who they are, and the session's cookie token and CSRF token. */
+export async function signedIn(ctx: TestContext, role: UserRole = 'owner', merchantUuid = ctx.merchant.uuid) {
+  const user = await activeUser(ctx, role, merchantUuid)
+  const session = await signIn(ctx, user)
+  return { ...user, cookie: session.token, csrf: session.csrf }
+}
+
+/** A change in that user's session: their cookie and CSRF token, from the dashboard's origin. */
+export const asUser = (
+  ctx: TestContext,
+  user: { cookie: string; csrf: string },
+  method: 'GET' | 'POST' | 'DELETE' | 'PATCH' | 'PUT',
+  url: string,
+  body?: unknown,
+) =>
+  dashboard(ctx, method, url, {
+    cookie: user.cookie,
+    csrf: user.csrf,
+    ...(body !== undefined && { body }),
+  })

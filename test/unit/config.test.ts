@@ -152,6 +152,25 @@ describe('loadConfig', () => {
       /DASHBOARD_SESSION_IDLE \(7200 s\) must not be longer than DASHBOARD_SESSION_MAX_AGE/,
     )
   })
+
+  it('TRUST_PROXY is off by default; takes proxy addresses and CIDR ranges, or a hop count; refuses the rest', () => {
+    assert.equal(loadConfig(DEVELOPMENT).trustProxy, false)
+    assert.equal(loadConfig({ ...DEVELOPMENT, TRUST_PROXY: 'off' }).trustProxy, false)
+    assert.deepEqual(loadConfig({ ...DEVELOPMENT, TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1' }).trustProxy, [
+      '10.0.0.1',
+      '10.1.0.0/16',
+      '::1',
+    ])
+    const hops = loadConfig({ ...DEVELOPMENT, TRUST_PROXY: '2' }).trustProxy
+    assert.equal(typeof hops, 'function')
+    if (typeof hops === 'function')
+      assert.deepEqual(
+        [0, 1, 2].map((hop) => hops('10.0.0.1', hop)),
+        [true, true, false],
+      )
+    for (const value of ['true', '*', '10.0.0.300', '10.0.0.0/33', 'proxy.internal', '101'])
+      refused({ ...DEVELOPMENT, TRUST_PROXY: value }, /TRUST_PROXY/)
+  })
 })
 
 describe('parseDuration', () => {

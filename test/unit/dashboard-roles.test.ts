@@ -1,15 +1,39 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { USER_ROLES } from '../../src/db/enums.ts'
-import { can, PERMISSIONS, ROLE_PERMISSIONS } from '../../src/modules/users/roles.ts'
+import { can, mayManageRole, PERMISSIONS, ROLE_PERMISSIONS } from '../../src/modules/users/roles.ts'
+
+const NONE = {
+  read: false,
+  refund: false,
+  manage_users: false,
+  read_audit_log: false,
+  developer_tools: false,
+  manage_security: false,
+}
 
 /** The table of docs/DASHBOARD.md, as the code must hold it. */
 const EXPECTED: Record<string, Record<string, boolean>> = {
-  owner: { read: true, refund: true, manage_users: true, read_audit_log: true, developer_tools: true },
-  admin: { read: true, refund: true, manage_users: true, read_audit_log: true, developer_tools: true },
-  developer: { read: true, refund: false, manage_users: false, read_audit_log: false, developer_tools: true },
-  support: { read: true, refund: true, manage_users: false, read_audit_log: false, developer_tools: false },
-  viewer: { read: true, refund: false, manage_users: false, read_audit_log: false, developer_tools: false },
+  owner: {
+    ...NONE,
+    read: true,
+    refund: true,
+    manage_users: true,
+    read_audit_log: true,
+    developer_tools: true,
+    manage_security: true,
+  },
+  admin: {
+    ...NONE,
+    read: true,
+    refund: true,
+    manage_users: true,
+    read_audit_log: true,
+    developer_tools: true,
+  },
+  developer: { ...NONE, read: true, developer_tools: true },
+  support: { ...NONE, read: true, refund: true },
+  viewer: { ...NONE, read: true },
 }
 
 describe('dashboard roles', () => {
@@ -27,5 +51,14 @@ describe('dashboard roles', () => {
       USER_ROLES.filter((role) => can(role, 'manage_users')),
       ['owner', 'admin'],
     )
+  })
+
+  it('lets an admin manage every role but owner, and an owner every role', () => {
+    for (const role of USER_ROLES) {
+      assert.equal(mayManageRole('owner', role), true, role)
+      assert.equal(mayManageRole('admin', role), role !== 'owner', role)
+      for (const actor of ['developer', 'support', 'viewer'] as const)
+        assert.equal(mayManageRole(actor, role), false, `${actor} ${role}`)
+    }
   })
 })

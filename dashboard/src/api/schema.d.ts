@@ -768,7 +768,7 @@ export interface components {
             prev_cursor: string | null;
         };
         /** @description The closed list of error codes: stable and machine-readable, each with one HTTP status (docs/API.md, Errors). */
-        ErrorCode: "malformed_request" | "idempotency_key_required" | "idempotency_key_invalid" | "unauthorized" | "signature_required" | "signature_invalid" | "signature_expired" | "sandbox_unavailable" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_request_in_progress" | "invalid_state" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "refund_exceeds_amount" | "insufficient_balance" | "unsupported_currency" | "unsupported_payment_method" | "quote_expired" | "rate_limited" | "internal_error" | "unavailable" | "fx_rate_unavailable";
+        ErrorCode: "malformed_request" | "idempotency_key_required" | "idempotency_key_invalid" | "unauthorized" | "signature_required" | "signature_invalid" | "signature_expired" | "totp_required" | "sandbox_unavailable" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_request_in_progress" | "invalid_state" | "payload_too_large" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "refund_exceeds_amount" | "insufficient_balance" | "unsupported_currency" | "unsupported_payment_method" | "quote_expired" | "rate_limited" | "internal_error" | "unavailable" | "fx_rate_unavailable";
         /** @description The envelope of every error but validation errors. */
         ErrorResponse: {
             error: components["schemas"]["StructuredError"];

@@ -74,6 +74,12 @@ export function dashboardAccess(deps: {
       const token = readSessionCookie(request.headers.cookie)
       const session = token ? await deps.users.authenticate(token) : null
       if (!session) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
+      if (session.totpEnrolmentRequired)
+        throw new AppError(
+          'forbidden',
+          'Your merchant requires a second factor: set up an authenticator app (POST /dashboard/api/me/totp) before anything else.',
+          { totp_enrolment_required: true },
+        )
       if (CHANGES.has(request.method)) {
         if (request.headers.origin !== origin)
           throw new AppError(

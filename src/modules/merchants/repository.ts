@@ -29,6 +29,7 @@ const keyWithMerchant = (db: Executor) =>
       'm.fx_markup_bps',
       'm.payout_fee_bps',
       'm.payout_fixed_fee_micro',
+      'm.dashboard_require_totp',
       'm.created_at',
       'm.updated_at',
     ])

@@ -9,6 +9,7 @@ export type AuditAction =
   | 'user_invited'
   | 'invitation_accepted'
   | 'user_disabled'
+  | 'user_role_changed'
   | 'login_succeeded'
   | 'login_failed'
   | 'login_throttled'
@@ -16,13 +17,18 @@ export type AuditAction =
   | 'logout_everywhere'
   /** An operation of the merchant API done in the dashboard (a refund, say): `details.operation` names it. */
   | 'api_operation'
+  | 'totp_enrolment_started'
+  | 'totp_enabled'
+  | 'totp_disabled'
+  | 'totp_code_rejected'
+  | 'merchant_security_changed'
 
 export interface AuditEntry {
   action: AuditAction
   merchantUuid: string | null
   /** Who acted; for a sign-in, the user signing in (null when the email names nobody). */
   actor: Actor | ({ via: 'dashboard'; userUuid: string | null } & From)
-  target?: { type: 'user' | 'email' | 'session' | 'object'; id: string }
+  target?: { type: 'user' | 'email' | 'session' | 'object' | 'merchant'; id: string }
   mode?: Mode | null
   details?: Record<string, unknown>
   at: Date

@@ -7,6 +7,7 @@ import { hashPassword } from '../../lib/passwords.ts'
 import { recordAudit } from './audit.ts'
 import type { Actor, From, UserDeps } from './deps.ts'
 import * as repo from './repository.ts'
+import { mayManageRole } from './roles.ts'
 
 /** How long a set-password link works. */
 export const INVITATION_TTL_MS = 24 * 3600 * 1000
@@ -20,6 +21,13 @@ export interface Invitation {
   expiresAt: Date
 }
 
+/** The refusal of an admin's change that only an owner may make. */
+export const ownersOnly = (): AppError =>
+  new AppError(
+    'forbidden',
+    "Only an owner can make someone an owner, or change or disable an owner's access.",
+  )
+
 /** Whether a user can be invited again: they never set a password and are not disabled. */
 const canReinvite = (user: { password_hash: string | null; status: string }) =>
   user.password_hash === null && user.status === 'active'
@@ -28,16 +36,20 @@ const canReinvite = (user: { password_hash: string | null; status: string }) =>
  * Makes a user of the merchant with the role, without a password, and a one-time link (24 h) that sets it.
  * The email must not be anyone's yet, at this merchant or another (sign-in asks for the email alone), except
  * a user of this merchant who never accepted their invitation: they get a new link, and the old one ends.
+ * `byRole`, the role of the dashboard user inviting, limits what they may give (roles.ts, mayManageRole): an
+ * admin neither invites an owner nor re-invites one as something else. The command line has no such limit.
  */
 export async function inviteUser(
   deps: UserDeps,
   input: { merchantUuid: string; email: string; role: UserRole },
   actor: Actor,
+  byRole?: UserRole,
 ): Promise<Invitation> {
   const email = input.email.trim()
   if (email.length > 254 || !EMAIL.test(email)) throw validationError('email', 'must be an email address')
   if (!isUuid(input.merchantUuid) || !(await deps.merchants.getMerchant(input.merchantUuid)))
     throw notFound('merchant')
+  if (byRole && !mayManageRole(byRole, input.role)) throw ownersOnly()
   const token = randomBase62(SECRET_LENGTH)
   const now = new Date()
   const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS)
@@ -46,6 +58,7 @@ export async function inviteUser(
       const existing = await repo.findUserByEmail(trx, email, { lock: true })
       if (existing && !(existing.merchant_uuid === input.merchantUuid && canReinvite(existing)))
         throw new AppError('conflict', `There is already a dashboard user with the email ${email}.`)
+      if (existing && byRole && !mayManageRole(byRole, existing.role)) throw ownersOnly()
       // Inviting someone again whose invitation is still open (lost, or expired) replaces it.
       if (existing) await repo.deleteOpenInvitations(trx, existing.uuid)
       const user = existing

@@ -1,8 +1,14 @@
-import { notFound } from '../../http/errors.ts'
+import type { UserRole } from '../../db/enums.ts'
+import type { Executor } from '../../db/index.ts'
+import { AppError, notFound, validationError } from '../../http/errors.ts'
+import { decodeCursor, encodeCursor } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
+import { iso } from '../../lib/time.ts'
 import { recordAudit } from './audit.ts'
-import type { Actor, UserDeps } from './deps.ts'
+import type { Actor, From, UserDeps } from './deps.ts'
+import { ownersOnly } from './invitations.ts'
 import * as repo from './repository.ts'
+import { mayManageRole } from './roles.ts'
 
 /** The merchant's dashboard users, oldest first; `password_set` false means the invitation is still open. */
 export async function listUsers(deps: UserDeps, merchantUuid: string) {
@@ -11,25 +17,143 @@ export async function listUsers(deps: UserDeps, merchantUuid: string) {
   return repo.listUsers(deps.db, merchantUuid)
 }
 
+/** Disables the user and ends every session they have, in the caller's transaction, with its audit row. */
+async function disableLocked(
+  trx: Executor,
+  user: { uuid: string; merchant_uuid: string },
+  actor: Actor,
+  now: Date,
+) {
+  const disabled = await repo.disableUser(trx, user.uuid, now)
+  if (!disabled) throw notFound('user')
+  const sessionsRevoked = await repo.revokeUserSessions(trx, user.uuid, now)
+  await recordAudit(trx, {
+    action: 'user_disabled',
+    merchantUuid: user.merchant_uuid,
+    actor,
+    target: { type: 'user', id: user.uuid },
+    details: { sessions_revoked: sessionsRevoked },
+    at: now,
+  })
+  return { user: disabled, sessionsRevoked }
+}
+
 /**
- * Disables a user: they can no longer sign in, and every session they have ends at once (in the same
- * transaction, so no request can slip through on a session of a disabled user).
+ * Disables a user (the operator's command line): they can no longer sign in, and every session they have ends
+ * at once (in the same transaction, so no request can slip through on a session of a disabled user).
  */
 export async function disableUser(deps: UserDeps, userUuid: string, actor: Actor) {
   if (!isUuid(userUuid)) throw notFound('user')
   const now = new Date()
   return deps.db.transaction().execute(async (trx) => {
-    const user = await repo.disableUser(trx, userUuid, now)
+    const user = await repo.findUser(trx, userUuid)
     if (!user) throw notFound('user')
-    const sessionsRevoked = await repo.revokeUserSessions(trx, userUuid, now)
+    return disableLocked(trx, user, actor, now)
+  })
+}
+
+/** A dashboard user acting on their merchant's people: who they are, their role, and where they are. */
+export interface Manager {
+  userUuid: string
+  merchantUuid: string
+  role: UserRole
+  from: From
+}
+
+const actorOf = (manager: Manager): Actor => ({
+  via: 'dashboard',
+  userUuid: manager.userUuid,
+  ...manager.from,
+})
+
+/**
+ * Locks what a change to a person needs, owners first (always in one order, repository.lockSignInOwners), then
+ * the person; refuses what nobody may do to themselves, and what only an owner may do.
+ */
+async function lockTarget(trx: Executor, manager: Manager, userUuid: string, doing: string) {
+  const owners = await repo.lockSignInOwners(trx, manager.merchantUuid)
+  const target = await repo.findMerchantUser(trx, manager.merchantUuid, userUuid, { lock: true })
+  if (!target) throw notFound('user')
+  if (target.uuid === manager.userUuid)
+    throw new AppError('invalid_state', `You cannot ${doing} yourself: ask another owner or admin.`)
+  if (!mayManageRole(manager.role, target.role)) throw ownersOnly()
+  /** Whether the target is an owner who can sign in and no other owner can: the merchant would be locked out. */
+  const lastOwner = owners.length === 1 && owners[0]?.uuid === target.uuid
+  return { target, lastOwner }
+}
+
+const LAST_OWNER =
+  "is the merchant's last owner who can sign in: make someone else an owner first (a merchant without one could not manage its people)."
+
+/**
+ * Disables a user of the manager's merchant from the dashboard. Not oneself; not an owner unless the manager is
+ * an owner; never the last owner who can sign in.
+ */
+export async function disableMember(deps: UserDeps, manager: Manager, userUuid: string) {
+  if (!isUuid(userUuid)) throw notFound('user')
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const { target, lastOwner } = await lockTarget(trx, manager, userUuid, 'disable')
+    if (target.status === 'disabled')
+      throw new AppError('invalid_state', `${target.email} is already disabled.`)
+    if (lastOwner) throw new AppError('invalid_state', `${target.email} ${LAST_OWNER}`)
+    const { user, sessionsRevoked } = await disableLocked(trx, target, actorOf(manager), now)
+    return { user: { ...user, password_set: target.password_set }, sessionsRevoked }
+  })
+}
+
+/**
+ * Gives a user of the manager's merchant another role. The change holds from the user's next request (a
+ * session reads the role every time). Not one's own role; to or from owner only by an owner; never leaving the
+ * merchant without an owner who can sign in.
+ */
+export async function changeRole(deps: UserDeps, manager: Manager, userUuid: string, role: UserRole) {
+  if (!isUuid(userUuid)) throw notFound('user')
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const { target, lastOwner } = await lockTarget(trx, manager, userUuid, 'change the role of')
+    if (!mayManageRole(manager.role, role)) throw ownersOnly()
+    if (target.status === 'disabled')
+      throw new AppError(
+        'invalid_state',
+        `${target.email} is disabled: a disabled user's role cannot change.`,
+      )
+    if (target.role === role) return target
+    if (lastOwner) throw new AppError('invalid_state', `${target.email} ${LAST_OWNER}`)
+    const changed = await repo.setRole(trx, target.uuid, role, now)
     await recordAudit(trx, {
-      action: 'user_disabled',
-      merchantUuid: user.merchant_uuid,
-      actor,
-      target: { type: 'user', id: user.uuid },
-      details: { sessions_revoked: sessionsRevoked },
+      action: 'user_role_changed',
+      merchantUuid: manager.merchantUuid,
+      actor: actorOf(manager),
+      target: { type: 'user', id: target.uuid },
+      details: { email: target.email, from: target.role, to: role },
       at: now,
     })
-    return { user, sessionsRevoked }
+    return { ...changed, password_set: target.password_set }
   })
+}
+
+/** What a cursor of the audit log is made under: a cursor of another list is refused. */
+const AUDIT_DIGEST = 'dashboard-audit-log'
+
+/** One page of the merchant's audit log, newest first, and the cursor of the next page (null at the end). */
+export async function auditLog(
+  deps: UserDeps,
+  merchantUuid: string,
+  page: { cursor?: string; perPage: number },
+) {
+  const cursor = page.cursor ? decodeCursor(page.cursor, AUDIT_DIGEST) : null
+  if (cursor && cursor.direction !== 'next')
+    throw validationError('cursor', 'is not a cursor of the audit log')
+  const rows = await repo.auditPage(deps.db, merchantUuid, cursor, page.perPage + 1)
+  const more = rows.length > page.perPage
+  const data = more ? rows.slice(0, page.perPage) : rows
+  const last = data[data.length - 1]
+  return {
+    data,
+    nextCursor:
+      more && last
+        ? encodeCursor({ direction: 'next', createdAt: iso(last.created_at), uuid: last.uuid }, AUDIT_DIGEST)
+        : null,
+  }
 }

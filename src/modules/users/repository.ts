@@ -2,9 +2,19 @@ import type { Insertable } from 'kysely'
 import { sql } from 'kysely'
 import type { UserRole } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
+import { type Cursor, keysetPage } from '../../db/keyset.ts'
 import type { DashboardAuditLogTable, DashboardSessionsTable, MerchantUsersTable } from '../../db/types.ts'
 
-const USER_COLUMNS = ['uuid', 'merchant_uuid', 'email', 'role', 'status', 'created_at', 'updated_at'] as const
+const USER_COLUMNS = [
+  'uuid',
+  'merchant_uuid',
+  'email',
+  'role',
+  'status',
+  'totp_enabled',
+  'created_at',
+  'updated_at',
+] as const
 
 export const insertUser = (db: Executor, row: Insertable<MerchantUsersTable>) =>
   db.insertInto('merchant_users').values(row).returning(USER_COLUMNS).executeTakeFirstOrThrow()
@@ -20,6 +30,55 @@ export const findUserByEmail = (db: Executor, email: string, options: { lock?: b
 
 export const findUser = (db: Executor, uuid: string) =>
   db.selectFrom('merchant_users').select(USER_COLUMNS).where('uuid', '=', uuid).executeTakeFirst()
+
+/** The user and whether their merchant requires a second factor: what a session needs on every request. */
+export const findSessionUser = (db: Executor, uuid: string) =>
+  db
+    .selectFrom('merchant_users as u')
+    .innerJoin('merchants as m', 'm.uuid', 'u.merchant_uuid')
+    .select([
+      'u.uuid',
+      'u.merchant_uuid',
+      'u.email',
+      'u.role',
+      'u.status',
+      'u.totp_enabled',
+      'm.dashboard_require_totp',
+    ])
+    .where('u.uuid', '=', uuid)
+    .executeTakeFirst()
+
+/** A user of this merchant (undefined for another merchant's), locked when asked. */
+export const findMerchantUser = (
+  db: Executor,
+  merchantUuid: string,
+  uuid: string,
+  options: { lock?: boolean } = {},
+) =>
+  db
+    .selectFrom('merchant_users')
+    .select([...USER_COLUMNS, sql<boolean>`password_hash IS NOT NULL`.as('password_set')])
+    .where('uuid', '=', uuid)
+    .where('merchant_uuid', '=', merchantUuid)
+    .$if(options.lock === true, (q) => q.forUpdate())
+    .executeTakeFirst()
+
+/**
+ * The merchant's owners who can sign in (active, password set), locked in uuid order: every change that could
+ * leave a merchant without one takes these locks first, in one order, so two such changes run one after the
+ * other and neither deadlocks.
+ */
+export const lockSignInOwners = (db: Executor, merchantUuid: string) =>
+  db
+    .selectFrom('merchant_users')
+    .select('uuid')
+    .where('merchant_uuid', '=', merchantUuid)
+    .where('role', '=', 'owner')
+    .where('status', '=', 'active')
+    .where('password_hash', 'is not', null)
+    .orderBy('uuid')
+    .forUpdate()
+    .execute()
 
 export const listUsers = (db: Executor, merchantUuid: string) =>
   db
@@ -52,6 +111,69 @@ export const setRole = (db: Executor, uuid: string, role: UserRole, at: Date) =>
     .where('uuid', '=', uuid)
     .returning(USER_COLUMNS)
     .executeTakeFirstOrThrow()
+
+/** The user's second factor: the sealed secret, whether it is on, and the step of the last code accepted. */
+export const findTotp = (db: Executor, uuid: string, options: { lock?: boolean } = {}) =>
+  db
+    .selectFrom('merchant_users')
+    .select(['uuid', 'merchant_uuid', 'totp_secret_sealed', 'totp_enabled', 'totp_last_step'])
+    .where('uuid', '=', uuid)
+    .$if(options.lock === true, (q) => q.forUpdate())
+    .executeTakeFirstOrThrow()
+
+/** Starts (or restarts) enrolment: a new secret, not yet in force. Never over a second factor already on. */
+export const setPendingTotp = (db: Executor, uuid: string, sealed: string, at: Date) =>
+  db
+    .updateTable('merchant_users')
+    .set({ totp_secret_sealed: sealed, totp_enabled: false, totp_last_step: null, updated_at: at })
+    .where('uuid', '=', uuid)
+    .where('totp_enabled', '=', false)
+    .returning('uuid')
+    .executeTakeFirst()
+
+/**
+ * Takes a code's step as the last one used, if it is later than the last one: one statement, so two requests
+ * with the same code at once cannot both succeed. Undefined when the step was used already.
+ */
+export const claimTotpStep = (db: Executor, uuid: string, step: number) =>
+  db
+    .updateTable('merchant_users')
+    .set({ totp_last_step: step })
+    .where('uuid', '=', uuid)
+    .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
+    .returning('uuid')
+    .executeTakeFirst()
+
+export const setTotpEnabled = (db: Executor, uuid: string, enabled: boolean, at: Date) =>
+  db
+    .updateTable('merchant_users')
+    .set(
+      enabled
+        ? { totp_enabled: true, updated_at: at }
+        : { totp_enabled: false, totp_secret_sealed: null, totp_last_step: null, updated_at: at },
+    )
+    .where('uuid', '=', uuid)
+    .execute()
+
+/**
+ * Whether the merchant requires a second factor of its dashboard users. The column is on `merchants` but only
+ * this module reads or writes it: it is the dashboard's setting, not the payment API's.
+ */
+export async function merchantRequiresTotp(db: Executor, merchantUuid: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('merchants')
+    .select('dashboard_require_totp')
+    .where('uuid', '=', merchantUuid)
+    .executeTakeFirst()
+  return row?.dashboard_require_totp === true
+}
+
+export const setMerchantRequiresTotp = (db: Executor, merchantUuid: string, required: boolean) =>
+  db
+    .updateTable('merchants')
+    .set({ dashboard_require_totp: required })
+    .where('uuid', '=', merchantUuid)
+    .execute()
 
 /** Drops the user's invitations not yet used: a new invitation replaces them. */
 export const deleteOpenInvitations = (db: Executor, userUuid: string) =>
@@ -156,4 +278,42 @@ export async function countRecent(
     .$call((q) => ('targetId' in by ? q.where('target_id', '=', by.targetId) : q.where('ip', '=', by.ip)))
     .executeTakeFirstOrThrow()
   return Number(row.n)
+}
+
+/** One page of the merchant's audit log, newest first, with the acting user's email. */
+export const auditPage = (db: Executor, merchantUuid: string, cursor: Cursor | null, limit: number) =>
+  keysetPage(
+    db
+      .selectFrom('dashboard_audit_log as a')
+      .leftJoin('merchant_users as u', 'u.uuid', 'a.actor_user_uuid')
+      .select([
+        'a.uuid',
+        'a.created_at',
+        'a.action',
+        'a.via',
+        'a.actor_user_uuid',
+        'u.email as actor_email',
+        'a.target_type',
+        'a.target_id',
+        'a.mode',
+        'a.ip',
+        'a.user_agent',
+        'a.details',
+      ])
+      .where('a.merchant_uuid', '=', merchantUuid),
+    cursor,
+    limit,
+    { time: 'a.created_at', id: 'a.uuid' },
+  )
+
+/**
+ * Deletes sessions that ended before `before`: a session ends at the first of its revocation and its idle
+ * limit (which never passes its absolute one). The number deleted.
+ */
+export async function deleteEndedSessions(db: Executor, before: Date): Promise<number> {
+  const result = await db
+    .deleteFrom('dashboard_sessions')
+    .where(sql<Date>`least(revoked_at, idle_expires_at)`, '<', before)
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
 }

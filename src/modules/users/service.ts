@@ -5,8 +5,23 @@ import { deriveKey } from '../../lib/crypto.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import type { Actor, From, UserDeps } from './deps.ts'
 import { acceptInvitation, inviteUser } from './invitations.ts'
-import { disableUser, listUsers } from './people.ts'
-import { authenticate, type DashboardSession, login, logout, logoutEverywhere } from './sessions.ts'
+import { auditLog, changeRole, disableMember, disableUser, listUsers, type Manager } from './people.ts'
+import {
+  authenticate,
+  type DashboardSession,
+  login,
+  logout,
+  logoutEverywhere,
+  purgeEndedSessions,
+} from './sessions.ts'
+import {
+  confirmTotp,
+  removeTotp,
+  type Self,
+  securitySettings,
+  setRequireTotp,
+  startTotpEnrolment,
+} from './totp.ts'
 
 export type UserService = ReturnType<typeof createUserService>
 
@@ -18,16 +33,33 @@ export function createUserService(input: {
 }) {
   const deps: UserDeps = { ...input, csrfKey: deriveKey(input.config.masterKey, 'dashboard-csrf') }
   return {
-    invite: (invitation: { merchantUuid: string; email: string; role: UserRole }, actor: Actor) =>
-      inviteUser(deps, invitation, actor),
+    invite: (
+      invitation: { merchantUuid: string; email: string; role: UserRole },
+      actor: Actor,
+      byRole?: UserRole,
+    ) => inviteUser(deps, invitation, actor, byRole),
     acceptInvitation: (accept: { token: string; password: string }, from: From) =>
       acceptInvitation(deps, accept, from),
     list: (merchantUuid: string) => listUsers(deps, merchantUuid),
     disable: (userUuid: string, actor: Actor) => disableUser(deps, userUuid, actor),
-    login: (credentials: { email: string; password: string }, from: From, presentedToken: string | null) =>
-      login(deps, credentials, from, presentedToken),
+    disableMember: (manager: Manager, userUuid: string) => disableMember(deps, manager, userUuid),
+    changeRole: (manager: Manager, userUuid: string, role: UserRole) =>
+      changeRole(deps, manager, userUuid, role),
+    auditLog: (merchantUuid: string, page: { cursor?: string; perPage: number }) =>
+      auditLog(deps, merchantUuid, page),
+    login: (
+      credentials: { email: string; password: string; totp_code?: string },
+      from: From,
+      presentedToken: string | null,
+    ) => login(deps, credentials, from, presentedToken),
     authenticate: (token: string) => authenticate(deps, token),
     logout: (session: DashboardSession, from: From) => logout(deps, session, from),
     logoutEverywhere: (session: DashboardSession, from: From) => logoutEverywhere(deps, session, from),
+    purgeSessions: (now?: Date) => purgeEndedSessions(deps, now),
+    startTotp: (self: Self) => startTotpEnrolment(deps, self),
+    confirmTotp: (self: Self, code: string) => confirmTotp(deps, self, code),
+    removeTotp: (self: Self, code: string) => removeTotp(deps, self, code),
+    security: (merchantUuid: string) => securitySettings(deps, merchantUuid),
+    setRequireTotp: (self: Self, requireTotp: boolean) => setRequireTotp(deps, self, requireTotp),
   }
 }

@@ -7,6 +7,7 @@ import { recordAudit } from './audit.ts'
 import type { From, UserDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import { type Permission, ROLE_PERMISSIONS } from './roles.ts'
+import { acceptTotpCode } from './totp.ts'
 
 /** The one answer to a wrong password, an unknown email, a disabled user and an unfinished invitation alike. */
 const BAD_CREDENTIALS = 'The email or password is not right.'
@@ -17,6 +18,7 @@ export interface SignedInUser {
   email: string
   role: UserRole
   permissions: Permission[]
+  totp_enabled: boolean
 }
 
 /** A live session: who it is, and what the dashboard needs to act in it. */
@@ -27,6 +29,11 @@ export interface DashboardSession {
   csrfToken: string
   idleExpiresAt: Date
   expiresAt: Date
+  /**
+   * The merchant requires a second factor and this user has none yet: until they enrol, the session may only
+   * enrol, read itself, and sign out (docs/DASHBOARD.md, "Second factor").
+   */
+  totpEnrolmentRequired: boolean
 }
 
 /** The token of the session cookie, shown to the caller once, and the session it opens. */
@@ -73,13 +80,15 @@ async function refuseIfThrottled(deps: UserDeps, email: string, from: From, now:
 }
 
 /**
- * Signs in with email and password. Always a new session with a new token: a token the browser already
- * had (planted by someone else, or the user's own earlier session) is never adopted, and is revoked if live.
- * Failures are throttled per email and per client address (429), and answer alike for every cause.
+ * Signs in with email and password, and the current TOTP code when the user has a second factor. Always a new
+ * session with a new token: a token the browser already had (planted by someone else, or the user's own
+ * earlier session) is never adopted, and is revoked if live. Failures are throttled per email and per client
+ * address (429), and answer alike for every cause. With the right password, a missing or wrong code is
+ * `401 totp_required` (a wrong one counts as a failed sign-in).
  */
 export async function login(
   deps: UserDeps,
-  input: { email: string; password: string },
+  input: { email: string; password: string; totp_code?: string },
   from: From,
   presentedToken: string | null,
 ): Promise<SignIn> {
@@ -99,6 +108,29 @@ export async function login(
     })
     throw new AppError('unauthorized', BAD_CREDENTIALS)
   }
+  if (user.totp_enabled) {
+    if (input.totp_code === undefined || input.totp_code === '')
+      throw new AppError('totp_required', 'Enter the 6-digit code from your authenticator app.', {
+        reason: 'missing',
+      })
+    if (!(await acceptTotpCode(deps, deps.db, user.uuid, input.totp_code, now))) {
+      await recordAudit(deps.db, {
+        action: 'login_failed',
+        merchantUuid: user.merchant_uuid,
+        actor: { via: 'dashboard', userUuid: user.uuid, ...from },
+        target: { type: 'email', id: email },
+        details: { reason: 'totp_code' },
+        at: now,
+      })
+      throw new AppError(
+        'totp_required',
+        'The code is not right, or was used already: enter the current code from your authenticator app.',
+        { reason: 'invalid' },
+      )
+    }
+  }
+  const totpEnrolmentRequired =
+    !user.totp_enabled && (await repo.merchantRequiresTotp(deps.db, user.merchant_uuid))
   const token = randomBase62(SECRET_LENGTH)
   const { sessionIdleSeconds, sessionAbsoluteSeconds } = deps.config.dashboard
   const expiresAt = new Date(now.getTime() + sessionAbsoluteSeconds * 1000)
@@ -134,17 +166,25 @@ export async function login(
       csrfToken: csrfTokenFor(deps, token),
       idleExpiresAt,
       expiresAt,
+      totpEnrolmentRequired,
     },
   }
 }
 
-function signedInUser(user: { uuid: string; merchant_uuid: string; email: string; role: UserRole }) {
+function signedInUser(user: {
+  uuid: string
+  merchant_uuid: string
+  email: string
+  role: UserRole
+  totp_enabled: boolean
+}): SignedInUser {
   return {
     uuid: user.uuid,
     merchant_uuid: user.merchant_uuid,
     email: user.email,
     role: user.role,
     permissions: [...ROLE_PERMISSIONS[user.role]],
+    totp_enabled: user.totp_enabled,
   }
 }
 
@@ -161,7 +201,7 @@ export async function authenticate(deps: UserDeps, token: string): Promise<Dashb
     deps.config.dashboard.sessionIdleSeconds,
   )
   if (!session) return null
-  const user = await repo.findUser(deps.db, session.user_uuid)
+  const user = await repo.findSessionUser(deps.db, session.user_uuid)
   if (user?.status !== 'active') return null
   return {
     uuid: session.uuid,
@@ -169,6 +209,7 @@ export async function authenticate(deps: UserDeps, token: string): Promise<Dashb
     csrfToken: csrfTokenFor(deps, token),
     idleExpiresAt: session.idle_expires_at,
     expiresAt: session.expires_at,
+    totpEnrolmentRequired: user.dashboard_require_totp && !user.totp_enabled,
   }
 }
 
@@ -206,4 +247,15 @@ export async function logoutEverywhere(
     })
     return ended
   })
+}
+
+/** How long an ended session is kept (for a look at recent sign-ins) before housekeeping deletes it. */
+export const ENDED_SESSION_RETENTION_DAYS = 7
+
+/** Deletes the sessions that ended (revoked, idle or past their limit) 7 days or more before `now`. */
+export function purgeEndedSessions(deps: UserDeps, now = new Date()): Promise<number> {
+  return repo.deleteEndedSessions(
+    deps.db,
+    new Date(now.getTime() - ENDED_SESSION_RETENTION_DAYS * 24 * 3600 * 1000),
+  )
 }

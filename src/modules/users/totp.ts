@@ -1,0 +1,183 @@
+import type { Executor } from '../../db/index.ts'
+import { AppError, validationError } from '../../http/errors.ts'
+import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
+import { newTotpSecret, totpCodeStep, totpUri } from '../../lib/totp.ts'
+import { recordAudit } from './audit.ts'
+import type { From, UserDeps } from './deps.ts'
+import * as repo from './repository.ts'
+
+/** What the authenticator app shows as the account's issuer. */
+const ISSUER = 'Merchant Gateway'
+
+/** TOTP secrets are sealed with a key of their own, derived from the master key. */
+const totpKey = (deps: UserDeps) => deriveKey(deps.config.masterKey, 'dashboard-totp')
+
+/** The signed-in user acting on their own second factor. */
+export interface Self {
+  userUuid: string
+  merchantUuid: string
+  email: string
+  from: From
+}
+
+const actorOf = (self: Self) => ({ via: 'dashboard' as const, userUuid: self.userUuid, ...self.from })
+
+/**
+ * Whether `code` is a current code of the user's secret not used before; if so its step becomes the last used,
+ * so the same code (or an older one) is refused from now on. Works on a secret pending enrolment too.
+ */
+export async function acceptTotpCode(
+  deps: UserDeps,
+  db: Executor,
+  userUuid: string,
+  code: string,
+  now: Date,
+): Promise<boolean> {
+  const row = await repo.findTotp(db, userUuid)
+  if (!row.totp_secret_sealed) return false
+  const step = totpCodeStep(decryptSecret(totpKey(deps), row.totp_secret_sealed), code, now)
+  if (step === null) return false
+  return (await repo.claimTotpStep(db, userUuid, step)) !== undefined
+}
+
+/**
+ * Wrong codes in a session (confirming, turning off) are throttled per user like sign-ins: otherwise a stolen
+ * session could try every code until it turned the second factor off.
+ */
+async function refuseIfThrottled(deps: UserDeps, self: Self, now: Date): Promise<void> {
+  const { loginWindowSeconds, loginMaxFailuresPerAccount } = deps.config.dashboard
+  const since = new Date(now.getTime() - loginWindowSeconds * 1000)
+  const rejected = await repo.countRecent(deps.db, 'totp_code_rejected', { targetId: self.userUuid }, since)
+  if (rejected >= loginMaxFailuresPerAccount)
+    throw new AppError(
+      'rate_limited',
+      `Too many wrong codes: try again in ${Math.ceil(loginWindowSeconds / 60)} minutes.`,
+      { retry_after_seconds: loginWindowSeconds },
+      null,
+      { 'retry-after': String(loginWindowSeconds) },
+    )
+}
+
+async function rejectCode(deps: UserDeps, self: Self, now: Date, doing: string): Promise<never> {
+  await recordAudit(deps.db, {
+    action: 'totp_code_rejected',
+    merchantUuid: self.merchantUuid,
+    actor: actorOf(self),
+    target: { type: 'user', id: self.userUuid },
+    details: { while: doing },
+    at: now,
+  })
+  throw validationError('code', 'is not the current code of your authenticator app (or was used already)')
+}
+
+/**
+ * Starts enrolment: a new secret, kept sealed and not in force until a code from it is confirmed. Starting
+ * again replaces a secret not yet confirmed. Refused while a second factor is on (turn it off first).
+ */
+export async function startTotpEnrolment(deps: UserDeps, self: Self) {
+  const secret = newTotpSecret()
+  const now = new Date()
+  await deps.db.transaction().execute(async (trx) => {
+    const started = await repo.setPendingTotp(trx, self.userUuid, encryptSecret(totpKey(deps), secret), now)
+    if (!started)
+      throw new AppError(
+        'invalid_state',
+        'Your second factor is already on: turn it off first to set up another authenticator.',
+      )
+    await recordAudit(trx, {
+      action: 'totp_enrolment_started',
+      merchantUuid: self.merchantUuid,
+      actor: actorOf(self),
+      target: { type: 'user', id: self.userUuid },
+      at: now,
+    })
+  })
+  return { secret, uri: totpUri(secret, ISSUER, self.email) }
+}
+
+/** Turns the second factor on with a code from the secret of the enrolment started. */
+export async function confirmTotp(deps: UserDeps, self: Self, code: string) {
+  const now = new Date()
+  await refuseIfThrottled(deps, self, now)
+  const accepted = await deps.db.transaction().execute(async (trx) => {
+    const row = await repo.findTotp(trx, self.userUuid, { lock: true })
+    if (row.totp_enabled) throw new AppError('invalid_state', 'Your second factor is already on.')
+    if (!row.totp_secret_sealed)
+      throw new AppError(
+        'invalid_state',
+        'There is no enrolment to confirm: start one with POST /dashboard/api/me/totp.',
+      )
+    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) return false
+    await repo.setTotpEnabled(trx, self.userUuid, true, now)
+    await recordAudit(trx, {
+      action: 'totp_enabled',
+      merchantUuid: self.merchantUuid,
+      actor: actorOf(self),
+      target: { type: 'user', id: self.userUuid },
+      at: now,
+    })
+    return true
+  })
+  if (!accepted) await rejectCode(deps, self, now, 'confirming')
+}
+
+/** Turns the second factor off, with a current code; refused while the merchant requires one. */
+export async function removeTotp(deps: UserDeps, self: Self, code: string) {
+  const now = new Date()
+  await refuseIfThrottled(deps, self, now)
+  const accepted = await deps.db.transaction().execute(async (trx) => {
+    const row = await repo.findTotp(trx, self.userUuid, { lock: true })
+    if (!row.totp_enabled) throw new AppError('invalid_state', 'Your second factor is not on.')
+    if (await repo.merchantRequiresTotp(trx, self.merchantUuid))
+      throw new AppError(
+        'invalid_state',
+        'Your merchant requires a second factor, so it cannot be turned off (an owner can lift the requirement).',
+      )
+    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) return false
+    await repo.setTotpEnabled(trx, self.userUuid, false, now)
+    await recordAudit(trx, {
+      action: 'totp_disabled',
+      merchantUuid: self.merchantUuid,
+      actor: actorOf(self),
+      target: { type: 'user', id: self.userUuid },
+      at: now,
+    })
+    return true
+  })
+  if (!accepted) await rejectCode(deps, self, now, 'turning off')
+}
+
+/** The merchant's sign-in security, as every user of it may read. */
+export async function securitySettings(deps: UserDeps, merchantUuid: string) {
+  return { requireTotp: await repo.merchantRequiresTotp(deps.db, merchantUuid) }
+}
+
+/**
+ * Requires (or stops requiring) a second factor of every dashboard user of the merchant. To require it, the
+ * owner must have one on themselves: otherwise they would lock their own session out at once. From the next
+ * request, users without one can only enrol (sessions.ts, totpEnrolmentRequired).
+ */
+export async function setRequireTotp(deps: UserDeps, self: Self, requireTotp: boolean) {
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const own = await repo.findTotp(trx, self.userUuid)
+    if (requireTotp && !own.totp_enabled)
+      throw new AppError(
+        'invalid_state',
+        'Turn on your own second factor first (POST /dashboard/api/me/totp): requiring it without one would lock you out.',
+      )
+    const before = await repo.merchantRequiresTotp(trx, self.merchantUuid)
+    if (before !== requireTotp) {
+      await repo.setMerchantRequiresTotp(trx, self.merchantUuid, requireTotp)
+      await recordAudit(trx, {
+        action: 'merchant_security_changed',
+        merchantUuid: self.merchantUuid,
+        actor: actorOf(self),
+        target: { type: 'merchant', id: self.merchantUuid },
+        details: { require_totp: requireTotp },
+        at: now,
+      })
+    }
+    return { requireTotp }
+  })
+}
