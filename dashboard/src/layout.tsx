@@ -85,7 +85,17 @@ export function Layout() {
         </ul>
       </nav>
       <main id="main" tabIndex={-1}>
-        <Outlet />
+        {me.totp_enrolment_required && !location.pathname.endsWith('/settings/security') ? (
+          <section className="card" role="alert">
+            <h1>Set up two-factor sign-in</h1>
+            <p>
+              Your merchant requires an authenticator app for every sign-in. Set it up on the{' '}
+              <NavLink to={`/${mode}/settings/security`}>security page</NavLink> to use the dashboard.
+            </p>
+          </section>
+        ) : (
+          <Outlet />
+        )}
       </main>
     </div>
   )

@@ -215,6 +215,34 @@ describe('merchant dashboard in Chromium', () => {
           await page.getByRole('link', { name: link, exact: true }).click()
           await page.getByRole('heading', { name: heading, level: 1 }).waitFor()
           await page.waitForLoadState('networkidle')
+          if (name === 'people') await page.getByRole('cell', { name: invited.email, exact: true }).waitFor()
+          if (name === 'audit-log' && width === WIDTHS[0])
+            await page.getByRole('cell', { name: 'api operation: createRefund' }).first().waitFor()
+          if (name === 'people' && width === WIDTHS[0]) {
+            // The owner invites a colleague from the dashboard; the link shown once sets their password.
+            const colleague = `colleague-${Date.now().toString(36)}@example.test`
+            await page.getByLabel('Email').fill(colleague)
+            await page.getByLabel('Role').selectOption('support')
+            await page.getByRole('button', { name: 'Invite' }).click()
+            const link = await page.getByLabel('Invitation link').inputValue()
+            assert.match(link, /\/dashboard\/set-password\?token=\w+/)
+            ctx.secrets.push(new URL(link).searchParams.get('token') as string)
+            await page.getByRole('cell', { name: colleague, exact: true }).waitFor()
+            await check(page, 'people-invited', width)
+            const other = await newPage(width)
+            try {
+              const colleaguePassword = `colleague-${password}`
+              await other.page.goto(`${origin}${new URL(link).pathname}${new URL(link).search}`)
+              await other.page.getByLabel('New password').fill(colleaguePassword)
+              await other.page.getByLabel('The same password again').fill(colleaguePassword)
+              await other.page.getByRole('button', { name: 'Set password' }).click()
+              await other.page.getByText('Your password is set').waitFor()
+              await signIn(other.page, { email: colleague, password: colleaguePassword })
+              await other.page.getByText('(support)').waitFor()
+            } finally {
+              await other.context.close()
+            }
+          }
           await check(page, name, width)
         }
 

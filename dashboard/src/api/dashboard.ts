@@ -7,13 +7,21 @@ import { ApiError, type ApiErrorBody, getCsrfToken, type Mode } from './client'
  */
 
 export type Role = 'owner' | 'admin' | 'developer' | 'support' | 'viewer'
-export type Permission = 'read' | 'refund' | 'manage_users' | 'read_audit_log' | 'developer_tools'
+export type Permission =
+  | 'read'
+  | 'refund'
+  | 'manage_users'
+  | 'manage_security'
+  | 'read_audit_log'
+  | 'developer_tools'
 
 export interface Me {
   user: { uuid: string; merchant_uuid: string; email: string; role: Role; permissions: Permission[] }
   csrf_token: string
   idle_expires_at: string
   expires_at: string
+  /** The merchant requires a second factor this user has not set up: only the security page works. */
+  totp_enrolment_required: boolean
 }
 
 export interface DailyPayments {
@@ -29,15 +37,18 @@ export interface User {
   uuid: string
   email: string
   role: Role
-  status: 'active' | 'disabled' | string
+  status: 'active' | 'disabled'
+  /** False while the invitation is open. */
+  password_set: boolean
+  totp_enabled: boolean
   created_at: string
-  totp_enabled?: boolean
 }
 
 export interface AuditRow {
   uuid: string
   at: string
   action: string
+  actor_user_uuid: string | null
   actor_email: string | null
   via: string
   target_type: string | null
@@ -45,7 +56,12 @@ export interface AuditRow {
   mode: string | null
   ip: string | null
   user_agent: string | null
-  details: unknown
+  details: Record<string, unknown> | null
+}
+
+export interface AuditPage {
+  data: AuditRow[]
+  next_cursor: string | null
 }
 
 /** One call of the dashboard's own API: JSON in and out, the CSRF token on changes, errors as ApiError. */

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { useSearchParams } from 'react-router'
-import { type AuditRow, dashboardApi, type Role, type User } from '../api/dashboard'
+import { type AuditPage, dashboardApi, type Role, type User } from '../api/dashboard'
 import { ErrorNote, Pager, Scroll } from '../components'
 import { when } from '../format'
 import { useCan, useMe } from '../session'
@@ -98,7 +98,7 @@ export function People() {
               <tr key={u.uuid}>
                 <td>{u.email}</td>
                 <td>{u.role}</td>
-                <td>{u.status}</td>
+                <td>{u.password_set ? u.status : 'invited'}</td>
                 <td>{u.totp_enabled ? 'on' : 'off'}</td>
                 <td>{when(u.created_at)}</td>
                 <td>
@@ -106,12 +106,13 @@ export function People() {
                     <button
                       type="button"
                       className="secondary"
+                      aria-label={`Disable ${u.email}`}
                       onClick={() => {
                         if (window.confirm(`Disable ${u.email}? Their sessions end now.`))
                           disable.mutate(u.uuid)
                       }}
                     >
-                      Disable {u.email}
+                      Disable
                     </button>
                   )}
                 </td>
@@ -132,7 +133,7 @@ export function AuditLog() {
   const log = useQuery({
     queryKey: ['audit', cursor],
     queryFn: () =>
-      dashboardApi<{ data: AuditRow[]; meta: { next_cursor: string | null; prev_cursor: string | null } }>(
+      dashboardApi<AuditPage>(
         'GET',
         `/audit-log?per_page=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
       ),
@@ -162,11 +163,9 @@ export function AuditLog() {
                 <td>{row.actor_email ?? (row.via === 'cli' ? 'operator (command line)' : '—')}</td>
                 <td>
                   {row.action.replaceAll('_', ' ')}
-                  {row.details && typeof row.details === 'object' && 'operation' in row.details
-                    ? `: ${String((row.details as { operation: unknown }).operation)}`
-                    : ''}
+                  {typeof row.details?.operation === 'string' ? `: ${row.details.operation}` : ''}
                 </td>
-                <td className="mono clip">{row.target_id ?? ''}</td>
+                <td className="mono nowrap">{row.target_id ?? ''}</td>
                 <td>{row.mode ?? ''}</td>
                 <td>{row.ip ?? ''}</td>
               </tr>
@@ -176,18 +175,30 @@ export function AuditLog() {
       </Scroll>
       {log.data && (
         <Pager
-          prev={log.data.meta.prev_cursor}
-          next={log.data.meta.next_cursor}
-          hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
+          prev={cursor ? '' : null}
+          next={log.data.next_cursor}
+          hrefFor={(c) => (c ? `?cursor=${encodeURIComponent(c)}` : '?')}
         />
       )}
     </>
   )
 }
 
-/** Sign-out everywhere, and the optional second factor (TOTP). */
+/** Sign-out everywhere, the optional second factor (TOTP), and the owner's requirement of it. */
 export function Security() {
+  const me = useMe()
   const queryClient = useQueryClient()
+  const canRequire = useCan('manage_security')
+  const requirement = useQuery({
+    queryKey: ['merchant-security'],
+    queryFn: () => dashboardApi<{ require_totp: boolean }>('GET', '/merchant/security'),
+    enabled: !me.totp_enrolment_required,
+  })
+  const setRequirement = useMutation({
+    mutationFn: (require_totp: boolean) =>
+      dashboardApi<{ require_totp: boolean }>('PUT', '/merchant/security', { require_totp }),
+    onSuccess: (answer) => queryClient.setQueryData(['merchant-security'], answer),
+  })
   const [enrolment, setEnrolment] = useState<{ otpauth_uri: string; secret: string } | null>(null)
   const [message, setMessage] = useState<string | null>(null)
   const start = useMutation({
@@ -246,6 +257,24 @@ export function Security() {
           </form>
         )}
       </section>
+      {canRequire && requirement.data && (
+        <section className="card" aria-labelledby="require-title">
+          <h2 id="require-title">Require two-factor sign-in</h2>
+          <p>
+            {requirement.data.require_totp
+              ? 'Everyone at your merchant must use an authenticator app to sign in.'
+              : 'Two-factor sign-in is optional for your people.'}
+          </p>
+          <ErrorNote error={setRequirement.error} />
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => setRequirement.mutate(!requirement.data.require_totp)}
+          >
+            {requirement.data.require_totp ? 'Make it optional' : 'Require it for everyone'}
+          </button>
+        </section>
+      )}
       <section className="card" aria-labelledby="sessions-title">
         <h2 id="sessions-title">Sessions</h2>
         <button type="button" className="secondary" onClick={() => everywhere.mutate()}>
