@@ -25,11 +25,12 @@ import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { type BrowserContext, chromium } from 'playwright-core'
+import type { Browser, BrowserContext } from 'playwright-core'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import { CLI } from '../../src/modules/users/deps.ts'
+import { launchChromium } from '../../test/helpers/browser.ts'
 import { benchDatabase, freePort, round, seedTransactions, startServer, writeReadme } from '../lib.ts'
 
 const { values } = parseArgs({
@@ -164,7 +165,7 @@ async function main() {
   const databaseUrl = database.url
   log(`database ${name}`)
   let server: Awaited<ReturnType<typeof startServer>> | undefined
-  let browser: Awaited<ReturnType<typeof chromium.launch>> | undefined
+  let browser: Browser | undefined
   try {
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`
@@ -203,17 +204,7 @@ async function main() {
       '/integration/health',
       port,
     )
-    browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    })
+    browser = await launchChromium()
     const browserVersion = browser.version()
     const context = await browser.newContext()
     const signIn = await context.newPage()

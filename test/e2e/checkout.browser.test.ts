@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { assertAccessible, launchChromium, SHOTS } from '../helpers/browser.ts'
 import {
   call,
   createTestContext,
@@ -19,18 +18,7 @@ import { providerCallbacks } from '../helpers/rows.ts'
  * The hosted payment page in a real browser (Debian's Chromium, driven by playwright-core): what a customer
  * sees and does, the accessibility check, and proof that the page talks to nothing but the service.
  */
-const CHROMIUM = '/usr/bin/chromium'
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-]
-const SHOTS = join(ROOT, 'test-artifacts', 'screenshots')
 const WIDTHS = [360, 1280] as const
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 
 describe('hosted payment page in Chromium', () => {
   let ctx: TestContext
@@ -39,11 +27,6 @@ describe('hosted payment page in Chromium', () => {
   let shop: Awaited<ReturnType<typeof startReceiver>>
 
   before(async () => {
-    assert.ok(
-      existsSync(CHROMIUM),
-      `${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`,
-    )
-    mkdirSync(SHOTS, { recursive: true })
     ctx = await createTestContext('pglite')
     await ctx.app.listen({ port: 0, host: '127.0.0.1' })
     origin = `http://127.0.0.1:${(ctx.app.server.address() as AddressInfo).port}`
@@ -52,7 +35,7 @@ describe('hosted payment page in Chromium', () => {
       headers: { 'content-type': 'text/html' },
       body: '<!doctype html><title>Back at the shop</title><h1>Back at the shop</h1>',
     }))
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
+    browser = await launchChromium()
   })
 
   after(async () => {
@@ -104,18 +87,6 @@ describe('hosted payment page in Chromium', () => {
 
   async function shoot(page: Page, name: string, width: number) {
     await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true })
-  }
-
-  /** axe-core in the page: no serious or critical violation. */
-  async function assertAccessible(page: Page) {
-    const violations = (await page.evaluate(`${axeSource}
-      ;axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-        r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length })))`)) as {
-      id: string
-      impact: string
-    }[]
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    assert.deepEqual(bad, [], `axe: ${JSON.stringify(violations)}`)
   }
 
   for (const width of WIDTHS) {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { DASHBOARD_CSP } from '../../src/modules/dashboard/routes.ts'
+import { assertAccessible, launchChromium, SHOTS } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
 import { call, createTestContext, paidTransaction, type TestContext } from '../helpers/harness.ts'
 import { freePort, ROOT } from '../helpers/program.ts'
@@ -14,18 +14,7 @@ import { freePort, ROOT } from '../helpers/program.ts'
  * axe-core on every page, keyboard use, hostile merchant text, and screenshots at 1280 and 390 px kept in
  * test-artifacts/screenshots/dashboard-*.png.
  */
-const CHROMIUM = '/usr/bin/chromium'
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-]
-const SHOTS = join(ROOT, 'test-artifacts', 'screenshots')
 const WIDTHS = [1280, 390] as const
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 const HOSTILE = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 
 describe('merchant dashboard in Chromium', () => {
@@ -37,19 +26,14 @@ describe('merchant dashboard in Chromium', () => {
 
   before(async () => {
     assert.ok(
-      existsSync(CHROMIUM),
-      `${CHROMIUM} is missing: install Debian's chromium package (.ci/run does)`,
-    )
-    assert.ok(
       existsSync(join(ROOT, 'dist/dashboard/index.html')),
       'the dashboard is not built: npm run build',
     )
-    mkdirSync(SHOTS, { recursive: true })
     const port = await freePort()
     origin = `http://127.0.0.1:${port}`
     ctx = await createTestContext('pglite', { publicBaseUrl: origin })
     await ctx.app.listen({ port, host: '127.0.0.1' })
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: FLAGS })
+    browser = await launchChromium()
   })
 
   after(async () => {
@@ -77,18 +61,6 @@ describe('merchant dashboard in Chromium', () => {
 
   async function shoot(page: Page, name: string, width: number) {
     await page.screenshot({ path: join(SHOTS, `dashboard-${name}-${width}.png`), fullPage: true })
-  }
-
-  /** axe-core in the page: no serious or critical violation. */
-  async function assertAccessible(page: Page, name: string) {
-    const violations = (await page.evaluate(`${axeSource}
-      ;axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-        r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) })))`)) as {
-      id: string
-      impact: string
-    }[]
-    const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    assert.deepEqual(bad, [], `axe on ${name}: ${JSON.stringify(bad)}`)
   }
 
   /** Each page: visible, accessible, screenshot. */
