@@ -112,7 +112,10 @@ describe('merchant dashboard in Chromium', () => {
           await page.getByRole('button', { name: 'Set password' }).click()
           await page.getByText('Your password is set').waitFor()
         } else {
-          await page.goto(`${origin}/dashboard/sign-in`)
+          // The same page on a phone (this token was used above: the page shows the form all the same).
+          await page.goto(`${origin}/dashboard/set-password?token=${invited.token}`)
+          await page.getByLabel('New password').waitFor()
+          await check(page, 'set-password', width)
         }
         await page.goto(`${origin}/dashboard/sign-in`)
         await page.getByLabel('Email').waitFor()
@@ -349,6 +352,35 @@ describe('merchant dashboard in Chromium', () => {
         }
         assert.fail(`Tab never reached "${name}"`)
       }
+      // Every control of the page's frame is on the Tab path: skip link, mode switch, sign-out, each section.
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+      const reached = new Set<string>()
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Tab')
+        reached.add(
+          await page.evaluate(() => {
+            const el = document.activeElement as HTMLElement | null
+            return (
+              el?.getAttribute('aria-label') ||
+              el?.textContent ||
+              (el as HTMLInputElement)?.value ||
+              ''
+            ).trim()
+          }),
+        )
+      }
+      for (const name of [
+        'Skip to content',
+        'test',
+        'Sign out',
+        'Home',
+        'Payments',
+        'Refunds',
+        'People',
+        'Audit log',
+        'Security',
+      ])
+        assert.ok(reached.has(name), `Tab never reached "${name}": ${[...reached].join(' | ')}`)
       await focusOn('Refund payment')
       await page.keyboard.press('Enter')
       await page.keyboard.press('Tab')
