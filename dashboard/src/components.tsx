@@ -6,10 +6,18 @@ import { money, when } from './format'
  * A table that may scroll sideways on a narrow screen: focusable, so a keyboard can scroll it too (WCAG 2.1.1),
  * and named, so a screen reader says what it is.
  */
-export function Scroll({ label, children }: { label: string; children: ReactNode }) {
+export function Scroll({
+  label,
+  children,
+  className = 'table-wrap',
+}: {
+  label: string
+  children: ReactNode
+  className?: string
+}) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard.
-    <section className="table-wrap" tabIndex={0} aria-label={label}>
+    <section className={className} tabIndex={0} aria-label={label}>
       {children}
     </section>
   )

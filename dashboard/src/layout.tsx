@@ -12,7 +12,7 @@ export function useMode(): Mode {
 function otherModePath(pathname: string, mode: Mode): string {
   const other = mode === 'test' ? 'live' : 'test'
   const rest = pathname.split('/').slice(2)
-  const section = rest[0] === 'payments' || rest[0] === 'refunds' ? [rest[0]] : rest
+  const section = rest[0] === 'payments' || rest[0] === 'payouts' ? [rest[0]] : rest
   return `/${other}/${section.join('/')}`
 }
 
@@ -24,6 +24,7 @@ export function Layout() {
   const signOut = useSignOut()
   const canManage = useCan('manage_users')
   const canAudit = useCan('read_audit_log')
+  const canDevelop = useCan('developer_tools')
   const link = (to: string, label: string, end = false) => (
     <li>
       <NavLink to={`/${mode}${to}`} end={end}>
@@ -79,6 +80,10 @@ export function Layout() {
           {link('', 'Home', true)}
           {link('/payments', 'Payments')}
           {link('/refunds', 'Refunds')}
+          {link('/balances', 'Balances')}
+          {link('/payouts', 'Payouts')}
+          {canDevelop && link('/developers/webhooks', 'Webhooks')}
+          {link('/developers/events', 'Events')}
           {canManage && link('/settings/people', 'People')}
           {canAudit && link('/settings/audit-log', 'Audit log')}
           {link('/settings/security', 'Security')}

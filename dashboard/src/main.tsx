@@ -4,12 +4,16 @@ import { createRoot } from 'react-dom/client'
 import { createBrowserRouter, Navigate, RouterProvider } from 'react-router'
 import { ApiError } from './api/client'
 import { Layout } from './layout'
+import { Balances } from './pages/Balances'
+import { Events } from './pages/Events'
 import { Payment } from './pages/Payment'
 import { Payments, paymentsQuery } from './pages/Payments'
+import { Payout, Payouts } from './pages/Payouts'
 import { Refunds } from './pages/Refunds'
 import { SetPassword } from './pages/SetPassword'
 import { AuditLog, People, Security } from './pages/Settings'
 import { SignIn } from './pages/SignIn'
+import { Webhooks } from './pages/Webhooks'
 import { meQuery, RequireSession } from './session'
 import './styles.css'
 
@@ -54,6 +58,11 @@ const router = createBrowserRouter(
         },
         { path: 'payments/:uuid', element: <Payment /> },
         { path: 'refunds', element: <Refunds /> },
+        { path: 'balances', element: <Balances /> },
+        { path: 'payouts', element: <Payouts /> },
+        { path: 'payouts/:uuid', element: <Payout /> },
+        { path: 'developers/events', element: <Events /> },
+        { path: 'developers/webhooks', element: <Webhooks /> },
         { path: 'settings/people', element: <People /> },
         { path: 'settings/audit-log', element: <AuditLog /> },
         { path: 'settings/security', element: <Security /> },

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
+import { parse } from 'csv-parse/sync'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { DASHBOARD_CSP } from '../../src/modules/dashboard/routes.ts'
 import { assertAccessible, launchChromium, SHOTS } from '../helpers/browser.ts'
@@ -395,5 +396,61 @@ describe('merchant dashboard in Chromium', () => {
     } finally {
       await context.close()
     }
+  })
+
+  it('money and developer pages: balances and their history, payouts, events; the payments CSV downloaded and parsed', async () => {
+    const tag = `csv-${Date.now().toString(36)}`
+    const first = await paidTransaction(ctx, { external_id: `${tag}-1`, description: 'Kettle, "blue"' })
+    const second = await paidTransaction(ctx, { external_id: `${tag}-2`, description: '=SUM(A1)' })
+    const owner = await activeUser(ctx, 'owner')
+    for (const width of WIDTHS) {
+      const { context, page } = await newPage(width)
+      try {
+        await signIn(page, owner)
+        await page.getByRole('link', { name: 'Balances', exact: true }).click()
+        await page.getByRole('heading', { name: 'Balance history' }).waitFor()
+        await page.locator('table[aria-label="Balance history"] tbody tr').first().waitFor()
+        // Each movement links to what caused it.
+        await page
+          .locator('table[aria-label="Balance history"] a[href$="/payments/' + second.uuid + '"]')
+          .first()
+          .waitFor()
+        await check(page, 'balances', width)
+
+        await page.getByRole('link', { name: 'Payouts', exact: true }).click()
+        await page.getByRole('heading', { name: 'Payouts', level: 1 }).waitFor()
+        await page.waitForLoadState('networkidle')
+        await check(page, 'payouts', width)
+
+        await page.getByRole('link', { name: 'Events', exact: true }).click()
+        await page.locator('table[aria-label="Events"] tbody tr').first().waitFor()
+        await page.getByRole('button', { name: `Show the payload of`, exact: false }).first().click()
+        await page.locator('.payload pre').waitFor()
+        assert.match((await page.locator('.payload pre').textContent()) ?? '', /"event_id"/)
+        await check(page, 'events', width)
+
+        if (width === WIDTHS[0]) {
+          // Export the payments a search finds, as the browser downloads it, and parse the file.
+          await page.goto(`${origin}/dashboard/test/payments?search=${tag}`)
+          await page.locator('table[aria-label="Payments"] tbody tr').nth(1).waitFor()
+          const [download] = await Promise.all([
+            page.waitForEvent('download'),
+            page.getByRole('button', { name: 'Export CSV' }).click(),
+          ])
+          assert.match(download.suggestedFilename(), /^payments-test-\d{4}-\d{2}-\d{2}\.csv$/)
+          const text = readFileSync((await download.path()) as string, 'utf8')
+          const [header = [], ...rows] = parse(text, { record_delimiter: '\r\n' }) as string[][]
+          assert.ok(header.includes('uuid') && header.includes('description'))
+          const byUuid = new Map(rows.map((row) => [row[header.indexOf('uuid')], row]))
+          assert.deepEqual([...byUuid.keys()].sort(), [first.uuid, second.uuid].sort())
+          assert.equal(byUuid.get(first.uuid)?.[header.indexOf('description')], 'Kettle, "blue"')
+          // A cell a spreadsheet would run as a formula is escaped.
+          assert.equal(byUuid.get(second.uuid)?.[header.indexOf('description')], "'=SUM(A1)")
+        }
+      } finally {
+        await context.close()
+      }
+    }
+    assert.deepEqual(cspViolations, [], 'Content Security Policy violations')
   })
 })

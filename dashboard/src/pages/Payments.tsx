@@ -1,8 +1,9 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
 import type { FormEvent } from 'react'
 import { useSearchParams } from 'react-router'
 import { api, data, type Mode } from '../api/client'
 import { ErrorNote, Pager, PaymentsTable } from '../components'
+import { downloadCsv } from '../download'
 import { useMode } from '../layout'
 
 const STATUSES = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded'] as const
@@ -32,6 +33,15 @@ export function Payments() {
   const mode = useMode()
   const [params, setParams] = useSearchParams()
   const list = useQuery({ ...paymentsQuery(mode, params), placeholderData: keepPreviousData })
+  const csv = useMutation({
+    mutationFn: () =>
+      downloadCsv(
+        mode,
+        '/integration/transactions',
+        Object.fromEntries(FILTERS.map((f) => [f, params.get(f) || undefined])),
+        'payments',
+      ),
+  })
 
   function filter(event: FormEvent<HTMLFormElement>) {
     event.preventDefault()
@@ -105,9 +115,12 @@ export function Payments() {
             <input name="date_to" type="date" defaultValue={params.get('date_to') ?? ''} />
           </label>
           <button type="submit">Apply</button>
+          <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
+            {csv.isPending ? 'Exporting…' : 'Export CSV'}
+          </button>
         </form>
       </search>
-      <ErrorNote error={list.error} />
+      <ErrorNote error={list.error ?? csv.error} />
       {list.data && (
         <>
           <PaymentsTable

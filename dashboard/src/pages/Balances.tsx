@@ -1,0 +1,193 @@
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
+import type { FormEvent } from 'react'
+import { Link, useSearchParams } from 'react-router'
+import { api, data } from '../api/client'
+import { ErrorNote, Pager, Scroll } from '../components'
+import { downloadCsv } from '../download'
+import { money, when } from '../format'
+import { useMode } from '../layout'
+
+const TYPES = [
+  'payment',
+  'settlement',
+  'refund',
+  'refund_reversal',
+  'payout_reserve',
+  'payout',
+  'payout_release',
+  'adjustment',
+]
+const FILTERS = ['type', 'currency', 'source_uuid', 'created_from', 'created_to'] as const
+
+const sourcePath: Record<string, (uuid: string) => string | null> = {
+  transaction: (uuid) => `payments/${uuid}`,
+  refund: () => null,
+  payout: (uuid) => `payouts/${uuid}`,
+}
+
+/** Balances per currency, and their history: every ledger movement (balance transactions), filtered, exportable. */
+export function Balances() {
+  const mode = useMode()
+  const [params, setParams] = useSearchParams()
+  const query: Partial<Record<(typeof FILTERS)[number], string>> = Object.fromEntries(
+    FILTERS.map((f) => [f, params.get(f) || undefined]),
+  )
+  const cursor = params.get('cursor') || undefined
+  const balances = useQuery({
+    queryKey: [mode, 'balances'],
+    queryFn: () => data(api(mode).GET('/integration/balances')),
+  })
+  const history = useQuery({
+    queryKey: [mode, 'balance-transactions', query, cursor],
+    queryFn: () =>
+      data(
+        api(mode).GET('/integration/balance-transactions', {
+          params: { query: { ...query, cursor, per_page: 25 } },
+        }),
+      ),
+    placeholderData: keepPreviousData,
+  })
+  const csv = useMutation({
+    mutationFn: () => downloadCsv(mode, '/integration/balance-transactions', query, 'balance-transactions'),
+  })
+
+  function filter(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    const next = new URLSearchParams()
+    for (const f of FILTERS) {
+      const value = String(form.get(f) ?? '').trim()
+      if (value) next.set(f, value)
+    }
+    setParams(next)
+  }
+
+  return (
+    <>
+      <h1>Balances</h1>
+      <ErrorNote error={balances.error} />
+      <Scroll label="Balances table">
+        <table aria-label="Balances">
+          <thead>
+            <tr>
+              <th scope="col">Currency</th>
+              <th scope="col" className="num">
+                Available
+              </th>
+              <th scope="col" className="num">
+                Pending
+              </th>
+              <th scope="col" className="num">
+                Reserved
+              </th>
+              <th scope="col" className="num">
+                Total
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {balances.data?.data.map((b) => (
+              <tr key={b.currency}>
+                <td>{b.currency}</td>
+                <td className="num">{money(b.available, b.currency)}</td>
+                <td className="num">{money(b.pending, b.currency)}</td>
+                <td className="num">{money(b.reserved, b.currency)}</td>
+                <td className="num">{money(b.total, b.currency)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Scroll>
+      <h2 className="spaced">Balance history</h2>
+      <search aria-label="Filter the balance history">
+        <form className="filters" onSubmit={filter} key={params.toString()}>
+          <label>
+            Type
+            <select name="type" defaultValue={params.get('type') ?? ''}>
+              <option value="">Any</option>
+              {TYPES.map((t) => (
+                <option key={t} value={t}>
+                  {t.replaceAll('_', ' ')}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Currency
+            <input name="currency" defaultValue={params.get('currency') ?? ''} size={5} />
+          </label>
+          <label>
+            Source id
+            <input name="source_uuid" defaultValue={params.get('source_uuid') ?? ''} size={20} />
+          </label>
+          <label>
+            From
+            <input name="created_from" type="date" defaultValue={params.get('created_from') ?? ''} />
+          </label>
+          <label>
+            To
+            <input name="created_to" type="date" defaultValue={params.get('created_to') ?? ''} />
+          </label>
+          <button type="submit">Apply</button>
+          <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
+            {csv.isPending ? 'Exporting…' : 'Export CSV'}
+          </button>
+        </form>
+      </search>
+      <ErrorNote error={history.error ?? csv.error} />
+      {history.data && (
+        <>
+          <Scroll label="Balance history table">
+            <table aria-label="Balance history">
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">Balance</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col">Source</th>
+                </tr>
+              </thead>
+              <tbody>
+                {history.data.data.map((row) => {
+                  const path = sourcePath[row.source.type]?.(row.source.uuid)
+                  return (
+                    <tr key={row.uuid}>
+                      <td>{when(row.created_at)}</td>
+                      <td>{row.type.replaceAll('_', ' ')}</td>
+                      <td>{row.balance}</td>
+                      <td className="num">{money(row.amount, row.currency)}</td>
+                      <td>
+                        {path ? (
+                          <Link to={`/${mode}/${path}`}>{row.source.type}</Link>
+                        ) : (
+                          <Link to={`/${mode}/refunds`}>{row.source.type}</Link>
+                        )}
+                      </td>
+                    </tr>
+                  )
+                })}
+                {history.data.data.length === 0 && (
+                  <tr>
+                    <td colSpan={5}>No movement matches.</td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </Scroll>
+          <Pager
+            prev={history.data.meta.prev_cursor}
+            next={history.data.meta.next_cursor}
+            hrefFor={(c) => {
+              const next = new URLSearchParams(params)
+              next.set('cursor', c)
+              return `?${next}`
+            }}
+          />
+        </>
+      )}
+    </>
+  )
+}

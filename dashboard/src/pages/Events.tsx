@@ -1,0 +1,94 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { useState } from 'react'
+import { useSearchParams } from 'react-router'
+import { type ApiEvent, api, data } from '../api/client'
+import { ErrorNote, Pager, Scroll, Status } from '../components'
+import { when } from '../format'
+import { useMode } from '../layout'
+
+/** The object an event is about: its transaction or payout. */
+const objectOf = (event: ApiEvent) =>
+  'transaction' in event
+    ? { kind: 'payment', uuid: event.transaction.uuid }
+    : { kind: 'payout', uuid: event.payout.uuid }
+
+/** Developers → Events: every event of the mode, newest first, each with the payload a webhook carries. */
+export function Events() {
+  const mode = useMode()
+  const [params] = useSearchParams()
+  const cursor = params.get('cursor') || undefined
+  const [open, setOpen] = useState<string | null>(null)
+  const events = useQuery({
+    queryKey: [mode, 'events', cursor],
+    queryFn: () =>
+      data(api(mode).GET('/integration/events', { params: { query: { cursor, per_page: 25 } } })),
+    placeholderData: keepPreviousData,
+  })
+  const payloadOf = (id: string) => events.data?.data.find((e) => e.event_id === id)
+  return (
+    <>
+      <h1>Events</h1>
+      <ErrorNote error={events.error} />
+      {events.data && (
+        <>
+          <Scroll label="Events table">
+            <table aria-label="Events">
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Object</th>
+                  <th scope="col">Version</th>
+                  <th scope="col">Webhook</th>
+                  <th scope="col">Payload</th>
+                </tr>
+              </thead>
+              <tbody>
+                {events.data.data.map((event) => {
+                  const object = objectOf(event)
+                  return (
+                    <tr key={event.event_id}>
+                      <td>{when(event.occurred_at)}</td>
+                      <td>{event.event}</td>
+                      <td className="mono nowrap">
+                        {object.kind} {object.uuid}
+                      </td>
+                      <td>{event.aggregate_version}</td>
+                      <td>
+                        <Status status={event.webhook_status} />
+                      </td>
+                      <td>
+                        <button
+                          type="button"
+                          className="link-button"
+                          aria-expanded={open === event.event_id}
+                          onClick={() => setOpen(open === event.event_id ? null : event.event_id)}
+                        >
+                          {open === event.event_id ? 'Hide' : 'Show'}
+                          <span className="visually-hidden"> the payload of {event.event_id}</span>
+                        </button>
+                      </td>
+                    </tr>
+                  )
+                })}
+              </tbody>
+            </table>
+          </Scroll>
+          {open && (
+            <section className="card" aria-label="Event payload">
+              <h2>Payload of event {open}</h2>
+              <Scroll label="The payload, scrollable" className="payload">
+                <pre>{JSON.stringify(payloadOf(open), null, 2)}</pre>
+              </Scroll>
+            </section>
+          )}
+          <Pager
+            prev={events.data.meta.prev_cursor}
+            next={events.data.meta.next_cursor}
+            hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
+          />
+        </>
+      )}
+    </>
+  )
+}

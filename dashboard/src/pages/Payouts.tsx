@@ -1,0 +1,161 @@
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { Link, useParams, useSearchParams } from 'react-router'
+import { api, data } from '../api/client'
+import { ErrorNote, Pager, Scroll, Status } from '../components'
+import { money, when } from '../format'
+import { useMode } from '../layout'
+
+/** A payout's destination, masked: the end of a wallet address or a card number, never all of it. */
+function destinationOf(payout: {
+  method: string
+  destination: Record<string, string>
+  wallet: { address: string; type: string } | null
+}) {
+  const mask = (text: string) => (text.length > 8 ? `…${text.slice(-4)}` : text)
+  if (payout.wallet) return `${payout.wallet.type} wallet ${mask(payout.wallet.address)}`
+  const values = Object.values(payout.destination)
+  return `${payout.method.replaceAll('_', ' ')} ${values.map(mask).join(' ')}`
+}
+
+export function Payouts() {
+  const mode = useMode()
+  const [params] = useSearchParams()
+  const cursor = params.get('cursor') || undefined
+  const list = useQuery({
+    queryKey: [mode, 'payouts', cursor],
+    queryFn: () =>
+      data(api(mode).GET('/integration/payouts', { params: { query: { cursor, per_page: 25 } } })),
+    placeholderData: keepPreviousData,
+  })
+  return (
+    <>
+      <h1>Payouts</h1>
+      <ErrorNote error={list.error} />
+      {list.data && (
+        <>
+          <Scroll label="Payouts table">
+            <table aria-label="Payouts">
+              <thead>
+                <tr>
+                  <th scope="col">Created</th>
+                  <th scope="col">External id</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Destination</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.data.map((p) => (
+                  <tr key={p.uuid}>
+                    <td>{when(p.created_at)}</td>
+                    <td>
+                      <Link to={`/${mode}/payouts/${p.uuid}`}>{p.external_id}</Link>
+                    </td>
+                    <td className="num">{money(p.amount, p.currency)}</td>
+                    <td>
+                      <Status status={p.status} />
+                    </td>
+                    <td>{destinationOf(p)}</td>
+                  </tr>
+                ))}
+                {list.data.data.length === 0 && (
+                  <tr>
+                    <td colSpan={5}>No payouts yet.</td>
+                  </tr>
+                )}
+              </tbody>
+            </table>
+          </Scroll>
+          <Pager
+            prev={list.data.meta.prev_cursor}
+            next={list.data.meta.next_cursor}
+            hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
+          />
+        </>
+      )}
+    </>
+  )
+}
+
+export function Payout() {
+  const mode = useMode()
+  const { uuid = '' } = useParams()
+  const payout = useQuery({
+    queryKey: [mode, 'payout', uuid],
+    queryFn: () => data(api(mode).GET('/integration/payouts/{uuid}', { params: { path: { uuid } } })),
+  })
+  const events = useQuery({
+    queryKey: [mode, 'events', 'of', uuid],
+    queryFn: () =>
+      data(api(mode).GET('/integration/events', { params: { query: { object_uuid: uuid, per_page: 100 } } })),
+    enabled: payout.isSuccess,
+  })
+  if (payout.error) return <ErrorNote error={payout.error} />
+  if (!payout.data) return <p className="loading">Loading…</p>
+  const p = payout.data
+  return (
+    <>
+      <p className="crumbs">
+        <Link to={`/${mode}/payouts`}>Payouts</Link> / {p.external_id}
+      </p>
+      <h1>
+        Payout {money(p.amount, p.currency)} <Status status={p.status} />
+      </h1>
+      <div className="grid-2">
+        <section className="card" aria-labelledby="payout-details">
+          <h2 id="payout-details">Details</h2>
+          <dl className="pairs">
+            <dt>Payout id</dt>
+            <dd className="mono">{p.uuid}</dd>
+            <dt>Destination</dt>
+            <dd>{destinationOf(p)}</dd>
+            <dt>Created</dt>
+            <dd>{when(p.created_at)}</dd>
+            <dt>Completed</dt>
+            <dd>{when(p.completed_at)}</dd>
+            {p.failure_reason && (
+              <>
+                <dt>Failure</dt>
+                <dd>{p.failure_reason}</dd>
+              </>
+            )}
+          </dl>
+        </section>
+        <section className="card" aria-labelledby="payout-money">
+          <h2 id="payout-money">Money and FX</h2>
+          <dl className="pairs">
+            <dt>Amount</dt>
+            <dd>{money(p.amount, p.currency)}</dd>
+            <dt>In USDT</dt>
+            <dd>{money(p.payout_usdt_amount_micro, 'USDT')}</dd>
+            {Object.entries(p.fx).map(([k, v]) => (
+              <div className="pair" key={k}>
+                <dt>{k.replaceAll('_', ' ')}</dt>
+                <dd>{v}</dd>
+              </div>
+            ))}
+          </dl>
+        </section>
+      </div>
+      <section className="card" aria-labelledby="payout-timeline">
+        <h2 id="payout-timeline">Timeline</h2>
+        <ErrorNote error={events.error} />
+        <ol className="timeline">
+          <li>
+            <strong>created</strong> · version 1 · {when(p.created_at)}
+          </li>
+          {[...(events.data?.data ?? [])]
+            .sort((a, b) => a.aggregate_version - b.aggregate_version)
+            .map((e) => (
+              <li key={e.event_id}>
+                <strong>{e.event.replace(/^payout\./, '')}</strong> · version {e.aggregate_version} ·{' '}
+                {when(e.occurred_at)} · webhook {e.webhook_status}
+              </li>
+            ))}
+        </ol>
+      </section>
+    </>
+  )
+}
