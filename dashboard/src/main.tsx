@@ -6,6 +6,7 @@ import { ApiError } from './api/client'
 import { Layout } from './layout'
 import { Balances } from './pages/Balances'
 import { Events } from './pages/Events'
+import { NewPayout } from './pages/NewPayout'
 import { Payment } from './pages/Payment'
 import { Payments, paymentsQuery } from './pages/Payments'
 import { Payout, Payouts } from './pages/Payouts'
@@ -60,6 +61,7 @@ const router = createBrowserRouter(
         { path: 'refunds', element: <Refunds /> },
         { path: 'balances', element: <Balances /> },
         { path: 'payouts', element: <Payouts /> },
+        { path: 'payouts/new', element: <NewPayout /> },
         { path: 'payouts/:uuid', element: <Payout /> },
         { path: 'developers/events', element: <Events /> },
         { path: 'developers/webhooks', element: <Webhooks /> },

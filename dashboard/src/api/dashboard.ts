@@ -12,6 +12,7 @@ export type Permission =
   | 'refund'
   | 'manage_users'
   | 'manage_security'
+  | 'payout'
   | 'read_audit_log'
   | 'developer_tools'
 

@@ -4,6 +4,7 @@ import { api, data } from '../api/client'
 import { ErrorNote, Pager, Scroll, Status } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
+import { useCan } from '../session'
 
 /** A payout's destination, masked: the end of a wallet address or a card number, never all of it. */
 function destinationOf(payout: {
@@ -19,6 +20,7 @@ function destinationOf(payout: {
 
 export function Payouts() {
   const mode = useMode()
+  const canPayout = useCan('payout')
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const list = useQuery({
@@ -30,6 +32,13 @@ export function Payouts() {
   return (
     <>
       <h1>Payouts</h1>
+      {canPayout && (
+        <p>
+          <Link className="button" to={`/${mode}/payouts/new`}>
+            New payout
+          </Link>
+        </p>
+      )}
       <ErrorNote error={list.error} />
       {list.data && (
         <>
