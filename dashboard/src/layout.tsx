@@ -83,6 +83,7 @@ export function Layout() {
           {link('/balances', 'Balances')}
           {link('/payouts', 'Payouts')}
           {canDevelop && link('/developers/webhooks', 'Webhooks')}
+          {canDevelop && link('/developers/api-keys', 'API keys')}
           {link('/developers/events', 'Events')}
           {canManage && link('/settings/people', 'People')}
           {canAudit && link('/settings/audit-log', 'Audit log')}

@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client'
 import { createBrowserRouter, Navigate, RouterProvider } from 'react-router'
 import { ApiError } from './api/client'
 import { Layout } from './layout'
+import { ApiKeys } from './pages/ApiKeys'
 import { Balances } from './pages/Balances'
 import { Events } from './pages/Events'
 import { NewPayout } from './pages/NewPayout'
@@ -65,6 +66,7 @@ const router = createBrowserRouter(
         { path: 'payouts/:uuid', element: <Payout /> },
         { path: 'developers/events', element: <Events /> },
         { path: 'developers/webhooks', element: <Webhooks /> },
+        { path: 'developers/api-keys', element: <ApiKeys /> },
         { path: 'settings/people', element: <People /> },
         { path: 'settings/audit-log', element: <AuditLog /> },
         { path: 'settings/security', element: <Security /> },

@@ -87,3 +87,12 @@ export async function dashboardApi<T>(
   if (!response.ok) throw new ApiError(response.status, json as ApiErrorBody | null)
   return json as T
 }
+
+export interface ApiKey {
+  key_id: string
+  mode: Mode
+  created_at: string
+  revoked_at: string | null
+  last_used_at: string | null
+  secret_last4: string
+}

@@ -1,0 +1,152 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
+import { type ApiKey, dashboardApi } from '../api/dashboard'
+import { ErrorNote, Scroll } from '../components'
+import { when } from '../format'
+import { useMode } from '../layout'
+
+const SIGNING_EXAMPLE = `// Node.js 20: sign a request for X-Signature (docs/API.md, "Signing")
+import { createHmac } from 'node:crypto'
+
+const keyId = process.env.MG_KEY_ID      // mk_test_…
+const secret = process.env.MG_SECRET     // sk_test_…
+const t = Math.floor(Date.now() / 1000)
+const body = JSON.stringify({ transaction_uuid: '…', amount_minor: 1000 })
+const idempotencyKey = crypto.randomUUID()
+const v1 = createHmac('sha256', secret)
+  .update(\`\${t}.POST./integration/refunds.\${idempotencyKey}.\${body}\`)
+  .digest('hex')
+
+await fetch('https://gateway.example/integration/refunds', {
+  method: 'POST',
+  headers: {
+    'content-type': 'application/json',
+    'idempotency-key': idempotencyKey,
+    'x-signature': \`key_id=\${keyId},t=\${t},v1=\${v1}\`,
+  },
+  body,
+})`
+
+/** Developers → API keys: the merchant's keys, a new key (its secret shown once), revoking one. */
+export function ApiKeys() {
+  const mode = useMode()
+  const queryClient = useQueryClient()
+  const [created, setCreated] = useState<{ key_id: string; secret: string } | null>(null)
+  const [copied, setCopied] = useState(false)
+  const keys = useQuery({
+    queryKey: ['keys'],
+    queryFn: () => dashboardApi<{ data: ApiKey[] }>('GET', '/keys'),
+  })
+  const create = useMutation({
+    mutationFn: () => dashboardApi<{ key_id: string; secret: string }>('POST', '/keys', { mode }),
+    onSuccess: (key) => {
+      setCreated(key)
+      setCopied(false)
+      queryClient.invalidateQueries({ queryKey: ['keys'] })
+    },
+  })
+  const revoke = useMutation({
+    mutationFn: (keyId: string) => dashboardApi('DELETE', `/keys/${encodeURIComponent(keyId)}`),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
+  })
+  return (
+    <>
+      <h1>API keys</h1>
+      <section className="card" aria-labelledby="new-key-title">
+        <h2 id="new-key-title">New {mode} key</h2>
+        <button type="button" onClick={() => create.mutate()} disabled={create.isPending}>
+          Create a {mode} key
+        </button>
+        <ErrorNote error={create.error} />
+        {created && (
+          <div role="status" className="ok">
+            <p>
+              Key <span className="mono">{created.key_id}</span>. Its secret, shown only now: keep it in your
+              secrets store.
+            </p>
+            <input
+              className="mono wide"
+              readOnly
+              value={created.secret}
+              aria-label="New key's secret"
+              onFocus={(e) => e.currentTarget.select()}
+            />
+            <button
+              type="button"
+              className="secondary"
+              onClick={async () => {
+                await navigator.clipboard.writeText(created.secret)
+                setCopied(true)
+              }}
+            >
+              {copied ? 'Copied' : 'Copy the secret'}
+            </button>
+          </div>
+        )}
+      </section>
+      <ErrorNote error={keys.error ?? revoke.error} />
+      <Scroll label="API keys table">
+        <table aria-label="API keys">
+          <thead>
+            <tr>
+              <th scope="col">Key id</th>
+              <th scope="col">Mode</th>
+              <th scope="col">Secret ends</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Status</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.data?.data.map((k) => (
+              <tr key={k.key_id}>
+                <td className="mono nowrap">{k.key_id}</td>
+                <td>{k.mode}</td>
+                <td className="mono">…{k.secret_last4}</td>
+                <td>{when(k.created_at)}</td>
+                <td>{k.last_used_at ? when(k.last_used_at) : 'never'}</td>
+                <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
+                <td>
+                  {!k.revoked_at && (
+                    <button
+                      type="button"
+                      className="secondary"
+                      aria-label={`Revoke ${k.key_id}`}
+                      onClick={() => {
+                        if (window.confirm(`Revoke ${k.key_id}? Requests with it fail from now on.`))
+                          revoke.mutate(k.key_id)
+                      }}
+                    >
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Scroll>
+      <section className="card spaced" aria-labelledby="signing-title">
+        <h2 id="signing-title">Signing requests</h2>
+        <p>
+          Reads need only <span className="mono">X-Api-Key</span>. Operations that move money (refunds,
+          payouts) must be signed with <span className="mono">X-Signature</span>: an HMAC-SHA256 with the
+          key's secret of the time, the method, the path, the Idempotency-Key and the body.
+        </p>
+        <Scroll label="Signing example, scrollable" className="payload">
+          <pre>{SIGNING_EXAMPLE}</pre>
+        </Scroll>
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => navigator.clipboard.writeText(SIGNING_EXAMPLE)}
+        >
+          Copy the example
+        </button>
+      </section>
+    </>
+  )
+}
