@@ -165,6 +165,7 @@ export const REDACTED_PATHS = [
   'req.headers["x-signature"]',
   'req.headers.authorization',
   'req.headers.cookie',
+  'req.headers["x-dashboard-totp"]',
   'res.headers["set-cookie"]',
 ]
 
