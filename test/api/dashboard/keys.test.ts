@@ -19,12 +19,8 @@ class KeyUseFault implements KyselyPlugin {
   armed = false
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
     const { node } = args
-    if (
-      this.armed &&
-      node.kind === 'UpdateQueryNode' &&
-      TableNode.is(node.table) &&
-      node.table.table.identifier.name === 'api_keys'
-    )
+    const table = node.kind === 'UpdateQueryNode' ? node.table : undefined
+    if (this.armed && table && TableNode.is(table) && table.table.identifier.name === 'api_keys')
       throw new Error('Connection terminated unexpectedly (injected)')
     return node
   }
