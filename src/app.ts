@@ -23,6 +23,7 @@ import { httpDuration } from './lib/metrics.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
 import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
 import { dashboardAccess, registerDashboardAnswers } from './modules/dashboard/access.ts'
+import { dashboardKeyRoutes } from './modules/dashboard/keys.ts'
 import { dashboardPages } from './modules/dashboard/routes.ts'
 import { healthRoutes } from './modules/health/routes.ts'
 import { balanceRoutes } from './modules/ledger/routes.ts'
@@ -165,6 +166,7 @@ export const REDACTED_PATHS = [
   'req.headers["x-signature"]',
   'req.headers.authorization',
   'req.headers.cookie',
+  'req.headers["x-dashboard-totp"]',
   'res.headers["set-cookie"]',
 ]
 
@@ -248,6 +250,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     users: services.users,
     publicBaseUrl: config.publicBaseUrl,
     sessionAbsoluteSeconds: config.dashboard.sessionAbsoluteSeconds,
+  })
+  await app.register(dashboardKeyRoutes, {
+    users: services.users,
+    merchants: services.merchants,
+    publicBaseUrl: config.publicBaseUrl,
   })
 
   // An API key, or the session of a dashboard page (which calls the same operations).

@@ -232,7 +232,11 @@ keys
     withDatabase(async (handle, config) => {
       const key = await createServices(handle.db, config).merchants.createKey(opts.merchant, opts.mode)
       if (!key) throw new UserError(`no merchant ${opts.merchant}`)
-      out(opts.json ? JSON.stringify(key) : `key ${key.key_id}  secret: ${key.secret}  (shown only now)`)
+      out(
+        opts.json
+          ? JSON.stringify({ key_id: key.key_id, secret: key.secret })
+          : `key ${key.key_id}  secret: ${key.secret}  (shown only now)`,
+      )
     }),
   )
 keys

@@ -14,6 +14,7 @@ import * as balanceTransactions from './migrations/0008_balance_transactions.ts'
 import * as refundList from './migrations/0009_refund_list.ts'
 import * as dashboardUsers from './migrations/0010_dashboard_users.ts'
 import * as dashboardTotp from './migrations/0011_dashboard_totp.ts'
+import * as apiKeyLastUsed from './migrations/0012_api_key_last_used.ts'
 import { preparingPool } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -255,6 +256,7 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0009_refund_list': refundList,
         '0010_dashboard_users': dashboardUsers,
         '0011_dashboard_totp': dashboardTotp,
+        '0012_api_key_last_used': apiKeyLastUsed,
       }),
     },
   })

@@ -49,6 +49,8 @@ export interface ApiKeysTable {
   secret_last4: string
   created_at: Timestamp
   revoked_at: Timestamp | null
+  /** When the key last authenticated a request (written at most once a minute per key and process). */
+  last_used_at: Timestamp | null
 }
 
 export interface MerchantFeesTable {

@@ -27,6 +27,11 @@ export interface KeyLookup {
   byApiKey(secret: string): Promise<KnownKey | null>
   /** The key for an `X-Signature` key_id; null when unknown. */
   byKeyId(keyId: string): Promise<KnownKey | null>
+  /**
+   * A key authenticated a request: the write of its `last_used_at` (not awaited by the request), or null when
+   * none is due.
+   */
+  keyUsed?(keyId: string): Promise<unknown> | null
 }
 
 /**
@@ -148,7 +153,7 @@ async function authenticate(
       )
     const found = await merchants.byApiKey(apiKey)
     if (!found || found.revoked) throw new AppError('unauthorized', 'The API key is unknown or revoked.')
-    return found.auth
+    return used(merchants, request, found.auth)
   }
 
   const parsed = parseSignatureHeader(signatureHeader)
@@ -185,7 +190,24 @@ async function authenticate(
       'signature_invalid',
       'The signature does not match the request. See docs/API.md for the string to sign.',
     )
-  return found.auth
+  return used(merchants, request, found.auth)
+}
+
+/**
+ * Notes the key's use (its `last_used_at`) without waiting for the write: a failed write is logged and never
+ * fails the request.
+ */
+function used(merchants: KeyLookup, request: FastifyRequest, auth: AuthContext): AuthContext {
+  try {
+    merchants
+      .keyUsed?.(auth.keyId)
+      ?.catch((err: unknown) =>
+        request.log.warn({ err, key_id: auth.keyId }, 'could not record the API key’s last use'),
+      )
+  } catch (err) {
+    request.log.warn({ err, key_id: auth.keyId }, 'could not record the API key’s last use')
+  }
+  return auth
 }
 
 /**

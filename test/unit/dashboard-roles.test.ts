@@ -6,6 +6,7 @@ import { can, mayManageRole, PERMISSIONS, ROLE_PERMISSIONS } from '../../src/mod
 const NONE = {
   read: false,
   refund: false,
+  payout: false,
   manage_users: false,
   read_audit_log: false,
   developer_tools: false,
@@ -18,6 +19,7 @@ const EXPECTED: Record<string, Record<string, boolean>> = {
     ...NONE,
     read: true,
     refund: true,
+    payout: true,
     manage_users: true,
     read_audit_log: true,
     developer_tools: true,
@@ -27,6 +29,7 @@ const EXPECTED: Record<string, Record<string, boolean>> = {
     ...NONE,
     read: true,
     refund: true,
+    payout: true,
     manage_users: true,
     read_audit_log: true,
     developer_tools: true,
@@ -49,6 +52,10 @@ describe('dashboard roles', () => {
     assert.deepEqual(ROLE_PERMISSIONS.viewer, ['read'])
     assert.deepEqual(
       USER_ROLES.filter((role) => can(role, 'manage_users')),
+      ['owner', 'admin'],
+    )
+    assert.deepEqual(
+      USER_ROLES.filter((role) => can(role, 'payout')),
       ['owner', 'admin'],
     )
   })

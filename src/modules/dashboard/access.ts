@@ -31,16 +31,51 @@ export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
   getEvent: 'read',
   listPayouts: 'read',
   getPayout: 'read',
+  quotePayout: 'payout',
+  createPayout: 'payout',
   listWebhookDeliveries: 'read',
   getWebhookDelivery: 'read',
+  // The webhook configuration carries its signing secret: reading it is a developer tool too.
+  getWebhookConfig: 'developer_tools',
+  updateWebhookConfig: 'developer_tools',
+  rotateWebhookSecret: 'developer_tools',
+  sendTestWebhook: 'developer_tools',
+  redeliverWebhook: 'developer_tools',
+  // The sandbox's simulated provider callbacks: test mode only (TEST_MODE_OPERATIONS).
+  simulateTransactionPaid: 'developer_tools',
+  simulateTransactionFailed: 'developer_tools',
+  simulateTransactionExpired: 'developer_tools',
+  simulateTransactionFailedThenPaid: 'developer_tools',
+  simulatePayoutCompleted: 'developer_tools',
+  simulatePayoutFailed: 'developer_tools',
   // The dashboard's own figures (modules/dashboard/routes.ts).
   dashboardStats: 'read',
 }
+
+/**
+ * The operations a dashboard session may call in test mode only: the sandbox's simulations. (The API lets a
+ * live key simulate outside production; a page in live mode never does, whatever the deployment.)
+ */
+export const TEST_MODE_OPERATIONS: ReadonlySet<string> = new Set(
+  Object.keys(DASHBOARD_OPERATIONS).filter((operation) => operation.startsWith('simulate')),
+)
+
+/**
+ * The operations that, when the merchant requires a second factor, also need a current code of the user's
+ * authenticator app in `X-Dashboard-Totp` (a step-up: a stolen session alone cannot move money out). The code is
+ * used up like a sign-in code.
+ */
+export const STEP_UP_OPERATIONS: ReadonlySet<string> = new Set(['createPayout'])
+
+/** The header a page sends the step-up code in. */
+export const STEP_UP_HEADER = 'x-dashboard-totp'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The dashboard session a request of the merchant API runs in, when a dashboard page made it. */
     dashboardSession?: DashboardSession
+    /** The operation was confirmed with a second-factor code (STEP_UP_OPERATIONS), for the audit log. */
+    dashboardStepUp?: boolean
   }
 }
 
@@ -94,11 +129,35 @@ export function dashboardAccess(deps: {
           )
       }
       const permission = operationId ? DASHBOARD_OPERATIONS[operationId] : undefined
-      if (!permission) throw new AppError('forbidden', 'This operation is not available in the dashboard.')
+      if (!operationId || !permission)
+        throw new AppError('forbidden', 'This operation is not available in the dashboard.')
       if (!can(session.user.role, permission))
         throw new AppError('forbidden', `Your role (${session.user.role}) may not do this.`, { permission })
+      if (mode !== 'test' && TEST_MODE_OPERATIONS.has(operationId))
+        throw new AppError(
+          'forbidden',
+          'The sandbox works in test mode only: switch the dashboard to test.',
+          {
+            mode_required: 'test',
+          },
+        )
       const merchant = await deps.merchants.getMerchant(session.user.merchant_uuid)
       if (!merchant) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
+      // Last, once everything else holds: a code is used up by this check, so it is not spent on a refusal.
+      if (STEP_UP_OPERATIONS.has(operationId) && merchant.dashboard_require_totp) {
+        const code = request.headers[STEP_UP_HEADER]
+        await deps.users.verifyStepUp(
+          {
+            userUuid: session.user.uuid,
+            merchantUuid: session.user.merchant_uuid,
+            email: session.user.email,
+            from: from(request),
+          },
+          typeof code === 'string' ? code : undefined,
+          operationId,
+        )
+        request.dashboardStepUp = true
+      }
       request.dashboardSession = session
       return { keyId: `dashboard:${session.user.uuid}`, mode, merchant }
     },
@@ -137,6 +196,7 @@ export function registerDashboardAnswers(app: FastifyInstance, db: Db): void {
       mode: request.auth?.mode ?? null,
       details: {
         operation: (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId,
+        ...(request.dashboardStepUp && { totp_step_up: true }),
       },
       at: new Date(),
     })

@@ -76,6 +76,38 @@ export const revokeKey = (db: Executor, keyId: string, at: Date) =>
     .returning(['key_id', 'merchant_uuid', 'revoked_at'])
     .executeTakeFirst()
 
+/** A merchant's keys, both modes, newest first: what may be shown (never the secret, its hash or seal). */
+export const listKeys = (db: Executor, merchantUuid: string) =>
+  db
+    .selectFrom('api_keys')
+    .select(['key_id', 'mode', 'created_at', 'revoked_at', 'last_used_at', 'secret_last4'])
+    .where('merchant_uuid', '=', merchantUuid)
+    .orderBy('created_at', 'desc')
+    .orderBy('key_id', 'desc')
+    .execute()
+
+/** Revokes a key of the merchant's that is not revoked yet; undefined when there is none such. */
+export const revokeMerchantKey = (db: Executor, merchantUuid: string, keyId: string, at: Date) =>
+  db
+    .updateTable('api_keys')
+    .set({ revoked_at: at })
+    .where('key_id', '=', keyId)
+    .where('merchant_uuid', '=', merchantUuid)
+    .where('revoked_at', 'is', null)
+    .returning(['key_id', 'mode', 'revoked_at'])
+    .executeTakeFirst()
+
+export const findMerchantKey = (db: Executor, merchantUuid: string, keyId: string) =>
+  db
+    .selectFrom('api_keys')
+    .select(['key_id', 'mode', 'revoked_at'])
+    .where('key_id', '=', keyId)
+    .where('merchant_uuid', '=', merchantUuid)
+    .executeTakeFirst()
+
+export const touchKey = (db: Executor, keyId: string, at: Date) =>
+  db.updateTable('api_keys').set({ last_used_at: at }).where('key_id', '=', keyId).execute()
+
 export const findFee = (db: Executor, merchantUuid: string, paymentMethod: string) =>
   db
     .selectFrom('merchant_fees')

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache'
 import type { Config } from '../../config.ts'
-import type { Db, Executor } from '../../db/index.ts'
+import type { Db, Executor, Trx } from '../../db/index.ts'
 import type { Mode } from '../../db/types.ts'
 import type { KnownKey } from '../../http/auth.ts'
 import { decryptSecret, encryptSecret, sha256Hex } from '../../lib/crypto.ts'
@@ -13,6 +13,18 @@ export interface ApiKeyCredentials {
   secret: string
 }
 
+/** A key just made: its credentials (the secret, shown once), its mode and when. */
+export interface NewApiKey extends ApiKeyCredentials {
+  mode: Mode
+  created_at: Date
+}
+
+/** Work to do in the transaction that changes a key (the dashboard's audit row, say). */
+export type AlsoInTransaction<T> = (trx: Trx, key: T) => Promise<unknown>
+
+/** How often at most a process writes a key's `last_used_at`. */
+export const KEY_USE_WRITE_INTERVAL_MS = 60_000
+
 export type MerchantService = ReturnType<typeof createMerchantService>
 
 type Fee = { fee_bps: number; merchant_fee_share_bps: number }
@@ -23,6 +35,8 @@ export interface MerchantDeps {
   config: Config
   keys: LRUCache<string, KnownKey>
   fees: LRUCache<string, Fee>
+  /** Keys whose `last_used_at` this process wrote within the last KEY_USE_WRITE_INTERVAL_MS. */
+  used: LRUCache<string, true>
 }
 
 export function createMerchantService(input: { db: Db; config: Config }) {
@@ -33,6 +47,7 @@ export function createMerchantService(input: { db: Db; config: Config }) {
     // A short-lived cache saves a database round trip per request; revocation is seen within its TTL.
     keys: new LRUCache<string, KnownKey>({ max: 10_000, ttl: config.keyCacheTtlMs }),
     fees: new LRUCache<string, Fee>({ max: 10_000, ttl: config.keyCacheTtlMs }),
+    used: new LRUCache<string, true>({ max: 10_000, ttl: KEY_USE_WRITE_INTERVAL_MS }),
   }
   return {
     byApiKey: (secret: string) => findKeyBySecret(deps, secret),
@@ -42,8 +57,13 @@ export function createMerchantService(input: { db: Db; config: Config }) {
     updateMerchant: (uuid: string, changes: MerchantChanges) => updateMerchant(deps, uuid, changes),
     getMerchant: (uuid: string, executor: Executor = db) => repo.findMerchant(executor, uuid),
     listMerchants: () => repo.listMerchants(db),
-    createKey: (merchantUuid: string, mode: Mode) => createKeyForMerchant(deps, merchantUuid, mode),
+    createKey: (merchantUuid: string, mode: Mode, also?: AlsoInTransaction<NewApiKey>) =>
+      createKeyForMerchant(deps, merchantUuid, mode, also),
     revokeKey: (keyId: string) => revokeKey(deps, keyId),
+    listKeys: (merchantUuid: string) => repo.listKeys(db, merchantUuid),
+    revokeMerchantKey: (merchantUuid: string, keyId: string, also?: AlsoInTransaction<RevokedKey>) =>
+      revokeMerchantKey(deps, merchantUuid, keyId, also),
+    keyUsed: (keyId: string) => keyUsed(deps, keyId),
     fee: (merchantUuid: string, paymentMethod: string) => merchantFee(deps, merchantUuid, paymentMethod),
     setFee: (merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) =>
       setMerchantFee(deps, merchantUuid, paymentMethod, feeBps, shareBps),
@@ -83,13 +103,14 @@ export const findKeyById = (deps: MerchantDeps, keyId: string) =>
   lookup(deps, `i:${keyId}`, () => repo.findKeyByKeyId(deps.db, keyId))
 
 async function createKey(
-  deps: Pick<MerchantDeps, 'db' | 'config'>,
+  deps: Pick<MerchantDeps, 'config'>,
+  db: Executor,
   merchantUuid: string,
   mode: Mode,
-): Promise<ApiKeyCredentials> {
+): Promise<NewApiKey> {
   const secret = `sk_${mode}_${randomBase62(SECRET_LENGTH)}`
   const keyId = `mk_${mode}_${randomBase62(24)}`
-  await repo.insertKey(deps.db, {
+  const row = await repo.insertKey(db, {
     uuid: newId(),
     merchant_uuid: merchantUuid,
     key_id: keyId,
@@ -99,7 +120,7 @@ async function createKey(
     secret_last4: secret.slice(-4),
     created_at: new Date(),
   })
-  return { key_id: keyId, secret }
+  return { key_id: keyId, secret, mode, created_at: row.created_at }
 }
 
 export async function createMerchant(
@@ -120,8 +141,9 @@ export async function createMerchant(
     created_at: now,
     updated_at: now,
   })
-  const test = await createKey(deps, merchant.uuid, 'test')
-  const live = await createKey(deps, merchant.uuid, 'live')
+  const credentials = ({ key_id, secret }: NewApiKey): ApiKeyCredentials => ({ key_id, secret })
+  const test = credentials(await createKey(deps, deps.db, merchant.uuid, 'test'))
+  const live = credentials(await createKey(deps, deps.db, merchant.uuid, 'live'))
   return { merchant, keys: { test, live } }
 }
 
@@ -154,14 +176,62 @@ export async function updateMerchant(deps: MerchantDeps, uuid: string, changes: 
   return updated ?? null
 }
 
-/** A new key of `mode` for the merchant; null when there is no such merchant. */
+/**
+ * A new key of `mode` for the merchant; null when there is no such merchant. `also` runs in the transaction that
+ * makes it (the dashboard's audit row).
+ */
 export async function createKeyForMerchant(
   deps: Pick<MerchantDeps, 'db' | 'config'>,
   merchantUuid: string,
   mode: Mode,
-): Promise<ApiKeyCredentials | null> {
+  also?: AlsoInTransaction<NewApiKey>,
+): Promise<NewApiKey | null> {
   if (!(await repo.findMerchant(deps.db, merchantUuid))) return null
-  return createKey(deps, merchantUuid, mode)
+  return deps.db.transaction().execute(async (trx) => {
+    const key = await createKey(deps, trx, merchantUuid, mode)
+    await also?.(trx, key)
+    return key
+  })
+}
+
+export interface RevokedKey {
+  key_id: string
+  mode: Mode
+  revoked_at: Date
+}
+
+/**
+ * Revokes one of the merchant's keys, `also` in the same transaction: `not_found` when the merchant has no such
+ * key (another merchant's is not theirs to know of), `already_revoked` when it was revoked before. This
+ * process stops trusting it at once; others within the key cache's TTL.
+ */
+export async function revokeMerchantKey(
+  deps: MerchantDeps,
+  merchantUuid: string,
+  keyId: string,
+  also?: AlsoInTransaction<RevokedKey>,
+): Promise<RevokedKey | 'not_found' | 'already_revoked'> {
+  const result = await deps.db.transaction().execute(async (trx) => {
+    const revoked = await repo.revokeMerchantKey(trx, merchantUuid, keyId, new Date())
+    if (!revoked)
+      return (await repo.findMerchantKey(trx, merchantUuid, keyId)) ? 'already_revoked' : 'not_found'
+    const key = { key_id: revoked.key_id, mode: revoked.mode, revoked_at: revoked.revoked_at as Date }
+    await also?.(trx, key)
+    return key
+  })
+  deps.keys.clear()
+  return result
+}
+
+/**
+ * Records that a key authenticated a request: its `last_used_at`, written at most once per
+ * KEY_USE_WRITE_INTERVAL_MS per key in this process. The write's promise, for the caller to catch and not
+ * await; null when it is not written this time.
+ */
+export function keyUsed(deps: MerchantDeps, keyId: string): Promise<unknown> | null {
+  if (deps.used.has(keyId)) return null
+  deps.used.set(keyId, true)
+  return repo.touchKey(deps.db, keyId, new Date())
 }
 
 export async function revokeKey(deps: MerchantDeps, keyId: string) {

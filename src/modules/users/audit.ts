@@ -22,13 +22,16 @@ export type AuditAction =
   | 'totp_disabled'
   | 'totp_code_rejected'
   | 'merchant_security_changed'
+  /** An API key made or revoked from the dashboard (its key_id is the target; never its secret). */
+  | 'api_key_created'
+  | 'api_key_revoked'
 
 export interface AuditEntry {
   action: AuditAction
   merchantUuid: string | null
   /** Who acted; for a sign-in, the user signing in (null when the email names nobody). */
   actor: Actor | ({ via: 'dashboard'; userUuid: string | null } & From)
-  target?: { type: 'user' | 'email' | 'session' | 'object' | 'merchant'; id: string }
+  target?: { type: 'user' | 'email' | 'session' | 'object' | 'merchant' | 'api_key'; id: string }
   mode?: Mode | null
   details?: Record<string, unknown>
   at: Date

@@ -2,13 +2,14 @@ import type { UserRole } from '../../db/enums.ts'
 
 /**
  * What a dashboard user may do, by role: the one table the dashboard's routes and pages ask (docs/DASHBOARD.md
- * shows it to people). Every role reads; `support` also refunds; only `owner` and `admin` manage people and read
- * the audit log; the developer tools (webhooks, API keys: part 2) are for `owner`, `admin` and `developer`;
- * only an `owner` sets the merchant's sign-in security (requiring a second factor).
+ * shows it to people). Every role reads; `support` also refunds; only `owner` and `admin` pay out, manage people
+ * and read the audit log; the developer tools (webhooks, API keys, the sandbox) are for `owner`, `admin` and
+ * `developer`; only an `owner` sets the merchant's sign-in security (requiring a second factor).
  */
 export const PERMISSIONS = [
   'read',
   'refund',
+  'payout',
   'manage_users',
   'read_audit_log',
   'developer_tools',
@@ -17,8 +18,8 @@ export const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number]
 
 export const ROLE_PERMISSIONS: Record<UserRole, readonly Permission[]> = {
-  owner: ['read', 'refund', 'manage_users', 'read_audit_log', 'developer_tools', 'manage_security'],
-  admin: ['read', 'refund', 'manage_users', 'read_audit_log', 'developer_tools'],
+  owner: ['read', 'refund', 'payout', 'manage_users', 'read_audit_log', 'developer_tools', 'manage_security'],
+  admin: ['read', 'refund', 'payout', 'manage_users', 'read_audit_log', 'developer_tools'],
   developer: ['read', 'developer_tools'],
   support: ['read', 'refund'],
   viewer: ['read'],

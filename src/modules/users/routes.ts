@@ -59,7 +59,7 @@ export function cookieIsSecure(publicBaseUrl: string): boolean {
   return !(url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname))
 }
 
-const fromOf = (request: FastifyRequest): From => ({
+export const fromOf = (request: FastifyRequest): From => ({
   ip: request.ip ?? null,
   userAgent: request.headers['user-agent']?.slice(0, 512) ?? null,
 })
@@ -91,7 +91,7 @@ const memberView = (user: {
 })
 
 /** Who may use the session for what, checked on the server whatever the page shows. */
-function requirePermission(session: DashboardSession, permission: Permission): void {
+export function requirePermission(session: DashboardSession, permission: Permission): void {
   if (!can(session.user.role, permission))
     throw new AppError('forbidden', `Your role (${session.user.role}) may not do this.`, {
       permission,
@@ -116,36 +116,18 @@ const selfOf = (session: DashboardSession, request: FastifyRequest): Self => ({
  * What a session may do while its merchant requires a second factor it has not set up: read itself, enrol,
  * and sign out. Everything else answers 403 until it has.
  */
-interface SessionNeed {
+export interface SessionNeed {
   /** This route is one of those an unenrolled session may use. */
   whileEnrolling?: boolean
 }
 
 /**
- * The dashboard's session API. Every change (POST, DELETE) must come from a page of this service: its Origin
- * header must be the public base URL's origin; a change made in a session must also carry the session's CSRF
- * token in `X-CSRF-Token`. SameSite=Lax alone would still let a top-level cross-site POST through older
- * browsers, and a subdomain counts as same-site.
+ * The checks of the dashboard's own endpoints: a change must come from a page of this service (its Origin is
+ * the public base URL's origin); a session must be live (and, while its merchant requires a second factor it has
+ * not set up, may only enrol); a change made in a session must also carry the session's CSRF token.
  */
-export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> = async (app, options) => {
-  const { users } = options
-  // The app's strict validators again, in this plugin's own context: without this, a plugin registered before
-  // the modules that add shared schemas to the app compiles its bodies with Fastify's default Ajv, which drops
-  // unknown fields instead of refusing them.
-  registerValidators(app)
-  const origin = new URL(options.publicBaseUrl).origin
-  const cookieAttributes = [
-    // The whole origin: the dashboard's pages call the merchant API at /integration with it (modules/dashboard).
-    'Path=/',
-    'HttpOnly',
-    'SameSite=Lax',
-    ...(cookieIsSecure(options.publicBaseUrl) ? ['Secure'] : []),
-  ].join('; ')
-
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('cache-control', 'no-store')
-  })
-
+export function sessionGuards(users: Pick<UserService, 'authenticate'>, publicBaseUrl: string) {
+  const origin = new URL(publicBaseUrl).origin
   const requireSameOrigin = (request: FastifyRequest) => {
     if (request.headers.origin !== origin)
       throw new AppError(
@@ -180,6 +162,35 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
       throw new AppError('forbidden', 'The X-CSRF-Token header is missing or does not match this session.')
     return session
   }
+  return { requireSameOrigin, requireSession, requireChange }
+}
+
+/**
+ * The dashboard's session API. Every change (POST, DELETE) must come from a page of this service: its Origin
+ * header must be the public base URL's origin; a change made in a session must also carry the session's CSRF
+ * token in `X-CSRF-Token`. SameSite=Lax alone would still let a top-level cross-site POST through older
+ * browsers, and a subdomain counts as same-site.
+ */
+export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> = async (app, options) => {
+  const { users } = options
+  // The app's strict validators again, in this plugin's own context: without this, a plugin registered before
+  // the modules that add shared schemas to the app compiles its bodies with Fastify's default Ajv, which drops
+  // unknown fields instead of refusing them.
+  registerValidators(app)
+  const cookieAttributes = [
+    // The whole origin: the dashboard's pages call the merchant API at /integration with it (modules/dashboard).
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Lax',
+    ...(cookieIsSecure(options.publicBaseUrl) ? ['Secure'] : []),
+  ].join('; ')
+
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store')
+  })
+
+  const { requireSameOrigin, requireSession, requireChange } = sessionGuards(users, options.publicBaseUrl)
+
   const setCookie = (reply: FastifyReply, token: string) =>
     reply.header(
       'set-cookie',

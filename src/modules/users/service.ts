@@ -21,6 +21,7 @@ import {
   securitySettings,
   setRequireTotp,
   startTotpEnrolment,
+  verifyStepUp,
 } from './totp.ts'
 
 export type UserService = ReturnType<typeof createUserService>
@@ -59,6 +60,8 @@ export function createUserService(input: {
     startTotp: (self: Self) => startTotpEnrolment(deps, self),
     confirmTotp: (self: Self, code: string) => confirmTotp(deps, self, code),
     removeTotp: (self: Self, code: string) => removeTotp(deps, self, code),
+    verifyStepUp: (self: Self, code: string | undefined, operation: string) =>
+      verifyStepUp(deps, self, code, operation),
     security: (merchantUuid: string) => securitySettings(deps, merchantUuid),
     setRequireTotp: (self: Self, requireTotp: boolean) => setRequireTotp(deps, self, requireTotp),
   }

@@ -147,6 +147,44 @@ export async function removeTotp(deps: UserDeps, self: Self, code: string) {
   if (!accepted) await rejectCode(deps, self, now, 'turning off')
 }
 
+/**
+ * A step-up check: the signed-in user confirms one operation (a payout, say) with a current code of their second
+ * factor. The code is used up like a sign-in code (a code, or an older one, works once), and wrong codes are
+ * throttled per user with the other in-session codes. Missing or wrong: 403 `forbidden` with
+ * `details.totp_required`; too many wrong codes: 429.
+ */
+export async function verifyStepUp(deps: UserDeps, self: Self, code: string | undefined, operation: string) {
+  if (code === undefined || code.trim() === '')
+    throw new AppError(
+      'forbidden',
+      'This operation needs the current code of your authenticator app in the X-Dashboard-Totp header.',
+      { totp_required: true, reason: 'missing' },
+    )
+  const now = new Date()
+  await refuseIfThrottled(deps, self, now)
+  // A secret whose enrolment is not confirmed is no second factor (acceptTotpCode takes its codes).
+  if (!(await repo.findTotp(deps.db, self.userUuid)).totp_enabled)
+    throw new AppError(
+      'forbidden',
+      'This operation needs a second factor: set up an authenticator app (POST /dashboard/api/me/totp) first.',
+      { totp_required: true, totp_enrolment_required: true },
+    )
+  if (await acceptTotpCode(deps, deps.db, self.userUuid, code, now)) return
+  await recordAudit(deps.db, {
+    action: 'totp_code_rejected',
+    merchantUuid: self.merchantUuid,
+    actor: actorOf(self),
+    target: { type: 'user', id: self.userUuid },
+    details: { while: 'step_up', operation },
+    at: now,
+  })
+  throw new AppError(
+    'forbidden',
+    'The code is not right, or was used already: enter the current code from your authenticator app.',
+    { totp_required: true, reason: 'invalid' },
+  )
+}
+
 /** The merchant's sign-in security, as every user of it may read. */
 export async function securitySettings(deps: UserDeps, merchantUuid: string) {
   return { requireTotp: await repo.merchantRequiresTotp(deps.db, merchantUuid) }

@@ -99,9 +99,7 @@ for (const backend of backends()) {
           '/integration/transactions',
           { amount: 100, currency: 'RUB', payment_method: 'card', external_id: 'x' },
         ],
-        ['PUT', '/integration/webhook', { url: 'https://x.test' }],
-        ['POST', '/integration/payouts', { amount: 1 }],
-        ['POST', '/integration/webhook/test', undefined],
+        ['GET', `/integration/transactions/${crypto.randomUUID()}/h2h`, undefined],
       ] as const
       for (const [method, url, body] of refused) {
         const res = await dashboard(ctx, method, url, {
@@ -113,7 +111,7 @@ for (const backend of backends()) {
         assert.equal(res.statusCode, 403, `${method} ${url}: ${res.body}`)
         assert.match(res.json().error.message, /not available in the dashboard/)
       }
-      for (const operation of ['createTransaction', 'updateWebhookConfig', 'createPayout', 'sendTestWebhook'])
+      for (const operation of ['createTransaction', 'getTransactionRequisites'])
         assert.ok(!(operation in DASHBOARD_OPERATIONS))
     })
 
