@@ -24,6 +24,7 @@ function useSecondsLeft(until: string | null): number {
   const [now, setNow] = useState(() => Date.now())
   useEffect(() => {
     if (!until) return
+    setNow(Date.now())
     const timer = setInterval(() => setNow(Date.now()), 1000)
     return () => clearInterval(timer)
   }, [until])

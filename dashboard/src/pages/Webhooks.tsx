@@ -255,7 +255,8 @@ function DeliveryRow({ delivery }: { delivery: Delivery }) {
         ) : null}
       </td>
       <td>
-        {delivery.status === 'failed' && (
+        {/* A test delivery is not redelivered (the API refuses it): send a new test instead. */}
+        {delivery.status === 'failed' && !delivery.is_test && (
           <button
             type="button"
             className="secondary"
