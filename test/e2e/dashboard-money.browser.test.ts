@@ -254,6 +254,48 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
     }
   })
 
+  it('a payout with the keyboard only: from the payouts page to the confirmed payout', async () => {
+    await paidTransaction(ctx, { amount: 150000, currency: 'RUB' })
+    const { context, page } = await signedIn(1280)
+    try {
+      await page.goto(`${origin}/dashboard/test/payouts`)
+      await page.getByRole('link', { name: 'New payout' }).waitFor()
+      const focused = () =>
+        page.evaluate(() => {
+          const el = document.activeElement as HTMLInputElement | null
+          return {
+            text: el?.textContent?.trim() ?? '',
+            name: el?.name ?? '',
+            label: el?.labels?.[0]?.textContent?.trim() ?? '',
+          }
+        })
+      const tabTo = async (match: (f: Awaited<ReturnType<typeof focused>>) => boolean, what: string) => {
+        for (let i = 0; i < 60; i++) {
+          await page.keyboard.press('Tab')
+          if (match(await focused())) return
+        }
+        assert.fail(`Tab never reached ${what}`)
+      }
+      await tabTo((f) => f.text === 'New payout', 'the New payout link')
+      await page.keyboard.press('Enter')
+      await page.getByRole('heading', { name: 'New payout' }).waitFor()
+      await tabTo((f) => f.name === 'address', 'the wallet address')
+      await page.keyboard.type(TRC20)
+      await tabTo((f) => f.name === 'amount', 'the amount')
+      await page.keyboard.type('3.00')
+      await tabTo((f) => f.name === 'currency', 'the currency')
+      await page.keyboard.press('ControlOrMeta+a')
+      await page.keyboard.type('USD')
+      await page.keyboard.press('Enter')
+      await page.getByRole('timer').waitFor()
+      await tabTo((f) => f.text === 'Confirm payout', 'Confirm payout')
+      await page.keyboard.press('Enter')
+      await page.getByRole('heading', { name: /^Payout 3\.00 USD/ }).waitFor()
+    } finally {
+      await context.close()
+    }
+  })
+
   it('the money-out and developer pages at 390 px', async () => {
     const { context, page } = await signedIn(390)
     try {

@@ -7,7 +7,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { DASHBOARD_CSP } from '../../src/modules/dashboard/routes.ts'
 import { assertAccessible, launchChromium, SHOTS } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
-import { call, createTestContext, paidTransaction, type TestContext } from '../helpers/harness.ts'
+import { call, createTestContext, eventually, paidTransaction, type TestContext } from '../helpers/harness.ts'
 import { freePort, ROOT } from '../helpers/program.ts'
 
 /**
@@ -218,6 +218,12 @@ describe('merchant dashboard in Chromium', () => {
             } finally {
               await other.context.close()
             }
+            // The owner changes the colleague's role; the service has it.
+            await page.getByLabel(`Role of ${colleague}`).selectOption('viewer')
+            await eventually(async () => {
+              const people = await ctx.services.users.list(ctx.merchant.uuid)
+              return people.find((p) => p.email === colleague)?.role === 'viewer' ? true : null
+            })
           }
           await check(page, name, width)
         }

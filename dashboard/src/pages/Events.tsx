@@ -1,8 +1,9 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useSearchParams } from 'react-router'
 import { type ApiEvent, api, data } from '../api/client'
 import { ErrorNote, Pager, Scroll, Status } from '../components'
+import { downloadCsv } from '../download'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -15,6 +16,7 @@ const objectOf = (event: ApiEvent) =>
 /** Developers → Events: every event of the mode, newest first, each with the payload a webhook carries. */
 export function Events() {
   const mode = useMode()
+  const csv = useMutation({ mutationFn: () => downloadCsv(mode, '/integration/events', {}, 'events') })
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const [open, setOpen] = useState<string | null>(null)
@@ -28,6 +30,12 @@ export function Events() {
   return (
     <>
       <h1>Events</h1>
+      <p>
+        <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
+          {csv.isPending ? 'Exporting…' : 'Export CSV'}
+        </button>
+      </p>
+      <ErrorNote error={csv.error} />
       <ErrorNote error={events.error} />
       {events.data && (
         <>

@@ -1,7 +1,8 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
 import { Link, useParams, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
 import { ErrorNote, Pager, Scroll, Status } from '../components'
+import { downloadCsv } from '../download'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -21,6 +22,7 @@ function destinationOf(payout: {
 export function Payouts() {
   const mode = useMode()
   const canPayout = useCan('payout')
+  const csv = useMutation({ mutationFn: () => downloadCsv(mode, '/integration/payouts', {}, 'payouts') })
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const list = useQuery({
@@ -32,14 +34,17 @@ export function Payouts() {
   return (
     <>
       <h1>Payouts</h1>
-      {canPayout && (
-        <p>
+      <p className="buttons">
+        {canPayout && (
           <Link className="button" to={`/${mode}/payouts/new`}>
             New payout
           </Link>
-        </p>
-      )}
-      <ErrorNote error={list.error} />
+        )}
+        <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
+          {csv.isPending ? 'Exporting…' : 'Export CSV'}
+        </button>
+      </p>
+      <ErrorNote error={list.error ?? csv.error} />
       {list.data && (
         <>
           <Scroll label="Payouts table">

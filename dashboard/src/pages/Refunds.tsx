@@ -1,12 +1,14 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
 import { Link, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
 import { ErrorNote, Pager, Scroll, Status } from '../components'
+import { downloadCsv } from '../download'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
 export function Refunds() {
   const mode = useMode()
+  const csv = useMutation({ mutationFn: () => downloadCsv(mode, '/integration/refunds', {}, 'refunds') })
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const list = useQuery({
@@ -18,6 +20,12 @@ export function Refunds() {
   return (
     <>
       <h1>Refunds</h1>
+      <p>
+        <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
+          {csv.isPending ? 'Exporting…' : 'Export CSV'}
+        </button>
+      </p>
+      <ErrorNote error={csv.error} />
       <ErrorNote error={list.error} />
       {list.data && (
         <>

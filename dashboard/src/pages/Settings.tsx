@@ -27,6 +27,11 @@ export function People() {
       ),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
   })
+  const changeRole = useMutation({
+    mutationFn: ({ uuid, role }: { uuid: string; role: Role }) =>
+      dashboardApi('PATCH', `/users/${uuid}`, { role }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
+  })
   const disable = useMutation({
     mutationFn: (uuid: string) => dashboardApi('POST', `/users/${uuid}/disable`),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
@@ -78,7 +83,7 @@ export function People() {
           </div>
         )}
       </section>
-      <ErrorNote error={users.error ?? disable.error} />
+      <ErrorNote error={users.error ?? disable.error ?? changeRole.error} />
       <Scroll label="People table">
         <table aria-label="People">
           <thead>
@@ -97,7 +102,21 @@ export function People() {
             {users.data?.data.map((u) => (
               <tr key={u.uuid}>
                 <td>{u.email}</td>
-                <td>{u.role}</td>
+                <td>
+                  {u.uuid === me.user.uuid || u.status !== 'active' ? (
+                    u.role
+                  ) : (
+                    <select
+                      aria-label={`Role of ${u.email}`}
+                      value={u.role}
+                      onChange={(e) => changeRole.mutate({ uuid: u.uuid, role: e.target.value as Role })}
+                    >
+                      {ROLES.map((r) => (
+                        <option key={r}>{r}</option>
+                      ))}
+                    </select>
+                  )}
+                </td>
                 <td>{u.password_set ? u.status : 'invited'}</td>
                 <td>{u.totp_enabled ? 'on' : 'off'}</td>
                 <td>{when(u.created_at)}</td>
