@@ -1,6 +1,9 @@
-import type { ReactNode } from 'react'
-import { Link } from 'react-router'
+import { useMutation } from '@tanstack/react-query'
+import type { FormEvent, ReactNode } from 'react'
+import { Link, useSearchParams } from 'react-router'
+import { downloadCsv } from './download'
 import { money, when } from './format'
+import { useMode } from './layout'
 
 /**
  * A table that may scroll sideways on a narrow screen: focusable, so a keyboard can scroll it too (WCAG 2.1.1),
@@ -36,21 +39,67 @@ export function ErrorNote({ error }: { error: unknown }) {
   )
 }
 
-/** Cursor paging: the API's prev/next cursors as two links. */
-export function Pager({
-  prev,
-  next,
-  hrefFor,
-}: {
-  prev: string | null | undefined
-  next: string | null | undefined
-  hrefFor: (cursor: string) => string
-}) {
+/**
+ * Cursor paging: the API's prev/next cursors as two links to this page's address with that cursor (the
+ * filters kept). An empty cursor is the first page.
+ */
+export function Pager({ meta }: { meta: { prev_cursor: string | null; next_cursor: string | null } }) {
+  const [params] = useSearchParams()
+  const hrefFor = (cursor: string) => {
+    const next = new URLSearchParams(params)
+    if (cursor) next.set('cursor', cursor)
+    else next.delete('cursor')
+    return `?${next}`
+  }
   return (
     <nav className="pager" aria-label="Pages">
-      {prev ? <Link to={hrefFor(prev)}>← Newer</Link> : <span aria-disabled="true">← Newer</span>}
-      {next ? <Link to={hrefFor(next)}>Older →</Link> : <span aria-disabled="true">Older →</span>}
+      {meta.prev_cursor !== null ? (
+        <Link to={hrefFor(meta.prev_cursor)}>← Newer</Link>
+      ) : (
+        <span aria-disabled="true">← Newer</span>
+      )}
+      {meta.next_cursor ? (
+        <Link to={hrefFor(meta.next_cursor)}>Older →</Link>
+      ) : (
+        <span aria-disabled="true">Older →</span>
+      )}
     </nav>
+  )
+}
+
+/**
+ * A list's filters kept in the page's address (so a search can be shared and reloaded): the values, the cursor,
+ * and the submit handler of the filter form.
+ */
+export function useListFilters<F extends string>(filters: readonly F[]) {
+  const [params, setParams] = useSearchParams()
+  const query: Partial<Record<F, string>> = Object.fromEntries(
+    filters.map((f) => [f, params.get(f) || undefined]).filter(([, v]) => v),
+  )
+  const apply = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget)
+    const next = new URLSearchParams()
+    for (const f of filters) {
+      const value = String(form.get(f) ?? '').trim()
+      if (value) next.set(f, value)
+    }
+    setParams(next)
+  }
+  return { params, query, cursor: params.get('cursor') || undefined, apply }
+}
+
+/** "Export CSV": the list's streamed export with these filters, downloaded (download.ts). */
+export function useExport(path: string, name: string, query: Record<string, string | undefined> = {}) {
+  const mode = useMode()
+  return useMutation({ mutationFn: () => downloadCsv(mode, path, query, name) })
+}
+
+export function ExportButton({ csv }: { csv: { mutate: () => void; isPending: boolean } }) {
+  return (
+    <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
+      {csv.isPending ? 'Exporting…' : 'Export CSV'}
+    </button>
   )
 }
 
@@ -114,5 +163,35 @@ export function PaymentsTable({
         </tbody>
       </table>
     </Scroll>
+  )
+}
+
+/**
+ * An object's status history: its creation (version 1), then every event about it in `aggregate_version`
+ * order, each with its time. `prefix` is the events' object name (`transaction.`, `payout.`).
+ */
+export function Timeline({
+  createdAt,
+  events,
+  prefix,
+}: {
+  createdAt: string
+  events: { event_id: string; event: string; aggregate_version: number; occurred_at: string }[]
+  prefix: string
+}) {
+  return (
+    <ol className="timeline">
+      <li>
+        <strong>created</strong> · version 1 · <time dateTime={createdAt}>{when(createdAt)}</time>
+      </li>
+      {[...events]
+        .sort((a, b) => a.aggregate_version - b.aggregate_version)
+        .map((e) => (
+          <li key={e.event_id}>
+            <strong>{e.event.replace(prefix, '').replaceAll('_', ' ')}</strong> · version{' '}
+            {e.aggregate_version} · <time dateTime={e.occurred_at}>{when(e.occurred_at)}</time>
+          </li>
+        ))}
+    </ol>
   )
 }

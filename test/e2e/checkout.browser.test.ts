@@ -11,7 +11,6 @@ import {
   startReceiver,
   type TestContext,
 } from '../helpers/harness.ts'
-import { ROOT } from '../helpers/program.ts'
 import { providerCallbacks } from '../helpers/rows.ts'
 
 /**

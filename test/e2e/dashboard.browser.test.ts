@@ -418,7 +418,7 @@ describe('merchant dashboard in Chromium', () => {
         await page.locator('table[aria-label="Balance history"] tbody tr').first().waitFor()
         // Each movement links to what caused it.
         await page
-          .locator('table[aria-label="Balance history"] a[href$="/payments/' + second.uuid + '"]')
+          .locator(`table[aria-label="Balance history"] a[href$="/payments/${second.uuid}"]`)
           .first()
           .waitFor()
         await check(page, 'balances', width)

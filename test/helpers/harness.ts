@@ -245,6 +245,7 @@ export async function call(
   url: string,
   body?: unknown,
   options: CallOptions = {},
+  // biome-ignore lint/suspicious/noExplicitAny: a test reads whatever JSON it is answered, field by field.
 ): Promise<LightMyRequestResponse & { json<T = any>(): T }> {
   const merchant = options.as?.merchant ?? ctx.merchant
   const key = merchant.keys[options.as?.mode ?? 'test']

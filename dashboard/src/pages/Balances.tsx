@@ -1,9 +1,7 @@
-import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
-import type { FormEvent } from 'react'
-import { Link, useSearchParams } from 'react-router'
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { Link } from 'react-router'
 import { api, data } from '../api/client'
-import { ErrorNote, Pager, Scroll } from '../components'
-import { downloadCsv } from '../download'
+import { ErrorNote, ExportButton, Pager, Scroll, useExport, useListFilters } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
@@ -28,11 +26,7 @@ const sourcePath: Record<string, (uuid: string) => string | null> = {
 /** Balances per currency, and their history: every ledger movement (balance transactions), filtered, exportable. */
 export function Balances() {
   const mode = useMode()
-  const [params, setParams] = useSearchParams()
-  const query: Partial<Record<(typeof FILTERS)[number], string>> = Object.fromEntries(
-    FILTERS.map((f) => [f, params.get(f) || undefined]),
-  )
-  const cursor = params.get('cursor') || undefined
+  const { params, query, cursor, apply: filter } = useListFilters(FILTERS)
   const balances = useQuery({
     queryKey: [mode, 'balances'],
     queryFn: () => data(api(mode).GET('/integration/balances')),
@@ -47,20 +41,7 @@ export function Balances() {
       ),
     placeholderData: keepPreviousData,
   })
-  const csv = useMutation({
-    mutationFn: () => downloadCsv(mode, '/integration/balance-transactions', query, 'balance-transactions'),
-  })
-
-  function filter(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault()
-    const form = new FormData(event.currentTarget)
-    const next = new URLSearchParams()
-    for (const f of FILTERS) {
-      const value = String(form.get(f) ?? '').trim()
-      if (value) next.set(f, value)
-    }
-    setParams(next)
-  }
+  const csv = useExport('/integration/balance-transactions', 'balance-transactions', query)
 
   return (
     <>
@@ -129,9 +110,7 @@ export function Balances() {
             <input name="created_to" type="date" defaultValue={params.get('created_to') ?? ''} />
           </label>
           <button type="submit">Apply</button>
-          <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
-            {csv.isPending ? 'Exporting…' : 'Export CSV'}
-          </button>
+          <ExportButton csv={csv} />
         </form>
       </search>
       <ErrorNote error={history.error ?? csv.error} />
@@ -177,15 +156,7 @@ export function Balances() {
               </tbody>
             </table>
           </Scroll>
-          <Pager
-            prev={history.data.meta.prev_cursor}
-            next={history.data.meta.next_cursor}
-            hrefFor={(c) => {
-              const next = new URLSearchParams(params)
-              next.set('cursor', c)
-              return `?${next}`
-            }}
-          />
+          <Pager meta={history.data.meta} />
         </>
       )}
     </>

@@ -1,9 +1,8 @@
-import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useSearchParams } from 'react-router'
 import { type ApiEvent, api, data } from '../api/client'
-import { ErrorNote, Pager, Scroll, Status } from '../components'
-import { downloadCsv } from '../download'
+import { ErrorNote, ExportButton, Pager, Scroll, Status, useExport } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -16,7 +15,7 @@ const objectOf = (event: ApiEvent) =>
 /** Developers → Events: every event of the mode, newest first, each with the payload a webhook carries. */
 export function Events() {
   const mode = useMode()
-  const csv = useMutation({ mutationFn: () => downloadCsv(mode, '/integration/events', {}, 'events') })
+  const csv = useExport('/integration/events', 'events')
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const [open, setOpen] = useState<string | null>(null)
@@ -31,9 +30,7 @@ export function Events() {
     <>
       <h1>Events</h1>
       <p>
-        <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
-          {csv.isPending ? 'Exporting…' : 'Export CSV'}
-        </button>
+        <ExportButton csv={csv} />
       </p>
       <ErrorNote error={csv.error} />
       <ErrorNote error={events.error} />
@@ -90,11 +87,7 @@ export function Events() {
               </Scroll>
             </section>
           )}
-          <Pager
-            prev={events.data.meta.prev_cursor}
-            next={events.data.meta.next_cursor}
-            hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
-          />
+          <Pager meta={events.data.meta} />
         </>
       )}
     </>

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useParams } from 'react-router'
 import { type ApiEvent, api, data, type Refund, type Transaction } from '../api/client'
-import { ErrorNote, Scroll, Status } from '../components'
+import { ErrorNote, Scroll, Status, Timeline } from '../components'
 import { money, toMajorText, toMinor, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -118,19 +118,7 @@ export function Payment() {
       <section className="card" aria-labelledby="timeline-title">
         <h2 id="timeline-title">Timeline</h2>
         <ErrorNote error={events.error} />
-        <ol className="timeline">
-          <li>
-            <strong>created</strong> · version 1 · <time dateTime={t.created_at}>{when(t.created_at)}</time>
-          </li>
-          {[...(events.data?.data ?? [])]
-            .sort((a, b) => a.aggregate_version - b.aggregate_version)
-            .map((e) => (
-              <li key={e.event_id}>
-                <strong>{e.event.replace(/^transaction\./, '').replaceAll('_', ' ')}</strong> · version{' '}
-                {e.aggregate_version} · <time dateTime={e.occurred_at}>{when(e.occurred_at)}</time>
-              </li>
-            ))}
-        </ol>
+        <Timeline createdAt={t.created_at} events={events.data?.data ?? []} prefix="transaction." />
       </section>
       <section className="card" aria-labelledby="refunds-title">
         <h2 id="refunds-title">Refunds</h2>

@@ -1,9 +1,6 @@
-import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
-import type { FormEvent } from 'react'
-import { useSearchParams } from 'react-router'
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { api, data, type Mode } from '../api/client'
-import { ErrorNote, Pager, PaymentsTable } from '../components'
-import { downloadCsv } from '../download'
+import { ErrorNote, ExportButton, Pager, PaymentsTable, useExport, useListFilters } from '../components'
 import { useMode } from '../layout'
 
 const STATUSES = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded'] as const
@@ -31,34 +28,9 @@ export function paymentsQuery(mode: Mode, params: URLSearchParams) {
 /** The payment list: the API's filters, in the page's address so a search can be shared and reloaded. */
 export function Payments() {
   const mode = useMode()
-  const [params, setParams] = useSearchParams()
+  const { params, query, apply: filter } = useListFilters(FILTERS)
   const list = useQuery({ ...paymentsQuery(mode, params), placeholderData: keepPreviousData })
-  const csv = useMutation({
-    mutationFn: () =>
-      downloadCsv(
-        mode,
-        '/integration/transactions',
-        Object.fromEntries(FILTERS.map((f) => [f, params.get(f) || undefined])),
-        'payments',
-      ),
-  })
-
-  function filter(event: FormEvent<HTMLFormElement>) {
-    event.preventDefault()
-    const form = new FormData(event.currentTarget)
-    const next = new URLSearchParams()
-    for (const f of FILTERS) {
-      const value = String(form.get(f) ?? '').trim()
-      if (value) next.set(f, value)
-    }
-    setParams(next)
-  }
-
-  const hrefFor = (c: string) => {
-    const next = new URLSearchParams(params)
-    next.set('cursor', c)
-    return `?${next}`
-  }
+  const csv = useExport('/integration/transactions', 'payments', query)
 
   return (
     <>
@@ -115,9 +87,7 @@ export function Payments() {
             <input name="date_to" type="date" defaultValue={params.get('date_to') ?? ''} />
           </label>
           <button type="submit">Apply</button>
-          <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
-            {csv.isPending ? 'Exporting…' : 'Export CSV'}
-          </button>
+          <ExportButton csv={csv} />
         </form>
       </search>
       <ErrorNote error={list.error ?? csv.error} />
@@ -128,7 +98,7 @@ export function Payments() {
             mode={mode}
             caption={`${list.data.data.length} payment${list.data.data.length === 1 ? '' : 's'} on this page`}
           />
-          <Pager prev={list.data.meta.prev_cursor} next={list.data.meta.next_cursor} hrefFor={hrefFor} />
+          <Pager meta={list.data.meta} />
         </>
       )}
       {list.isPending && <p className="loading">Loading…</p>}

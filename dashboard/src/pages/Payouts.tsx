@@ -1,8 +1,7 @@
-import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useParams, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
-import { ErrorNote, Pager, Scroll, Status } from '../components'
-import { downloadCsv } from '../download'
+import { ErrorNote, ExportButton, Pager, Scroll, Status, Timeline, useExport } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -22,7 +21,7 @@ function destinationOf(payout: {
 export function Payouts() {
   const mode = useMode()
   const canPayout = useCan('payout')
-  const csv = useMutation({ mutationFn: () => downloadCsv(mode, '/integration/payouts', {}, 'payouts') })
+  const csv = useExport('/integration/payouts', 'payouts')
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const list = useQuery({
@@ -40,9 +39,7 @@ export function Payouts() {
             New payout
           </Link>
         )}
-        <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
-          {csv.isPending ? 'Exporting…' : 'Export CSV'}
-        </button>
+        <ExportButton csv={csv} />
       </p>
       <ErrorNote error={list.error ?? csv.error} />
       {list.data && (
@@ -82,11 +79,7 @@ export function Payouts() {
               </tbody>
             </table>
           </Scroll>
-          <Pager
-            prev={list.data.meta.prev_cursor}
-            next={list.data.meta.next_cursor}
-            hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
-          />
+          <Pager meta={list.data.meta} />
         </>
       )}
     </>
@@ -156,19 +149,7 @@ export function Payout() {
       <section className="card" aria-labelledby="payout-timeline">
         <h2 id="payout-timeline">Timeline</h2>
         <ErrorNote error={events.error} />
-        <ol className="timeline">
-          <li>
-            <strong>created</strong> · version 1 · {when(p.created_at)}
-          </li>
-          {[...(events.data?.data ?? [])]
-            .sort((a, b) => a.aggregate_version - b.aggregate_version)
-            .map((e) => (
-              <li key={e.event_id}>
-                <strong>{e.event.replace(/^payout\./, '')}</strong> · version {e.aggregate_version} ·{' '}
-                {when(e.occurred_at)} · webhook {e.webhook_status}
-              </li>
-            ))}
-        </ol>
+        <Timeline createdAt={p.created_at} events={events.data?.data ?? []} prefix="payout." />
       </section>
     </>
   )

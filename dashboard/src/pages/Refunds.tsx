@@ -1,14 +1,13 @@
-import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
+import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
-import { ErrorNote, Pager, Scroll, Status } from '../components'
-import { downloadCsv } from '../download'
+import { ErrorNote, ExportButton, Pager, Scroll, Status, useExport } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
 export function Refunds() {
   const mode = useMode()
-  const csv = useMutation({ mutationFn: () => downloadCsv(mode, '/integration/refunds', {}, 'refunds') })
+  const csv = useExport('/integration/refunds', 'refunds')
   const [params] = useSearchParams()
   const cursor = params.get('cursor') || undefined
   const list = useQuery({
@@ -21,9 +20,7 @@ export function Refunds() {
     <>
       <h1>Refunds</h1>
       <p>
-        <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
-          {csv.isPending ? 'Exporting…' : 'Export CSV'}
-        </button>
+        <ExportButton csv={csv} />
       </p>
       <ErrorNote error={csv.error} />
       <ErrorNote error={list.error} />
@@ -64,11 +61,7 @@ export function Refunds() {
               </tbody>
             </table>
           </Scroll>
-          <Pager
-            prev={list.data.meta.prev_cursor}
-            next={list.data.meta.next_cursor}
-            hrefFor={(c) => `?cursor=${encodeURIComponent(c)}`}
-          />
+          <Pager meta={list.data.meta} />
         </>
       )}
     </>

@@ -192,13 +192,7 @@ export function AuditLog() {
           </tbody>
         </table>
       </Scroll>
-      {log.data && (
-        <Pager
-          prev={cursor ? '' : null}
-          next={log.data.next_cursor}
-          hrefFor={(c) => (c ? `?cursor=${encodeURIComponent(c)}` : '?')}
-        />
-      )}
+      {log.data && <Pager meta={{ prev_cursor: cursor ? '' : null, next_cursor: log.data.next_cursor }} />}
     </>
   )
 }

@@ -212,15 +212,7 @@ export function Webhooks() {
               </tbody>
             </table>
           </Scroll>
-          <Pager
-            prev={log.data.meta.prev_cursor}
-            next={log.data.meta.next_cursor}
-            hrefFor={(c) => {
-              const next = new URLSearchParams(params)
-              next.set('cursor', c)
-              return `?${next}`
-            }}
-          />
+          <Pager meta={log.data.meta} />
         </>
       )}
     </>
