@@ -73,6 +73,9 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
   }
 
   async function check(page: Page, name: string, width: number) {
+    // Nothing wider than the screen: a wide table scrolls inside its own region, the page does not.
+    const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth)
+    assert.ok(pageWidth <= width, `${name} at ${width} px is ${pageWidth} px wide`)
     await assertAccessible(page, name)
     await page.screenshot({ path: join(SHOTS, `dashboard-${name}-${width}.png`), fullPage: true })
   }

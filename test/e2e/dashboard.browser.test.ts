@@ -66,6 +66,9 @@ describe('merchant dashboard in Chromium', () => {
 
   /** Each page: visible, accessible, screenshot. */
   async function check(page: Page, name: string, width: number) {
+    // Nothing wider than the screen: a wide table scrolls inside its own region, the page does not.
+    const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth)
+    assert.ok(pageWidth <= width, `${name} at ${width} px is ${pageWidth} px wide`)
     await assertAccessible(page, name)
     await shoot(page, name, width)
   }
