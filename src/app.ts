@@ -278,7 +278,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(rateRoutes, { rates: services.rates })
   await app.register(webhookRoutes, { webhooks: services.webhooks })
-  await app.register(dashboardPages, { transactions: services.transactions })
+  await app.register(dashboardPages, {
+    transactions: services.transactions,
+    webhooks: services.webhooks,
+    merchants: services.merchants,
+  })
 
   return app
 }

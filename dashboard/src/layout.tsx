@@ -88,6 +88,7 @@ export function Layout() {
           {canManage && link('/settings/people', 'People')}
           {canAudit && link('/settings/audit-log', 'Audit log')}
           {link('/settings/security', 'Security')}
+          {link('/settings/profile', 'Profile')}
         </ul>
       </nav>
       <main id="main" tabIndex={-1}>

@@ -13,7 +13,7 @@ import { Payments, paymentsQuery } from './pages/Payments'
 import { Payout, Payouts } from './pages/Payouts'
 import { Refunds } from './pages/Refunds'
 import { SetPassword } from './pages/SetPassword'
-import { AuditLog, People, Security } from './pages/Settings'
+import { AuditLog, People, Profile, Security } from './pages/Settings'
 import { SignIn } from './pages/SignIn'
 import { Webhooks } from './pages/Webhooks'
 import { meQuery, RequireSession } from './session'
@@ -70,6 +70,7 @@ const router = createBrowserRouter(
         { path: 'settings/people', element: <People /> },
         { path: 'settings/audit-log', element: <AuditLog /> },
         { path: 'settings/security', element: <Security /> },
+        { path: 'settings/profile', element: <Profile /> },
       ],
     },
     { path: '*', element: <Navigate to="/test" replace /> },

@@ -107,7 +107,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
       // The sandbox provider completes it.
       const done = await call(ctx, 'POST', `/integration/sandbox/payouts/${uuid}/completed`)
       assert.equal(done.statusCode, 200, done.body)
-      await page.reload()
+      // The page follows the payout to its end by itself.
       await page.getByRole('heading', { name: /^Payout 5\.00 USD\s*Completed/i }).waitFor()
       await page.locator('ol.timeline li', { hasText: 'completed' }).waitFor()
       await check(page, 'payout', 1280)
@@ -181,7 +181,16 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
     try {
       await page.getByRole('link', { name: 'Webhooks', exact: true }).click()
       await page.getByLabel(/URL that receives/).fill(`${receiver.url}/hooks`)
+      // Subscribed to everything but the expiry of a payment.
+      await page.getByRole('checkbox', { name: 'transaction.expired' }).uncheck()
       await page.getByRole('button', { name: 'Save', exact: true }).click()
+      await eventually(async () => {
+        const config = (await call(ctx, 'GET', '/integration/webhook')).json()
+        return config.url === `${receiver.url}/hooks` && !config.events.includes('transaction.expired')
+          ? true
+          : null
+      })
+      assert.ok((await call(ctx, 'GET', '/integration/webhook')).json().events.includes('transaction.paid'))
       await page.getByRole('button', { name: 'Send a test delivery' }).waitFor()
       const before = (await call(ctx, 'GET', '/integration/webhook')).json().secret as string
       ctx.secrets.push(before)
@@ -230,6 +239,14 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
       await page.getByRole('button', { name: 'Apply' }).click()
       await page.getByRole('cell', { name: 'transaction.paid' }).first().waitFor()
       assert.equal(await page.getByRole('button', { name: /^Redeliver webhook\.test/ }).count(), 0)
+      // Its request and every attempt's answer.
+      await page
+        .getByRole('button', { name: /^Details of transaction\.paid/ })
+        .first()
+        .click()
+      await page.getByRole('heading', { name: /^Request: POST/ }).waitFor()
+      assert.match((await page.locator('.attempts').textContent()) ?? '', /Attempt 1 .*HTTP 500/)
+      await check(page, 'webhook-delivery-details', 1280)
       const redeliver = page.getByRole('button', { name: /^Redeliver transaction\.paid/ }).first()
       await redeliver.click()
       // Queued again, it leaves the list of failed deliveries.
@@ -309,6 +326,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         ['webhooks', 'developers/webhooks', 'table[aria-label="Delivery log"]'],
         ['api-keys', 'developers/api-keys', 'table[aria-label="API keys"]'],
         ['events', 'developers/events', 'h1'],
+        ['profile', 'settings/profile', 'table[aria-label="Payment fees"]'],
       ] as const) {
         await page.goto(`${origin}/dashboard/test/${path}`)
         await page.locator(ready).first().waitFor()

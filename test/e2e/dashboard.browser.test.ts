@@ -190,6 +190,7 @@ describe('merchant dashboard in Chromium', () => {
           ['people', 'People', 'People'],
           ['audit-log', 'Audit log', 'Audit log'],
           ['security', 'Security', 'Security'],
+          ['profile', 'Profile', 'Merchant profile'],
         ] as const) {
           await page.getByRole('link', { name: link, exact: true }).click()
           await page.getByRole('heading', { name: heading, level: 1 }).waitFor()

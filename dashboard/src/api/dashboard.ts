@@ -96,3 +96,28 @@ export interface ApiKey {
   last_used_at: string | null
   secret_last4: string
 }
+
+export interface MerchantProfile {
+  uuid: string
+  name: string
+  settlement_currency: string
+  settlement_hold_seconds: number
+  transaction_ttl_seconds: number
+  fx_markup_bps: number
+  payout_fee_bps: number
+  payout_fixed_fee_micro: number
+  fees: { payment_method: string; fee_bps: number; merchant_fee_share_bps: number }[]
+}
+
+export interface DeliveryAttempts {
+  request: { method: string; url: string; headers: Record<string, string>; body: string }
+  attempts: {
+    attempt: number
+    started_at: string
+    webhook_timestamp: string
+    duration_ms: number
+    response_status: number | null
+    response_body: string | null
+    error: string | null
+  }[]
+}

@@ -92,9 +92,13 @@ export function Payout() {
   const payout = useQuery({
     queryKey: [mode, 'payout', uuid],
     queryFn: () => data(api(mode).GET('/integration/payouts/{uuid}', { params: { path: { uuid } } })),
+    // Followed to its end: asked again every 2 s while the provider works on it.
+    refetchInterval: (query) =>
+      query.state.data?.status === 'pending' || query.state.data?.status === 'processing' ? 2000 : false,
   })
   const events = useQuery({
-    queryKey: [mode, 'events', 'of', uuid],
+    // Asked again whenever the payout's status changes: each change is an event.
+    queryKey: [mode, 'events', 'of', uuid, payout.data?.status],
     queryFn: () =>
       data(api(mode).GET('/integration/events', { params: { query: { object_uuid: uuid, per_page: 100 } } })),
     enabled: payout.isSuccess,

@@ -1,9 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { useSearchParams } from 'react-router'
-import { type AuditPage, dashboardApi, type Role, type User } from '../api/dashboard'
+import { type AuditPage, dashboardApi, type MerchantProfile, type Role, type User } from '../api/dashboard'
 import { ErrorNote, Pager, Scroll } from '../components'
-import { when } from '../format'
+import { money, when } from '../format'
+import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
 
 const ROLES: Role[] = ['owner', 'admin', 'developer', 'support', 'viewer']
@@ -294,6 +295,72 @@ export function Security() {
           Sign out on every device
         </button>
       </section>
+    </>
+  )
+}
+
+const percentOf = (bps: number) => `${(bps / 100).toFixed(2)} %`
+
+/** The merchant's profile as the operator set it: read-only here. */
+export function Profile() {
+  const mode = useMode()
+  const profile = useQuery({
+    queryKey: ['merchant-profile'],
+    queryFn: () => dashboardApi<MerchantProfile>('GET', '/merchant', undefined, mode),
+  })
+  return (
+    <>
+      <h1>Merchant profile</h1>
+      <p>These settings are the operator's: ask them to change one.</p>
+      <ErrorNote error={profile.error} />
+      {profile.data && (
+        <>
+          <section className="card" aria-labelledby="profile-title">
+            <h2 id="profile-title">{profile.data.name}</h2>
+            <dl className="pairs">
+              <dt>Merchant id</dt>
+              <dd className="mono">{profile.data.uuid}</dd>
+              <dt>Settlement currency</dt>
+              <dd>{profile.data.settlement_currency}</dd>
+              <dt>Settlement hold (live)</dt>
+              <dd>{Math.round(profile.data.settlement_hold_seconds / 3600)} h</dd>
+              <dt>Payment page valid for</dt>
+              <dd>{Math.round(profile.data.transaction_ttl_seconds / 60)} min</dd>
+              <dt>FX markup</dt>
+              <dd>{percentOf(profile.data.fx_markup_bps)}</dd>
+              <dt>Payout fee</dt>
+              <dd>
+                {percentOf(profile.data.payout_fee_bps)} +{' '}
+                {money(profile.data.payout_fixed_fee_micro, 'USDT')}
+              </dd>
+            </dl>
+          </section>
+          <Scroll label="Payment fees table">
+            <table aria-label="Payment fees">
+              <thead>
+                <tr>
+                  <th scope="col">Method</th>
+                  <th scope="col" className="num">
+                    Fee
+                  </th>
+                  <th scope="col" className="num">
+                    Paid by you
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {profile.data.fees.map((f) => (
+                  <tr key={f.payment_method}>
+                    <td>{f.payment_method.replaceAll('_', ' ')}</td>
+                    <td className="num">{percentOf(f.fee_bps)}</td>
+                    <td className="num">{percentOf(f.merchant_fee_share_bps)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </Scroll>
+        </>
+      )}
     </>
   )
 }

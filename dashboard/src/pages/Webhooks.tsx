@@ -1,10 +1,24 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { useSearchParams } from 'react-router'
-import { api, type Delivery, data } from '../api/client'
+import { api, type Delivery, data, type Schemas } from '../api/client'
+import { type DeliveryAttempts, dashboardApi } from '../api/dashboard'
 import { ErrorNote, Pager, Scroll, Status } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
+
+type EventName = Schemas['WebhookConfig']['events'][number]
+/** Every event a webhook can be subscribed to (the API's own list, from its document). */
+const EVENT_NAMES: EventName[] = [
+  'transaction.paid',
+  'transaction.failed',
+  'transaction.expired',
+  'transaction.partially_refunded',
+  'transaction.refunded',
+  'payout.processing',
+  'payout.completed',
+  'payout.failed',
+]
 
 const OVERLAPS = [
   [0, 'none: the old secret stops now'],
@@ -20,16 +34,17 @@ export function Webhooks() {
   const queryClient = useQueryClient()
   const [params, setParams] = useSearchParams()
   const [shownSecret, setShownSecret] = useState<string | null>(null)
+  const [details, setDetails] = useState<string | null>(null)
   const config = useQuery({
     queryKey: [mode, 'webhook'],
     queryFn: () => data(client.GET('/integration/webhook')),
   })
   const refresh = () => queryClient.invalidateQueries({ queryKey: [mode] })
   const save = useMutation({
-    mutationFn: (url: string | null) =>
+    mutationFn: (change: { url: string | null; events: EventName[] }) =>
       data(
         client.PUT('/integration/webhook', {
-          body: { url, enabled: true, events: config.data?.events },
+          body: { url: change.url, enabled: true, events: change.events },
         }),
       ),
     onSuccess: refresh,
@@ -47,13 +62,21 @@ export function Webhooks() {
     },
   })
   const status = params.get('status') || undefined
+  const eventFilter = params.get('event') || undefined
   const cursor = params.get('cursor') || undefined
   const log = useQuery({
-    queryKey: [mode, 'deliveries', status, cursor],
+    queryKey: [mode, 'deliveries', status, eventFilter, cursor],
     queryFn: () =>
       data(
         client.GET('/integration/webhook/deliveries', {
-          params: { query: { status: status as Delivery['status'] | undefined, cursor, per_page: 25 } },
+          params: {
+            query: {
+              status: status as Delivery['status'] | undefined,
+              event: eventFilter as EventName | undefined,
+              cursor,
+              per_page: 25,
+            },
+          },
         }),
       ),
     placeholderData: keepPreviousData,
@@ -61,8 +84,9 @@ export function Webhooks() {
 
   function submitUrl(event: FormEvent<HTMLFormElement>) {
     event.preventDefault()
-    const url = String(new FormData(event.currentTarget).get('url') ?? '').trim()
-    save.mutate(url || null)
+    const form = new FormData(event.currentTarget)
+    const url = String(form.get('url') ?? '').trim()
+    save.mutate({ url: url || null, events: form.getAll('events').map(String) as EventName[] })
   }
 
   return (
@@ -82,6 +106,20 @@ export function Webhooks() {
                 placeholder="https://shop.example/webhooks"
               />
             </label>
+            <fieldset className="events-choice">
+              <legend>Events sent</legend>
+              {EVENT_NAMES.map((name) => (
+                <label key={name} className="check">
+                  <input
+                    type="checkbox"
+                    name="events"
+                    value={name}
+                    defaultChecked={config.data.events.includes(name)}
+                  />
+                  {name}
+                </label>
+              ))}
+            </fieldset>
             <button type="submit" disabled={save.isPending}>
               Save
             </button>
@@ -167,8 +205,13 @@ export function Webhooks() {
           key={params.toString()}
           onSubmit={(e) => {
             e.preventDefault()
-            const value = String(new FormData(e.currentTarget).get('status') ?? '')
-            setParams(value ? { status: value } : {})
+            const form = new FormData(e.currentTarget)
+            const next = new URLSearchParams()
+            for (const name of ['status', 'event']) {
+              const value = String(form.get(name) ?? '')
+              if (value) next.set(name, value)
+            }
+            setParams(next)
           }}
         >
           <label>
@@ -178,6 +221,15 @@ export function Webhooks() {
               <option value="pending">pending</option>
               <option value="succeeded">succeeded</option>
               <option value="failed">failed</option>
+            </select>
+          </label>
+          <label>
+            Event
+            <select name="event" defaultValue={eventFilter ?? ''}>
+              <option value="">Any</option>
+              {[...EVENT_NAMES, 'webhook.test'].map((name) => (
+                <option key={name}>{name}</option>
+              ))}
             </select>
           </label>
           <button type="submit">Apply</button>
@@ -202,7 +254,7 @@ export function Webhooks() {
               </thead>
               <tbody>
                 {log.data.data.map((d) => (
-                  <DeliveryRow key={d.uuid} delivery={d} />
+                  <DeliveryRow key={d.uuid} delivery={d} onDetails={() => setDetails(d.uuid)} />
                 ))}
                 {log.data.data.length === 0 && (
                   <tr>
@@ -213,13 +265,14 @@ export function Webhooks() {
             </table>
           </Scroll>
           <Pager meta={log.data.meta} />
+          {details && <DeliveryDetails uuid={details} onClose={() => setDetails(null)} />}
         </>
       )}
     </>
   )
 }
 
-function DeliveryRow({ delivery }: { delivery: Delivery }) {
+function DeliveryRow({ delivery, onDetails }: { delivery: Delivery; onDetails: () => void }) {
   const mode = useMode()
   const queryClient = useQueryClient()
   const [key] = useState(() => crypto.randomUUID())
@@ -247,6 +300,14 @@ function DeliveryRow({ delivery }: { delivery: Delivery }) {
         ) : null}
       </td>
       <td>
+        <button
+          type="button"
+          className="link-button"
+          aria-label={`Details of ${delivery.event} of ${when(delivery.created_at)}`}
+          onClick={onDetails}
+        >
+          Details
+        </button>{' '}
         {/* A test delivery is not redelivered (the API refuses it): send a new test instead. */}
         {delivery.status === 'failed' && !delivery.is_test && (
           <button
@@ -262,5 +323,58 @@ function DeliveryRow({ delivery }: { delivery: Delivery }) {
         <ErrorNote error={redeliver.error} />
       </td>
     </tr>
+  )
+}
+
+/** One delivery's request, as sent on every attempt, and each attempt's answer from the endpoint. */
+function DeliveryDetails({ uuid, onClose }: { uuid: string; onClose: () => void }) {
+  const mode = useMode()
+  const detail = useQuery({
+    queryKey: [mode, 'delivery-attempts', uuid],
+    queryFn: () =>
+      dashboardApi<DeliveryAttempts>('GET', `/webhook/deliveries/${uuid}/attempts`, undefined, mode),
+  })
+  return (
+    <section className="card" aria-labelledby="delivery-detail-title">
+      <div className="section-head">
+        <h2 id="delivery-detail-title">Delivery {uuid}</h2>
+        <button type="button" className="secondary" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      <ErrorNote error={detail.error} />
+      {detail.data && (
+        <>
+          <h3>
+            Request: {detail.data.request.method} <span className="mono">{detail.data.request.url}</span>
+          </h3>
+          <Scroll label="Request headers and body, scrollable" className="payload">
+            <pre>
+              {Object.entries(detail.data.request.headers)
+                .map(([name, value]) => `${name}: ${value}`)
+                .join('\n')}
+              {'\n\n'}
+              {detail.data.request.body}
+            </pre>
+          </Scroll>
+          <h3 className="spaced">Attempts</h3>
+          {detail.data.attempts.length === 0 && <p>No attempt yet.</p>}
+          <ol className="attempts">
+            {detail.data.attempts.map((a) => (
+              <li key={`${a.attempt}-${a.started_at}`}>
+                Attempt {a.attempt} at {when(a.started_at)} (webhook-timestamp {a.webhook_timestamp}),{' '}
+                {a.duration_ms} ms:{' '}
+                {a.response_status ? `HTTP ${a.response_status}` : (a.error ?? 'no answer')}
+                {a.response_body && (
+                  <Scroll label={`Answer to attempt ${a.attempt}, scrollable`} className="payload">
+                    <pre>{a.response_body}</pre>
+                  </Scroll>
+                )}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+    </section>
   )
 }

@@ -48,8 +48,10 @@ export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
   simulateTransactionFailedThenPaid: 'developer_tools',
   simulatePayoutCompleted: 'developer_tools',
   simulatePayoutFailed: 'developer_tools',
-  // The dashboard's own figures (modules/dashboard/routes.ts).
+  // The dashboard's own pages' calls (modules/dashboard/routes.ts).
   dashboardStats: 'read',
+  dashboardMerchantProfile: 'read',
+  dashboardDeliveryAttempts: 'developer_tools',
 }
 
 /**

@@ -6,7 +6,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
+import { UuidParams } from '../../http/schemas.ts'
+import type { MerchantService } from '../merchants/service.ts'
+import { PAYMENT_METHODS } from '../transactions/schemas.ts'
 import type { TransactionService } from '../transactions/service.ts'
+import type { WebhookService } from '../webhooks/service.ts'
 
 /**
  * The dashboard's page policy: scripts, styles, fonts and data only from this origin, no framing, no plugins,
@@ -45,9 +49,21 @@ const StatsQuery = Type.Object(
  * index.html), and the home page's figures. The app's data comes from the merchant API itself
  * (modules/dashboard/access.ts).
  */
-export const dashboardPages: FastifyPluginAsyncTypebox<{ transactions: TransactionService }> = async (
+export interface DashboardPagesOptions {
+  transactions: TransactionService
+  webhooks: Pick<WebhookService, 'attempts'>
+  merchants: Pick<MerchantService, 'getMerchant' | 'fee'>
+}
+
+/** A dashboard page's call (a session with X-Dashboard-Mode), else 404: these are not API operations. */
+function sessionCall(request: FastifyRequest) {
+  if (!request.dashboardSession) throw new AppError('not_found', 'This is a dashboard page’s call.')
+  return authOf(request)
+}
+
+export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = async (
   app,
-  { transactions },
+  { transactions, webhooks, merchants },
 ) => {
   // Payments per day and currency for the home page's chart: a dashboard session only (X-Dashboard-Mode).
   app.get(
@@ -57,11 +73,52 @@ export const dashboardPages: FastifyPluginAsyncTypebox<{ transactions: Transacti
       schema: { hide: true, operationId: 'dashboardStats', querystring: StatsQuery },
     },
     async (request) => {
-      if (!request.dashboardSession) throw new AppError('not_found', 'This is a dashboard page’s call.')
+      const auth = sessionCall(request)
       const since = new Date()
       since.setUTCHours(0, 0, 0, 0)
       since.setUTCDate(since.getUTCDate() - (request.query.days - 1))
-      return { data: await transactions.daily(authOf(request), since) }
+      return { data: await transactions.daily(auth, since) }
+    },
+  )
+
+  // A delivery's request and every attempt's answer, for the webhooks page (developer tools).
+  app.get(
+    '/dashboard/api/webhook/deliveries/:uuid/attempts',
+    {
+      config: { auth: 'key' },
+      schema: { hide: true, operationId: 'dashboardDeliveryAttempts', params: UuidParams },
+    },
+    async (request) => webhooks.attempts(sessionCall(request), request.params.uuid),
+  )
+
+  // The merchant's profile as the operator set it: read-only in the dashboard.
+  app.get(
+    '/dashboard/api/merchant',
+    { config: { auth: 'key' }, schema: { hide: true, operationId: 'dashboardMerchantProfile' } },
+    async (request) => {
+      const { merchant } = sessionCall(request)
+      const fresh = (await merchants.getMerchant(merchant.uuid)) ?? merchant
+      const fees = await Promise.all(
+        PAYMENT_METHODS.map(async (method) => {
+          const fee = await merchants.fee(merchant.uuid, method)
+          return {
+            payment_method: method,
+            fee_bps: fee.fee_bps,
+            merchant_fee_share_bps: fee.merchant_fee_share_bps,
+          }
+        }),
+      )
+      return {
+        uuid: fresh.uuid,
+        name: fresh.name,
+        settlement_currency: fresh.settlement_currency,
+        settlement_hold_seconds: fresh.settlement_hold_seconds,
+        transaction_ttl_seconds: fresh.transaction_ttl_seconds,
+        fx_markup_bps: fresh.fx_markup_bps,
+        payout_fee_bps: fresh.payout_fee_bps,
+        payout_fixed_fee_micro: fresh.payout_fixed_fee_micro,
+        fees,
+      }
     },
   )
 

@@ -74,3 +74,36 @@ export async function redeliver(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext
   })
   return deliveryView(updated)
 }
+
+/**
+ * What a delivery sent and what its endpoint answered, attempt by attempt (the dashboard's delivery log). The
+ * request is the same bytes every attempt; its headers differ only in `webhook-timestamp` (the attempt's start)
+ * and the signature, which is not kept (it was made with the secret of the time).
+ */
+export async function deliveryAttempts(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, uuid: string) {
+  const row = await findOwnDelivery(deps, scopeOf(auth), uuid)
+  const attempts = await repo.listAttempts(deps.db, row.uuid)
+  return {
+    delivery: deliveryView(row),
+    request: {
+      method: 'POST',
+      url: row.url,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': row.event_id,
+        'webhook-timestamp': '<the attempt start, unix seconds>',
+        'webhook-signature': 'v1,<HMAC-SHA256 of id.timestamp.body with the secret of the time>',
+      },
+      body: row.body,
+    },
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      started_at: a.started_at.toISOString(),
+      webhook_timestamp: String(Math.floor(a.started_at.getTime() / 1000)),
+      duration_ms: a.duration_ms,
+      response_status: a.response_status,
+      response_body: a.response_body,
+      error: a.error,
+    })),
+  }
+}

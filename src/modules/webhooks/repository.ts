@@ -348,3 +348,13 @@ export async function deleteEvents(db: Executor, uuids: string[]): Promise<numbe
   const result = await db.deleteFrom('events').where('uuid', 'in', uuids).executeTakeFirst()
   return Number(result.numDeletedRows)
 }
+
+/** A delivery's attempts, first first. */
+export const listAttempts = (db: Executor, deliveryUuid: string) =>
+  db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('delivery_uuid', '=', deliveryUuid)
+    .orderBy('attempt')
+    .orderBy('started_at')
+    .execute()

@@ -6,7 +6,14 @@ import type { Sender } from './delivery.ts'
 import type { DispatchOptions, WebhookDeps } from './deps.ts'
 import { type AttemptOutcome, recordOutcomes, sendAttempt } from './dispatch.ts'
 import { exportEvents, getEvent, listEvents } from './events.ts'
-import { deliveryView, getDelivery, type ListDeliveriesInput, listDeliveries, redeliver } from './log.ts'
+import {
+  deliveryAttempts,
+  deliveryView,
+  getDelivery,
+  type ListDeliveriesInput,
+  listDeliveries,
+  redeliver,
+} from './log.ts'
 import { recordEvent } from './outbox.ts'
 import * as repo from './repository.ts'
 import { purgeExpiredEvents } from './retention.ts'
@@ -53,6 +60,8 @@ export function createWebhookService(deps: {
     sendTest: (auth: AuthContext) => sendTest(bound, auth),
 
     listDeliveries: (auth: AuthContext, query: ListDeliveriesInput) => listDeliveries(bound, auth, query),
+    /** A delivery's request and each attempt's answer (the dashboard's delivery log). */
+    attempts: (auth: AuthContext, uuid: string) => deliveryAttempts(bound, auth, uuid),
     getDelivery: (auth: AuthContext, uuid: string) => getDelivery(bound, auth, uuid),
     redeliver: (auth: AuthContext, uuid: string) => redeliver(bound, auth, uuid),
     deliveryView,

@@ -115,6 +115,11 @@ const OPERATIONS: Record<string, (f: Fixtures) => Action> = {
     url: `/integration/sandbox/payouts/${randomUUID()}/failed`,
   }),
   dashboardStats: () => ({ method: 'GET', url: '/dashboard/api/stats?days=7' }),
+  dashboardMerchantProfile: () => ({ method: 'GET', url: '/dashboard/api/merchant' }),
+  dashboardDeliveryAttempts: () => ({
+    method: 'GET',
+    url: `/dashboard/api/webhook/deliveries/${randomUUID()}/attempts`,
+  }),
 }
 
 type Session = Awaited<ReturnType<typeof signIn>> & { role: UserRole }

@@ -1,0 +1,119 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { activeUser, dashboard, signIn } from '../../helpers/dashboard.ts'
+import { backends, call, createTestContext, startReceiver, type TestContext } from '../../helpers/harness.ts'
+import { FAST_DISPATCH, putConfig, type Receiver } from '../webhooks/helpers.ts'
+
+for (const backend of backends()) {
+  describe(`the dashboard's profile and delivery attempts (${backend})`, () => {
+    let ctx: TestContext
+    let receiver: Receiver
+    let status = 200
+    let owner: Awaited<ReturnType<typeof signIn>>
+    before(async () => {
+      ctx = await createTestContext(backend, {}, FAST_DISPATCH)
+      receiver = await startReceiver(() => ({ status, body: status === 200 ? 'ok' : 'down for maintenance' }))
+      owner = await signIn(ctx, await activeUser(ctx, 'owner'))
+    })
+    after(async () => {
+      await receiver.close()
+      await ctx.close()
+    })
+
+    it('the merchant profile: name, settlement, fees per method, payout fees, read by every role', async () => {
+      await ctx.services.merchants.setFee(ctx.merchant.uuid, 'card', 250, 4000)
+      const viewer = await signIn(ctx, await activeUser(ctx, 'viewer'))
+      for (const session of [owner, viewer]) {
+        const res = await dashboard(ctx, 'GET', '/dashboard/api/merchant', {
+          cookie: session.token,
+          mode: 'test',
+        })
+        assert.equal(res.statusCode, 200, res.body)
+        const profile = res.json()
+        const merchant = await ctx.services.merchants.getMerchant(ctx.merchant.uuid)
+        assert.equal(profile.uuid, ctx.merchant.uuid)
+        assert.equal(profile.name, merchant?.name)
+        assert.equal(profile.settlement_currency, merchant?.settlement_currency)
+        assert.deepEqual(
+          profile.fees.find((f: { payment_method: string }) => f.payment_method === 'card'),
+          { payment_method: 'card', fee_bps: 250, merchant_fee_share_bps: 4000 },
+        )
+        assert.deepEqual(profile.fees.map((f: { payment_method: string }) => f.payment_method).sort(), [
+          'bank_transfer',
+          'card',
+          'p2p_card',
+        ])
+      }
+      // Not an API operation: an API key gets 404, no session 401.
+      const byKey = await call(ctx, 'GET', '/dashboard/api/merchant')
+      assert.equal(byKey.statusCode, 404)
+      const none = await dashboard(ctx, 'GET', '/dashboard/api/merchant', { mode: 'test' })
+      assert.equal(none.statusCode, 401)
+    })
+
+    it("a delivery's request and each attempt's answer; developer tools only; the merchant's own", async () => {
+      await putConfig(ctx, { url: `${receiver.url}/hooks` })
+      status = 503
+      const failed = await call(ctx, 'POST', '/integration/webhook/test')
+      assert.equal(failed.statusCode, 200, failed.body)
+      status = 200
+      const delivery = failed.json()
+      const received = receiver.received.at(-1)
+      assert.ok(received)
+      const res = await dashboard(ctx, 'GET', `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`, {
+        cookie: owner.token,
+        mode: 'test',
+      })
+      assert.equal(res.statusCode, 200, res.body)
+      const answer = res.json()
+      assert.equal(answer.delivery.uuid, delivery.uuid)
+      assert.equal(answer.request.url, `${receiver.url}/hooks`)
+      assert.equal(answer.request.body, received.body)
+      assert.equal(answer.request.headers['webhook-id'], received.headers['webhook-id'])
+      assert.equal(answer.attempts.length, 1)
+      assert.equal(answer.attempts[0].response_status, 503)
+      assert.equal(answer.attempts[0].response_body, 'down for maintenance')
+      assert.equal(answer.attempts[0].webhook_timestamp, received.headers['webhook-timestamp'])
+
+      const support = await signIn(ctx, await activeUser(ctx, 'support'))
+      const refused = await dashboard(
+        ctx,
+        'GET',
+        `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`,
+        {
+          cookie: support.token,
+          mode: 'test',
+        },
+      )
+      assert.equal(refused.statusCode, 403)
+      // The other mode, or another merchant's session, does not find it.
+      const live = await dashboard(
+        ctx,
+        'GET',
+        `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`,
+        {
+          cookie: owner.token,
+          mode: 'live',
+        },
+      )
+      assert.equal(live.statusCode, 404)
+      const stranger = await ctx.newMerchant('Stranger')
+      const theirs = await signIn(ctx, await activeUser(ctx, 'owner', stranger.uuid))
+      const notTheirs = await dashboard(
+        ctx,
+        'GET',
+        `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`,
+        {
+          cookie: theirs.token,
+          mode: 'test',
+        },
+      )
+      assert.equal(notTheirs.statusCode, 404)
+      const malformed = await dashboard(ctx, 'GET', '/dashboard/api/webhook/deliveries/nope/attempts', {
+        cookie: owner.token,
+        mode: 'test',
+      })
+      assert.ok([404, 422].includes(malformed.statusCode), malformed.body)
+    })
+  })
+}
