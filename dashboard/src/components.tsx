@@ -1,6 +1,7 @@
 import { useMutation } from '@tanstack/react-query'
 import type { FormEvent, ReactNode } from 'react'
 import { Link, useSearchParams } from 'react-router'
+import type { Transaction } from './api/client'
 import { downloadCsv } from './download'
 import { money, when } from './format'
 import { useMode } from './layout'
@@ -103,16 +104,11 @@ export function ExportButton({ csv }: { csv: { mutate: () => void; isPending: bo
   )
 }
 
-export interface PaymentRow {
-  uuid: string
-  created_at: string
-  external_id: string
-  description: string | null
-  amount: number
-  currency: string
-  status: string
-  payment_method: string
-}
+/** The fields of a payment the tables show. */
+export type PaymentRow = Pick<
+  Transaction,
+  'uuid' | 'created_at' | 'external_id' | 'description' | 'amount' | 'currency' | 'status' | 'payment_method'
+>
 
 /** A table of payments; each row opens the payment's page. Text is rendered as text, never as markup. */
 export function PaymentsTable({

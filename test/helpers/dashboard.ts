@@ -1,11 +1,10 @@
+import assert from 'node:assert/strict'
 import type { LightMyRequestResponse } from 'fastify'
 import type { UserRole } from '../../src/db/enums.ts'
 import { sha256Hex } from '../../src/lib/crypto.ts'
+import { totpCode } from '../../src/lib/totp.ts'
 import { CLI } from '../../src/modules/users/deps.ts'
 import type { TestContext } from './harness.ts'
-
-/** The origin of the test config's PUBLIC_BASE_URL: the dashboard's own pages send it. */
-export const ORIGIN = 'http://gateway.test'
 
 let counter = 0
 /** A unique email for a test. */
@@ -46,7 +45,7 @@ export interface DashboardCall {
   /** The session cookie's value. */
   cookie?: string
   csrf?: string
-  /** The Origin header: ORIGIN by default, null for none. */
+  /** The Origin header: the origin of the config's PUBLIC_BASE_URL by default, null for none. */
   origin?: string | null
   ip?: string
   /** The mode a page calling the merchant API works in (X-Dashboard-Mode). */
@@ -137,3 +136,30 @@ export const asUser = (
     csrf: user.csrf,
     ...(body !== undefined && { body }),
   })
+
+/** A signed-in user with their session, as signedIn answers. */
+export type Session = Awaited<ReturnType<typeof signedIn>>
+
+/**
+ * A code is good once per 30 s step: a test that needs another code at once forgets the last one used instead
+ * of waiting for the next step.
+ */
+export const forgetLastCode = (ctx: TestContext, uuid: string) =>
+  ctx.db.updateTable('merchant_users').set({ totp_last_step: null }).where('uuid', '=', uuid).execute()
+
+/** Enrols the user's authenticator (the second factor on) and forgets the code used: the secret. */
+export async function enrol(
+  ctx: TestContext,
+  user: { uuid: string; cookie: string; csrf: string },
+): Promise<string> {
+  const started = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp')
+  assert.equal(started.statusCode, 200, started.body)
+  const { secret } = started.json()
+  ctx.secrets.push(secret)
+  const confirmed = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp/confirm', {
+    code: totpCode(secret),
+  })
+  assert.equal(confirmed.statusCode, 200, confirmed.body)
+  await forgetLastCode(ctx, user.uuid)
+  return secret
+}

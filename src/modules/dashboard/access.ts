@@ -1,13 +1,12 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import { isMode } from '../../db/enums.ts'
 import type { Db } from '../../db/index.ts'
 import { type AuthContext, DASHBOARD_MODE_HEADER, type SessionAccess } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
-import { constantTimeEqual } from '../../lib/crypto.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import { type AuditEntry, recordAudit } from '../users/audit.ts'
-import { can, type Permission } from '../users/roles.ts'
-import { readSessionCookie } from '../users/routes.ts'
+import type { Permission } from '../users/roles.ts'
+import { fromOf, requirePermission, selfOf, sessionGuards } from '../users/routes.ts'
 import type { UserService } from '../users/service.ts'
 import type { DashboardSession } from '../users/sessions.ts'
 
@@ -84,11 +83,6 @@ declare module 'fastify' {
 /** The change methods: these need the page's Origin and the session's CSRF token. */
 const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
-const from = (request: FastifyRequest) => ({
-  ip: request.ip ?? null,
-  userAgent: request.headers['user-agent']?.slice(0, 512) ?? null,
-})
-
 /**
  * A dashboard page calling the merchant API (`/integration/…`) with its session cookie, `X-Dashboard-Mode`,
  * and for a change the page's Origin and the session's `X-CSRF-Token`. The caller is the session's user: their
@@ -102,39 +96,21 @@ export function dashboardAccess(deps: {
   merchants: Pick<MerchantService, 'getMerchant'>
   publicBaseUrl: string
 }): SessionAccess {
-  const origin = new URL(deps.publicBaseUrl).origin
+  const guards = sessionGuards(deps.users, deps.publicBaseUrl)
   return {
     async authenticate(request, operationId): Promise<AuthContext> {
       const mode = request.headers[DASHBOARD_MODE_HEADER]
       if (typeof mode !== 'string' || !isMode(mode))
         throw new AppError('unauthorized', 'X-Dashboard-Mode must be test or live.')
-      const token = readSessionCookie(request.headers.cookie)
-      const session = token ? await deps.users.authenticate(token) : null
-      if (!session) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
-      if (session.totpEnrolmentRequired)
-        throw new AppError(
-          'forbidden',
-          'Your merchant requires a second factor: set up an authenticator app (POST /dashboard/api/me/totp) before anything else.',
-          { totp_enrolment_required: true },
-        )
-      if (CHANGES.has(request.method)) {
-        if (request.headers.origin !== origin)
-          throw new AppError(
-            'forbidden',
-            'This request did not come from the dashboard (its Origin is not ours).',
-          )
-        const sent = request.headers['x-csrf-token']
-        if (typeof sent !== 'string' || !constantTimeEqual(sent, session.csrfToken))
-          throw new AppError(
-            'forbidden',
-            'The X-CSRF-Token header is missing or does not match this session.',
-          )
-      }
+      // The session checks every dashboard request passes (users/routes.ts): a change also needs the
+      // dashboard's Origin and the session's CSRF token.
+      const session = CHANGES.has(request.method)
+        ? await guards.requireChange(request)
+        : await guards.requireSession(request)
       const permission = operationId ? DASHBOARD_OPERATIONS[operationId] : undefined
       if (!operationId || !permission)
         throw new AppError('forbidden', 'This operation is not available in the dashboard.')
-      if (!can(session.user.role, permission))
-        throw new AppError('forbidden', `Your role (${session.user.role}) may not do this.`, { permission })
+      requirePermission(session, permission)
       if (mode !== 'test' && TEST_MODE_OPERATIONS.has(operationId))
         throw new AppError(
           'forbidden',
@@ -149,12 +125,7 @@ export function dashboardAccess(deps: {
       if (STEP_UP_OPERATIONS.has(operationId) && merchant.dashboard_require_totp) {
         const code = request.headers[STEP_UP_HEADER]
         await deps.users.verifyStepUp(
-          {
-            userUuid: session.user.uuid,
-            merchantUuid: session.user.merchant_uuid,
-            email: session.user.email,
-            from: from(request),
-          },
+          selfOf(session, request),
           typeof code === 'string' ? code : undefined,
           operationId,
         )
@@ -193,7 +164,7 @@ export function registerDashboardAnswers(app: FastifyInstance, db: Db): void {
     await recordAudit(db, {
       action: 'api_operation',
       merchantUuid: session.user.merchant_uuid,
-      actor: { via: 'dashboard', userUuid: session.user.uuid, ...from(request) },
+      actor: { via: 'dashboard', userUuid: session.user.uuid, ...fromOf(request) },
       target: targetOf(payload),
       mode: request.auth?.mode ?? null,
       details: {

@@ -52,7 +52,7 @@ const StatsQuery = Type.Object(
 export interface DashboardPagesOptions {
   transactions: TransactionService
   webhooks: Pick<WebhookService, 'attempts'>
-  merchants: Pick<MerchantService, 'getMerchant' | 'fee'>
+  merchants: Pick<MerchantService, 'fee'>
 }
 
 /** A dashboard page's call (a session with X-Dashboard-Mode), else 404: these are not API operations. */
@@ -97,7 +97,6 @@ export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = 
     { config: { auth: 'key' }, schema: { hide: true, operationId: 'dashboardMerchantProfile' } },
     async (request) => {
       const { merchant } = sessionCall(request)
-      const fresh = (await merchants.getMerchant(merchant.uuid)) ?? merchant
       const fees = await Promise.all(
         PAYMENT_METHODS.map(async (method) => {
           const fee = await merchants.fee(merchant.uuid, method)
@@ -109,14 +108,14 @@ export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = 
         }),
       )
       return {
-        uuid: fresh.uuid,
-        name: fresh.name,
-        settlement_currency: fresh.settlement_currency,
-        settlement_hold_seconds: fresh.settlement_hold_seconds,
-        transaction_ttl_seconds: fresh.transaction_ttl_seconds,
-        fx_markup_bps: fresh.fx_markup_bps,
-        payout_fee_bps: fresh.payout_fee_bps,
-        payout_fixed_fee_micro: fresh.payout_fixed_fee_micro,
+        uuid: merchant.uuid,
+        name: merchant.name,
+        settlement_currency: merchant.settlement_currency,
+        settlement_hold_seconds: merchant.settlement_hold_seconds,
+        transaction_ttl_seconds: merchant.transaction_ttl_seconds,
+        fx_markup_bps: merchant.fx_markup_bps,
+        payout_fee_bps: merchant.payout_fee_bps,
+        payout_fixed_fee_micro: merchant.payout_fixed_fee_micro,
         fees,
       }
     },

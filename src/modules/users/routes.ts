@@ -105,7 +105,7 @@ const managerOf = (session: DashboardSession, request: FastifyRequest): Manager 
   from: fromOf(request),
 })
 
-const selfOf = (session: DashboardSession, request: FastifyRequest): Self => ({
+export const selfOf = (session: DashboardSession, request: FastifyRequest): Self => ({
   userUuid: session.user.uuid,
   merchantUuid: session.user.merchant_uuid,
   email: session.user.email,

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { totpCode } from '../../../src/lib/totp.ts'
-import { asUser, auditRows, dashboard, signedIn } from '../../helpers/dashboard.ts'
+import {
+  asUser,
+  auditRows,
+  dashboard,
+  enrol,
+  forgetLastCode,
+  type Session,
+  signedIn,
+} from '../../helpers/dashboard.ts'
 import {
   backends,
   createTestContext,
@@ -10,8 +18,6 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
-
-type Session = Awaited<ReturnType<typeof signedIn>>
 
 const TRC20 = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
 const newPayout = () => ({
@@ -23,24 +29,6 @@ const newPayout = () => ({
 })
 let counter = 0
 const idempotencyKey = () => `dash-payout-${Date.now()}-${counter++}`
-
-/** Enrols the user's authenticator (the second factor on) and forgets the code used, so the next is good. */
-async function enrol(ctx: TestContext, user: Session): Promise<string> {
-  const started = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp')
-  assert.equal(started.statusCode, 200, started.body)
-  const { secret } = started.json()
-  ctx.secrets.push(secret)
-  const confirmed = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp/confirm', {
-    code: totpCode(secret),
-  })
-  assert.equal(confirmed.statusCode, 200, confirmed.body)
-  await forgetLastCode(ctx, user.uuid)
-  return secret
-}
-
-/** A code is good once per 30 s step: a test that needs another at once forgets the last one used. */
-const forgetLastCode = (ctx: TestContext, uuid: string) =>
-  ctx.db.updateTable('merchant_users').set({ totp_last_step: null }).where('uuid', '=', uuid).execute()
 
 const payouts = (ctx: TestContext, merchant: TestMerchant) =>
   ctx.db.selectFrom('payouts').select('uuid').where('merchant_uuid', '=', merchant.uuid).execute()

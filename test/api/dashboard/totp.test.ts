@@ -7,34 +7,13 @@ import {
   asUser,
   auditRows,
   dashboard,
+  enrol,
+  type Session,
   sessionCookie,
   signedIn,
   signIn,
 } from '../../helpers/dashboard.ts'
 import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
-
-type Session = { uuid: string; email: string; password: string; cookie: string; csrf: string }
-
-/** Enrols the user's authenticator: the secret, with the second factor on. */
-async function enrol(ctx: TestContext, user: Session): Promise<string> {
-  const started = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp')
-  assert.equal(started.statusCode, 200, started.body)
-  const { secret } = started.json()
-  ctx.secrets.push(secret)
-  const confirmed = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp/confirm', {
-    code: totpCode(secret),
-  })
-  assert.equal(confirmed.statusCode, 200, confirmed.body)
-  await forgetLastCode(ctx, user.uuid)
-  return secret
-}
-
-/**
- * A code is good once per 30 s step; a test that needs another code at once forgets the last one used
- * instead of waiting for the next step.
- */
-const forgetLastCode = (ctx: TestContext, uuid: string) =>
-  ctx.db.updateTable('merchant_users').set({ totp_last_step: null }).where('uuid', '=', uuid).execute()
 
 const signInCall = (ctx: TestContext, user: { email: string; password: string }, totp_code?: string) =>
   dashboard(ctx, 'POST', '/dashboard/api/session', {
@@ -96,7 +75,7 @@ for (const backend of backends()) {
       assert.equal(again.statusCode, 409)
       const confirmNothing = await asUser(
         ctx,
-        (await signedIn(ctx, 'viewer')) as Session,
+        await signedIn(ctx, 'viewer'),
         'POST',
         '/dashboard/api/me/totp/confirm',
         {
@@ -108,7 +87,7 @@ for (const backend of backends()) {
     })
 
     it('signs in with the code: without it 401 totp_required (only with the right password), a wrong one counts as a failure', async () => {
-      const user = (await signedIn(ctx, 'viewer')) as Session
+      const user = await signedIn(ctx, 'viewer')
       const secret = await enrol(ctx, user)
 
       const missing = await signInCall(ctx, user)
@@ -153,7 +132,7 @@ for (const backend of backends()) {
     })
 
     it('throttles wrong codes like wrong passwords: the 6th attempt is 429 even with the right code', async () => {
-      const user = (await signedIn(ctx, 'viewer')) as Session
+      const user = await signedIn(ctx, 'viewer')
       const secret = await enrol(ctx, user)
       for (let i = 0; i < 5; i++) {
         const wrong = await dashboard(ctx, 'POST', '/dashboard/api/session', {
@@ -171,7 +150,7 @@ for (const backend of backends()) {
     })
 
     it('throttles wrong codes in a session too: after 5, even the right code is 429 for a while', async () => {
-      const user = (await signedIn(ctx, 'viewer')) as Session
+      const user = await signedIn(ctx, 'viewer')
       const started = await asUser(ctx, user, 'POST', '/dashboard/api/me/totp')
       const { secret } = started.json()
       ctx.secrets.push(secret)
@@ -194,7 +173,7 @@ for (const backend of backends()) {
 
     it('turns off with a current code; refuses a wrong code, and refuses while the merchant requires it', async () => {
       const m = await ctx.newMerchant('Off')
-      const owner = (await signedIn(ctx, 'owner', m.uuid)) as Session
+      const owner = await signedIn(ctx, 'owner', m.uuid)
       const secret = await enrol(ctx, owner)
       const wrong = await asUser(ctx, owner, 'DELETE', '/dashboard/api/me/totp', { code: '000000' })
       assert.equal(wrong.statusCode, 422)
@@ -228,8 +207,8 @@ for (const backend of backends()) {
 
     it('lets only an owner with a second factor require it; others read the setting', async () => {
       const m = await ctx.newMerchant('Require')
-      const owner = (await signedIn(ctx, 'owner', m.uuid)) as Session
-      const admin = (await signedIn(ctx, 'admin', m.uuid)) as Session
+      const owner = await signedIn(ctx, 'owner', m.uuid)
+      const admin = await signedIn(ctx, 'admin', m.uuid)
       const byAdmin = await asUser(ctx, admin, 'PUT', '/dashboard/api/merchant/security', {
         require_totp: true,
       })
@@ -254,16 +233,16 @@ for (const backend of backends()) {
       const read = await asUser(ctx, owner, 'GET', '/dashboard/api/merchant/security')
       assert.deepEqual(read.json(), { require_totp: true })
       // Another merchant is untouched.
-      const elsewhere = (await signedIn(ctx, 'viewer')) as Session
+      const elsewhere = await signedIn(ctx, 'viewer')
       const theirs = await asUser(ctx, elsewhere, 'GET', '/dashboard/api/merchant/security')
       assert.deepEqual(theirs.json(), { require_totp: false })
     })
 
     it('when required, a user without a second factor may only enrol, read /me and sign out, until enrolled', async () => {
       const m = await ctx.newMerchant('Enforced')
-      const owner = (await signedIn(ctx, 'owner', m.uuid)) as Session
+      const owner = await signedIn(ctx, 'owner', m.uuid)
       await enrol(ctx, owner)
-      const admin = (await signedIn(ctx, 'admin', m.uuid)) as Session
+      const admin = await signedIn(ctx, 'admin', m.uuid)
       const on = await asUser(ctx, owner, 'PUT', '/dashboard/api/merchant/security', { require_totp: true })
       assert.equal(on.statusCode, 200)
 
@@ -326,7 +305,7 @@ for (const backend of backends()) {
     })
 
     it('refuses a code for a second factor that is not on, and bad bodies, with 4xx', async () => {
-      const user = (await signedIn(ctx, 'viewer')) as Session
+      const user = await signedIn(ctx, 'viewer')
       const off = await asUser(ctx, user, 'DELETE', '/dashboard/api/me/totp', { code: '123456' })
       assert.equal(off.statusCode, 409)
       for (const body of [{}, { code: '' }, { code: 1 }, { code: '1'.repeat(17) }, { code: '1', x: 1 }]) {
