@@ -8,7 +8,6 @@ import {
   auditRows,
   dashboard,
   enrol,
-  type Session,
   sessionCookie,
   signedIn,
   signIn,
