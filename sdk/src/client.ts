@@ -1,0 +1,342 @@
+import { EventSourceParserStream } from 'eventsource-parser/stream'
+import { ConnectionError } from './errors.ts'
+import { type ClientOptions, HttpClient, type Query, type RequestOptions } from './http.ts'
+import type { components, operations } from './openapi.ts'
+import { List, type Page } from './pagination.ts'
+import type { WebhookEvent } from './webhooks.ts'
+
+export type Schemas = components['schemas']
+type Op = operations
+
+/** The JSON body an operation takes. */
+export type BodyOf<O extends keyof Op> = Op[O] extends {
+  requestBody?: { content: { 'application/json': infer B } }
+}
+  ? B
+  : never
+/** The query parameters an operation takes. */
+export type QueryOf<O extends keyof Op> = Op[O]['parameters'] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : never
+/** What an operation answers on success. */
+export type ResultOf<O extends keyof Op> = Op[O]['responses'] extends {
+  200: { content: { 'application/json': infer R } }
+}
+  ? R
+  : Op[O]['responses'] extends { 201: { content: { 'application/json': infer R } } }
+    ? R
+    : never
+/** A list operation's filters (the cursor is the iterator's business). */
+export type FiltersOf<O extends keyof Op> = Omit<QueryOf<O>, 'cursor'>
+type ItemOf<O extends keyof Op> = ResultOf<O> extends { data: (infer T)[] } ? T : never
+
+export type Transaction = Schemas['TransactionResponse']
+export type Refund = Schemas['RefundResponse']
+export type Payout = Schemas['PayoutResponse']
+export type PayoutQuote = Schemas['PayoutQuoteResponse']
+export type Event = Schemas['Event']
+export type WebhookConfig = Schemas['WebhookConfig']
+export type WebhookDelivery = Schemas['WebhookDelivery']
+
+/** One message of the test-mode event stream. */
+export type StreamMessage =
+  | { type: 'ready'; mode: 'test'; merchant_uuid: string }
+  | { type: 'event'; id: string; event: string; data: WebhookEvent; body: string }
+
+export interface StreamOptions {
+  /** Only these events (default all). */
+  events?: readonly string[]
+  /** Resume after this event (the last `id` received), as a reconnecting client does. */
+  lastEventId?: string
+  /** Ends the stream. */
+  signal?: AbortSignal
+  /** A connection that sends nothing (not even its heartbeat) for this long is given up; default 45 000 ms. */
+  idleTimeoutMs?: number
+}
+
+const path = (template: string, ...ids: string[]) => {
+  let i = 0
+  return template.replace(/\{[^}]+\}/g, () => encodeURIComponent(ids[i++] as string))
+}
+
+/**
+ * The merchant API. Every method sends one operation of the API (docs/API.md) with the key given here; POSTs
+ * are idempotent and retried safely, refunds and payouts are signed, lists page themselves.
+ *
+ * ```ts
+ * const mg = new MerchantGateway({ apiKey: process.env.MG_SECRET!, keyId: process.env.MG_KEY_ID })
+ * const tx = await mg.transactions.create({ amount: 150000, currency: 'RUB', payment_method: 'card', external_id: 'order-1' })
+ * for await (const paid of mg.transactions.list({ status: 'paid' })) console.log(paid.uuid)
+ * ```
+ */
+export class MerchantGateway {
+  readonly http: HttpClient
+
+  constructor(options: ClientOptions) {
+    this.http = new HttpClient(options)
+  }
+
+  private get<O extends keyof Op>(
+    template: string,
+    ids: string[] = [],
+    query?: Query,
+    options?: RequestOptions,
+  ) {
+    return this.http.json<ResultOf<O>>({ method: 'GET', path: path(template, ...ids), query }, options)
+  }
+
+  private post<O extends keyof Op>(
+    template: string,
+    ids: string[],
+    body: unknown,
+    options?: RequestOptions & { signed?: boolean },
+  ) {
+    return this.http.json<ResultOf<O>>(
+      { method: 'POST', path: path(template, ...ids), body, signed: options?.signed },
+      options,
+    )
+  }
+
+  private list<O extends keyof Op>(template: string, filters: object | undefined, options?: RequestOptions) {
+    return new List<ItemOf<O>>((cursor) =>
+      this.http.json<Page<ItemOf<O>>>(
+        { method: 'GET', path: template, query: { ...(filters as Query), cursor } },
+        options,
+      ),
+    )
+  }
+
+  readonly transactions = {
+    /** Creates a payment: card (the hosted page's `payment_url`) or host-to-host (then `requisites`). */
+    create: (body: BodyOf<'createTransaction'>, options?: RequestOptions) =>
+      this.post<'createTransaction'>('/integration/transactions', [], body, options),
+    get: (uuid: string, options?: RequestOptions) =>
+      this.get<'getTransaction'>('/integration/transactions/{uuid}', [uuid], undefined, options),
+    getByExternalId: (externalId: string, options?: RequestOptions) =>
+      this.get<'getTransactionByExternalId'>(
+        '/integration/transactions/by-external-id/{externalId}',
+        [externalId],
+        undefined,
+        options,
+      ),
+    list: (filters?: FiltersOf<'listTransactions'>, options?: RequestOptions) =>
+      this.list<'listTransactions'>('/integration/transactions', filters, options),
+    /** Where the customer transfers to, for a host-to-host payment. */
+    requisites: (uuid: string, options?: RequestOptions) =>
+      this.get<'getTransactionRequisites'>(
+        '/integration/transactions/{uuid}/h2h',
+        [uuid],
+        undefined,
+        options,
+      ),
+  }
+
+  readonly refunds = {
+    /** Refunds a paid transaction, in part or in full (signed: the client needs `keyId`). */
+    create: (body: BodyOf<'createRefund'>, options?: RequestOptions) =>
+      this.post<'createRefund'>('/integration/refunds', [], body, { ...options, signed: true }),
+    get: (uuid: string, options?: RequestOptions) =>
+      this.get<'getRefund'>('/integration/refunds/{uuid}', [uuid], undefined, options),
+    list: (filters?: FiltersOf<'listRefunds'>, options?: RequestOptions) =>
+      this.list<'listRefunds'>('/integration/refunds', filters, options),
+  }
+
+  readonly payouts = {
+    /** The rate and fee a payout would have now, held for 60 s. */
+    quote: (query: QueryOf<'quotePayout'>, options?: RequestOptions) =>
+      this.get<'quotePayout'>('/integration/payouts/quote', [], query, options),
+    /** Pays out from the USDT balance (signed: the client needs `keyId`). */
+    create: (body: BodyOf<'createPayout'>, options?: RequestOptions) =>
+      this.post<'createPayout'>('/integration/payouts', [], body, { ...options, signed: true }),
+    get: (uuid: string, options?: RequestOptions) =>
+      this.get<'getPayout'>('/integration/payouts/{uuid}', [uuid], undefined, options),
+    list: (filters?: FiltersOf<'listPayouts'>, options?: RequestOptions) =>
+      this.list<'listPayouts'>('/integration/payouts', filters, options),
+  }
+
+  readonly balances = {
+    list: (options?: RequestOptions) =>
+      this.get<'listBalances'>('/integration/balances', [], undefined, options),
+  }
+
+  readonly balanceTransactions = {
+    get: (uuid: string, options?: RequestOptions) =>
+      this.get<'getBalanceTransaction'>(
+        '/integration/balance-transactions/{uuid}',
+        [uuid],
+        undefined,
+        options,
+      ),
+    list: (filters?: FiltersOf<'listBalanceTransactions'>, options?: RequestOptions) =>
+      this.list<'listBalanceTransactions'>('/integration/balance-transactions', filters, options),
+  }
+
+  readonly rates = {
+    list: (options?: RequestOptions) => this.get<'listRates'>('/integration/rates', [], undefined, options),
+  }
+
+  readonly webhook = {
+    get: (options?: RequestOptions) =>
+      this.get<'getWebhookConfig'>('/integration/webhook', [], undefined, options),
+    update: (body: BodyOf<'updateWebhookConfig'>, options?: RequestOptions) =>
+      this.http.json<ResultOf<'updateWebhookConfig'>>(
+        { method: 'PUT', path: '/integration/webhook', body },
+        options,
+      ),
+    /** A new signing secret; the old one keeps signing beside it for the overlap asked (default 24 h). */
+    rotateSecret: (body: Partial<BodyOf<'rotateWebhookSecret'>> = {}, options?: RequestOptions) =>
+      this.post<'rotateWebhookSecret'>('/integration/webhook/secret/rotate', [], body, options),
+    /** Sends a `webhook.test` delivery to the configured URL. */
+    test: (options?: RequestOptions) =>
+      this.post<'sendTestWebhook'>('/integration/webhook/test', [], undefined, options),
+    deliveries: {
+      list: (filters?: FiltersOf<'listWebhookDeliveries'>, options?: RequestOptions) =>
+        this.list<'listWebhookDeliveries'>('/integration/webhook/deliveries', filters, options),
+      get: (uuid: string, options?: RequestOptions) =>
+        this.get<'getWebhookDelivery'>('/integration/webhook/deliveries/{uuid}', [uuid], undefined, options),
+      redeliver: (uuid: string, options?: RequestOptions) =>
+        this.post<'redeliverWebhook'>(
+          '/integration/webhook/deliveries/{uuid}/redeliver',
+          [uuid],
+          undefined,
+          options,
+        ),
+    },
+  }
+
+  readonly events = {
+    get: (eventId: string, options?: RequestOptions) =>
+      this.get<'getEvent'>('/integration/events/{event_id}', [eventId], undefined, options),
+    list: (filters?: FiltersOf<'listEvents'>, options?: RequestOptions) =>
+      this.list<'listEvents'>('/integration/events', filters, options),
+    /**
+     * The test mode's events as they happen (server-sent events): a `ready` message once connected, then every
+     * event with the body its webhook carries. One connection: it ends when the service ends it, and the caller
+     * reconnects with `lastEventId` (as `merchant-gateway listen` does). Test keys only.
+     */
+    stream: (options: StreamOptions = {}) => this.stream(options),
+  }
+
+  readonly sandbox = {
+    transactions: {
+      paid: (uuid: string, options?: RequestOptions) =>
+        this.post<'simulateTransactionPaid'>(
+          '/integration/sandbox/transactions/{uuid}/paid',
+          [uuid],
+          undefined,
+          options,
+        ),
+      failed: (uuid: string, options?: RequestOptions) =>
+        this.post<'simulateTransactionFailed'>(
+          '/integration/sandbox/transactions/{uuid}/failed',
+          [uuid],
+          undefined,
+          options,
+        ),
+      expired: (uuid: string, options?: RequestOptions) =>
+        this.post<'simulateTransactionExpired'>(
+          '/integration/sandbox/transactions/{uuid}/expired',
+          [uuid],
+          undefined,
+          options,
+        ),
+      failedThenPaid: (uuid: string, options?: RequestOptions) =>
+        this.post<'simulateTransactionFailedThenPaid'>(
+          '/integration/sandbox/transactions/{uuid}/failed-then-paid',
+          [uuid],
+          undefined,
+          options,
+        ),
+    },
+    payouts: {
+      completed: (uuid: string, options?: RequestOptions) =>
+        this.post<'simulatePayoutCompleted'>(
+          '/integration/sandbox/payouts/{uuid}/completed',
+          [uuid],
+          undefined,
+          options,
+        ),
+      failed: (uuid: string, options?: RequestOptions) =>
+        this.post<'simulatePayoutFailed'>(
+          '/integration/sandbox/payouts/{uuid}/failed',
+          [uuid],
+          undefined,
+          options,
+        ),
+    },
+  }
+
+  private async *stream(options: StreamOptions): AsyncGenerator<StreamMessage> {
+    const { response } = await this.http.send(
+      {
+        method: 'GET',
+        path: '/integration/events/stream',
+        query: { type: options.events },
+        headers: {
+          accept: 'text/event-stream',
+          ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}),
+        },
+        stream: true,
+      },
+      { signal: options.signal, maxRetries: 0 },
+    )
+    const body = response.body
+    if (!body) throw new ConnectionError('the event stream answered without a body')
+    const idleMs = options.idleTimeoutMs ?? 45_000
+    // Any bytes (the service's heartbeat comments too) prove the connection alive; silence ends it.
+    let idle: NodeJS.Timeout | undefined
+    let silent: (error: Error) => void = () => {}
+    const quiet = new Promise<never>((_, reject) => {
+      silent = reject
+    })
+    quiet.catch(() => {})
+    const arm = () => {
+      clearTimeout(idle)
+      idle = setTimeout(
+        () => silent(new ConnectionError(`the event stream was silent for ${idleMs} ms`)),
+        idleMs,
+      )
+    }
+    arm()
+    const decoder = new TextDecoder()
+    const reader = body
+      .pipeThrough(
+        new TransformStream<Uint8Array, string>({
+          transform(chunk, controller) {
+            arm()
+            controller.enqueue(decoder.decode(chunk, { stream: true }))
+          },
+        }),
+      )
+      .pipeThrough(new EventSourceParserStream())
+      .getReader()
+    const stop = () => void reader.cancel().catch(() => {})
+    options.signal?.addEventListener('abort', stop, { once: true })
+    try {
+      for (;;) {
+        const next = await Promise.race([reader.read(), quiet])
+        if (next.done) return
+        const message = next.value
+        if (message.event === 'ready')
+          yield { type: 'ready', ...(JSON.parse(message.data) as object) } as StreamMessage
+        else if (message.id)
+          yield {
+            type: 'event',
+            id: message.id,
+            event: message.event ?? 'message',
+            data: JSON.parse(message.data) as WebhookEvent,
+            body: message.data,
+          }
+      }
+    } catch (error) {
+      if (options.signal?.aborted) return
+      throw error instanceof ConnectionError
+        ? error
+        : new ConnectionError(`the event stream broke: ${String(error)}`, { cause: error })
+    } finally {
+      clearTimeout(idle)
+      options.signal?.removeEventListener('abort', stop)
+      stop()
+    }
+  }
+}

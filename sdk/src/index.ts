@@ -1,0 +1,35 @@
+export {
+  type BodyOf,
+  type Event,
+  type FiltersOf,
+  MerchantGateway,
+  type Payout,
+  type PayoutQuote,
+  type QueryOf,
+  type Refund,
+  type ResultOf,
+  type Schemas,
+  type StreamMessage,
+  type StreamOptions,
+  type Transaction,
+  type WebhookConfig,
+  type WebhookDelivery,
+} from './client.ts'
+export {
+  ApiError,
+  ConnectionError,
+  type ErrorCode,
+  MerchantGatewayError,
+  TimeoutError,
+  WebhookVerificationError,
+} from './errors.ts'
+export { type ClientOptions, type RequestOptions, signatureHeader } from './http.ts'
+export type { components, operations, paths } from './openapi.ts'
+export { List, type Page } from './pagination.ts'
+
+import { generateSecret, signHeaders, verify } from './webhooks.ts'
+
+export type { HeadersLike, WebhookEvent } from './webhooks.ts'
+
+/** Webhook signatures (Standard Webhooks): `verify` before acting on a callback. */
+export const webhooks = { verify, signHeaders, generateSecret }
