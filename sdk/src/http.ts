@@ -60,13 +60,12 @@ export interface Answer {
 
 const API_KEY = /^sk_(test|live)_/
 
-/** `?a=1&b=x&b=y`: arrays as repeated parameters, absent values left out. */
+/** `?a=1&b=x,y`: arrays comma-separated (as the API's multi-value filters take them), absent values left out. */
 export function queryString(query: Query | undefined): string {
   const search = new URLSearchParams()
   for (const [name, value] of Object.entries(query ?? {})) {
     if (value === undefined || value === null) continue
-    if (Array.isArray(value)) for (const item of value) search.append(name, String(item))
-    else search.append(name, String(value))
+    search.append(name, Array.isArray(value) ? value.join(',') : String(value))
   }
   const text = search.toString()
   return text ? `?${text}` : ''

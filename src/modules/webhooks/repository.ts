@@ -358,3 +358,23 @@ export const listAttempts = (db: Executor, deliveryUuid: string) =>
     .orderBy('attempt')
     .orderBy('started_at')
     .execute()
+
+/**
+ * The event stream's poll: the merchant's events in one mode that occurred at `from` or later, oldest first,
+ * leaving out those already sent (`except`), at most `limit`.
+ */
+export const eventsSince = (
+  db: Executor,
+  scope: Scope,
+  input: { from: Date; types?: EventName[]; except: string[]; limit: number },
+) => {
+  let query = db
+    .selectFrom('events')
+    .select(['uuid', 'event', 'body', 'occurred_at'])
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where('occurred_at', '>=', input.from)
+  if (input.types?.length) query = query.where('event', 'in', input.types)
+  if (input.except.length) query = query.where('uuid', 'not in', input.except)
+  return query.orderBy('occurred_at').orderBy('uuid').limit(input.limit).execute()
+}

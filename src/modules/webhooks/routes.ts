@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponses } from '../../http/errors.ts'
@@ -208,6 +210,59 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         wantsCsv(request)
           ? sendCsv(reply, 'events', EVENT_CSV_COLUMNS, webhooks.exportEvents(authOf(request), request.query))
           : webhooks.listEvents(authOf(request), request.query),
+    )
+
+    app.addHook('preClose', async () => webhooks.closeStreams())
+    app.get(
+      '/integration/events/stream',
+      {
+        config: { auth: 'key' },
+        schema: {
+          operationId: 'streamEvents',
+          summary: 'Stream test-mode events as they happen',
+          description:
+            "Server-sent events (`text/event-stream`), test keys only (a live key is 403 `forbidden`): first `event: ready`, then every event of the merchant's test mode as it is recorded, each as `id: <event_id>`, `event: <name>` and `data: <exactly the body its webhook carries>`, and a `: heartbeat` comment every 15 s. Events from when the stream opens; reconnect with `Last-Event-ID` to resume after the last one received (at least once). At most 10 open streams per merchant (429). `merchant-gateway listen` forwards them to a local URL (docs/API.md §25).",
+          tags: eventTags,
+          security,
+          querystring: Type.Pick(ListEventsQuery, ['type']),
+          headers: Type.Object({
+            'last-event-id': Type.Optional(
+              Type.String({
+                maxLength: 64,
+                description: 'The id of the last event received: the stream resumes after it.',
+              }),
+            ),
+          }),
+          response: {
+            200: {
+              description: 'The stream: it stays open until the client or the server ends it.',
+              content: {
+                'text/event-stream': {
+                  schema: {
+                    type: 'string',
+                    description:
+                      'Server-sent events: `event: ready` (data `{"mode":"test","merchant_uuid":…}`), then `id`, `event` and `data` (the webhook body, one JSON line) per event.',
+                  },
+                },
+              },
+            },
+            ...errorResponses(401, 403, 422),
+          },
+        },
+      },
+      async (request, reply) => {
+        const stream = await webhooks.streamEvents(
+          authOf(request),
+          request.query,
+          request.headers['last-event-id'],
+        )
+        // The answer is a stream of text, not the string the typed reply expects.
+        return (reply as FastifyReply)
+          .header('content-type', 'text/event-stream; charset=utf-8')
+          .header('cache-control', 'no-store')
+          .header('x-accel-buffering', 'no')
+          .send(stream)
+      },
     )
 
     app.get(

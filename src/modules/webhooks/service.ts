@@ -19,6 +19,7 @@ import * as repo from './repository.ts'
 import { purgeExpiredEvents } from './retention.ts'
 import type { ListEventsInput, UpdateWebhookConfigInput } from './schemas.ts'
 import { createSecretOpener } from './secrets.ts'
+import { createEventStreams } from './stream.ts'
 
 export type { DispatchOptions } from './deps.ts'
 export type { RecordEventInput } from './outbox.ts'
@@ -49,6 +50,7 @@ export function createWebhookService(deps: {
     dispatch: { schedule: config.webhook.retrySchedule, random: Math.random, ...deps.dispatch },
     open: createSecretOpener(config.masterKey),
   }
+  const streams = createEventStreams(bound)
 
   return {
     recordEvent,
@@ -69,6 +71,10 @@ export function createWebhookService(deps: {
     listEvents: (auth: AuthContext, query: ListEventsInput) => listEvents(bound, auth, query),
     getEvent: (auth: AuthContext, eventId: string) => getEvent(bound, auth, eventId),
     exportEvents: (auth: AuthContext, query: ListEventsInput) => exportEvents(bound, auth, query),
+    /** The test mode's events as server-sent events (stream.ts). */
+    streamEvents: streams.start,
+    /** Ends the open event streams: the server is shutting down. */
+    closeStreams: streams.closeAll,
     /** Deletes the events past their retention, with their deliveries; how many events went. */
     purgeEvents: (now?: Date) => purgeExpiredEvents(bound, now),
 
