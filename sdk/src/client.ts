@@ -25,7 +25,9 @@ export type ResultOf<O extends keyof Op> = Op[O]['responses'] extends {
   ? R
   : Op[O]['responses'] extends { 201: { content: { 'application/json': infer R } } }
     ? R
-    : never
+    : Op[O]['responses'] extends { 202: { content: { 'application/json': infer R } } }
+      ? R
+      : never
 /** A list operation's filters (the cursor is the iterator's business). */
 export type FiltersOf<O extends keyof Op> = Omit<QueryOf<O>, 'cursor'>
 type ItemOf<O extends keyof Op> = ResultOf<O> extends { data: (infer T)[] } ? T : never
@@ -296,6 +298,8 @@ export class MerchantGateway {
         () => silent(new ConnectionError(`the event stream was silent for ${idleMs} ms`)),
         idleMs,
       )
+      // The connection keeps the process alive while it is open; the watchdog alone must not.
+      idle.unref()
     }
     arm()
     const decoder = new TextDecoder()
@@ -310,7 +314,10 @@ export class MerchantGateway {
       )
       .pipeThrough(new EventSourceParserStream())
       .getReader()
-    const stop = () => void reader.cancel().catch(() => {})
+    const stop = () => {
+      clearTimeout(idle)
+      void reader.cancel().catch(() => {})
+    }
     options.signal?.addEventListener('abort', stop, { once: true })
     try {
       for (;;) {

@@ -13,14 +13,15 @@ export interface Program {
 
 /**
  * Starts the real program with exactly `env`, collecting its output: from its sources
- * (`node --import tsx src/main.ts <args>`), or as production runs it, compiled (`node dist/main.js <args>`).
+ * (`node --import tsx src/main.ts <args>`; `script` names another, such as the SDK's CLI), or as production runs
+ * it, compiled (`node dist/main.js <args>`).
  */
 export function spawnProgram(
   args: string[],
   env: NodeJS.ProcessEnv,
-  options: { compiled?: boolean } = {},
+  options: { compiled?: boolean; script?: string } = {},
 ): Program {
-  const entry = options.compiled ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
+  const entry = options.compiled ? ['dist/main.js'] : ['--import', 'tsx', options.script ?? 'src/main.ts']
   const child = spawn(process.execPath, [...entry, ...args], {
     cwd: ROOT,
     env,

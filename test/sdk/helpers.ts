@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import { type AddressInfo, createServer, connect as tcpConnect, type Socket } from 'node:net'
+import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from 'node:net'
 
 /** One request the service's HTTP server received, as it saw it, and what it answered. */
 export interface Seen {
@@ -24,7 +24,8 @@ export interface Seen {
  */
 export function recordRequests(server: Server): Seen[] {
   const seen: Seen[] = []
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  // First among the listeners, so the answer's headers are caught however soon the app writes them.
+  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
     const header = (name: string) => {
       const value = req.headers[name]
       return Array.isArray(value) ? value.join(',') : value
@@ -38,12 +39,21 @@ export function recordRequests(server: Server): Seen[] {
       at: Date.now(),
     }
     seen.push(entry)
+    // Fastify hands its headers to writeHead at once (not through setHeader): read them there.
+    const written: Record<string, string> = {}
+    const writeHead = res.writeHead
+    res.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+      const headers = args.find((arg) => arg !== null && typeof arg === 'object' && !Array.isArray(arg))
+      for (const [name, value] of Object.entries((headers ?? {}) as Record<string, unknown>))
+        written[name.toLowerCase()] = String(value)
+      return (writeHead as (...a: unknown[]) => ServerResponse).apply(this, args)
+    } as ServerResponse['writeHead']
     const done = () => {
       if (entry.status !== undefined) return
       entry.status = res.statusCode
       entry.doneAt = Date.now()
       const text = (name: string) => {
-        const value = res.getHeader(name)
+        const value = written[name] ?? res.getHeader(name)
         return value === undefined ? undefined : String(value)
       }
       entry.retryAfter = text('retry-after')

@@ -257,11 +257,15 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           request.headers['last-event-id'],
         )
         // The answer is a stream of text, not the string the typed reply expects.
-        return (reply as FastifyReply)
-          .header('content-type', 'text/event-stream; charset=utf-8')
-          .header('cache-control', 'no-store')
-          .header('x-accel-buffering', 'no')
-          .send(stream)
+        return (
+          (reply as FastifyReply)
+            .header('content-type', 'text/event-stream; charset=utf-8')
+            .header('cache-control', 'no-store')
+            .header('x-accel-buffering', 'no')
+            // The connection ends with the stream: a keep-alive one would hold a shutting-down server open.
+            .header('connection', 'close')
+            .send(stream)
+        )
       },
     )
 
