@@ -180,7 +180,7 @@ export class MerchantGateway {
   readonly webhook = {
     get: (options?: RequestOptions) =>
       this.get<'getWebhookConfig'>('/integration/webhook', [], undefined, options),
-    update: (body: BodyOf<'updateWebhookConfig'>, options?: RequestOptions) =>
+    update: (body: Partial<BodyOf<'updateWebhookConfig'>>, options?: RequestOptions) =>
       this.http.json<ResultOf<'updateWebhookConfig'>>(
         { method: 'PUT', path: '/integration/webhook', body },
         options,

@@ -38,9 +38,10 @@ export class List<T> implements AsyncIterable<T>, PromiseLike<Page<T>> {
   /** Every item, up to `limit` (default 10 000: a guard against loading a whole history by mistake). */
   async toArray(limit = 10_000): Promise<T[]> {
     const items: T[] = []
+    if (limit <= 0) return items
     for await (const item of this) {
-      if (items.length >= limit) break
       items.push(item)
+      if (items.length >= limit) break
     }
     return items
   }

@@ -5,7 +5,13 @@ import type { LightMyRequestResponse } from 'fastify'
 import type { Mode } from '../../../src/db/types.ts'
 import { sign } from '../../../src/http/auth.ts'
 import { backends, createTestContext, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
-import { DOCUMENTED_OPERATIONS, ROUTE_TABLE, SECURITY_ROUTES, type SecurityRoute } from './routes.ts'
+import {
+  DOCUMENTED_OPERATIONS,
+  injectRoute,
+  ROUTE_TABLE,
+  SECURITY_ROUTES,
+  type SecurityRoute,
+} from './routes.ts'
 
 interface Key {
   key_id: string
@@ -19,6 +25,7 @@ interface Prepared {
   /** The raw body bytes as sent; undefined for no body. */
   payload: string | undefined
   idempotencyKey: string | undefined
+  stream: boolean
 }
 
 type Response = LightMyRequestResponse & { sent: Record<string, string> }
@@ -34,6 +41,7 @@ function prepare(route: SecurityRoute, resource: unknown): Prepared {
     url: route.url(resource),
     payload: body === undefined ? undefined : JSON.stringify(body),
     idempotencyKey: route.idempotency === 'required' ? freshIdempotencyKey() : undefined,
+    stream: route.stream === true,
   }
 }
 
@@ -52,7 +60,7 @@ async function send(ctx: TestContext, req: Prepared, credentials: Record<string,
   const headers: Record<string, string> = { ...credentials }
   if (req.payload !== undefined) headers['content-type'] = 'application/json'
   if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey
-  const res = await ctx.app.inject({
+  const res = await injectRoute(ctx, req, {
     method: req.method,
     url: req.url,
     headers,
@@ -295,10 +303,12 @@ for (const backend of backends()) {
         it(`a valid X-Signature: ${route.status}`, async () => {
           const req = prepare(route, await ready())
           assertSuccess(ctx, await send(ctx, req, { 'x-signature': signatureHeader(key, req) }), route)
-          // The live key signs for live mode just the same.
+          // The live key signs for live mode just the same (and is refused where only test keys may go).
           const live = prepare(route, await ready(ctx.merchant, 'live'))
           const liveKey = ctx.merchant.keys.live
-          assertSuccess(ctx, await send(ctx, live, { 'x-signature': signatureHeader(liveKey, live) }), route)
+          const liveAnswer = await send(ctx, live, { 'x-signature': signatureHeader(liveKey, live) })
+          if (route.testOnly) assertError(ctx, liveAnswer, 403, 'forbidden')
+          else assertSuccess(ctx, liveAnswer, route)
         })
 
         if (route.auth === 'key') {

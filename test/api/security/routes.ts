@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import type { InjectOptions } from 'fastify'
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { openApiDocument } from '../../../scripts/openapi.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
@@ -31,6 +31,13 @@ export interface SecurityRoute<R = unknown> {
   /** The status of a successful request. */
   status: number
   /**
+   * The answer is a stream that stays open (server-sent events): a request is done once its first message,
+   * `event: ready`, has come, and its body is what came until then.
+   */
+  stream?: boolean
+  /** Test keys only: a valid live key is 403 `forbidden`. */
+  testOnly?: boolean
+  /**
    * How the route keeps merchants and modes apart:
    * - `resource`: another merchant's resource, or one of the other mode, answers 404 `not_found`;
    * - `list`: the listing shows the caller's own resource and never another merchant's or mode's;
@@ -40,6 +47,28 @@ export interface SecurityRoute<R = unknown> {
     | { kind: 'resource' }
     | { kind: 'list'; includes(json: unknown, resource: R): boolean }
     | { kind: 'none' }
+}
+
+/**
+ * `app.inject` for a route of the table. A stream's answer is read until its first message (`event: ready`),
+ * or to its end for an error, and then the server ends its streams, so that its request completes (and is
+ * logged) as any other: the answer's body is what the stream sent.
+ */
+export async function injectRoute(
+  ctx: TestContext,
+  route: Pick<SecurityRoute, 'stream'>,
+  options: InjectOptions,
+): Promise<LightMyRequestResponse> {
+  if (!route.stream) return ctx.app.inject(options)
+  const res = await ctx.app.inject({ ...options, payloadAsStream: true })
+  let text = ''
+  for await (const chunk of res.stream()) {
+    text += String(chunk)
+    if (res.statusCode === 200 && text.includes('event: ready')) {
+      ctx.services.webhooks.closeStreams()
+    }
+  }
+  return Object.assign(res, { payload: text, body: text, json: () => JSON.parse(text) })
 }
 
 /** Keeps each entry's resource type checked while the table holds them side by side. */
@@ -537,6 +566,18 @@ export const ROUTE_TABLE: SecurityRoute[] = [
       includes: (json, event) =>
         ((json as { data?: { event_id: string }[] }).data ?? []).some((e) => e.event_id === event.event_id),
     },
+  }),
+  defineRoute<null>({
+    name: 'GET /integration/events/stream',
+    method: 'GET',
+    auth: 'key',
+    setup: async () => null,
+    url: () => '/integration/events/stream',
+    status: 200,
+    stream: true,
+    testOnly: true,
+    // Other merchants' and the live mode's events never reach a stream: test/api/events/stream.test.ts.
+    isolation: { kind: 'none' },
   }),
   defineRoute<CreatedEvent>({
     name: 'GET /integration/events/{event_id}',
