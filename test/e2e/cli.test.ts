@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { sql } from 'kysely'
 import { Webhook } from 'standardwebhooks'
 import { webhooks } from '../../sdk/src/index.ts'
 import {
   createTestContext,
   eventually,
+  postgresUrlOf,
   type Received,
   startReceiver,
   TEST_MASTER_KEY,
@@ -111,13 +111,24 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
     assert.throws(() => webhooks.verify(request.body, request.headers, webhooks.generateSecret()))
   }
 
+  /** `merchant-gateway trigger transaction.paid` against the service, which must succeed: its output. */
+  const triggerPaid = async () => {
+    const triggered = await cli([
+      'trigger',
+      'transaction.paid',
+      '--api-key',
+      ctx.merchant.keys.test.secret,
+      '--base-url',
+      base,
+    ])
+    assert.equal(triggered.code, 0, triggered.stderr)
+    return triggered
+  }
+
   before(async () => {
     // The database: fresh, migrated, with rates and requisites and a merchant (this process's API is not used).
     ctx = await createTestContext('postgres')
-    const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
-    const url = new URL(process.env.TEST_DATABASE_URL as string)
-    url.pathname = `/${rows[0]?.name}`
-    databaseUrl = url.toString()
+    databaseUrl = await postgresUrlOf(ctx)
     port = await freePort()
     base = `http://127.0.0.1:${port}`
     service = startService()
@@ -143,15 +154,7 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
   })
 
   it('trigger transaction.paid: the local receiver gets the event, signed, within 1 s of it happening', async (t) => {
-    const triggered = await cli([
-      'trigger',
-      'transaction.paid',
-      '--api-key',
-      ctx.merchant.keys.test.secret,
-      '--base-url',
-      base,
-    ])
-    assert.equal(triggered.code, 0, triggered.stderr)
+    const triggered = await triggerPaid()
     const uuid = uuidIn(triggered.stdout, 'transaction')
     const request = await receivedEvent('transaction.paid', uuid)
     const body = JSON.parse(request.body)
@@ -205,20 +208,35 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
     service = startService()
     await serviceUp(service)
     await eventually(async () => listener.output().includes('Reconnected to'), 15_000, 50)
-    const triggered = await cli([
-      'trigger',
-      'transaction.paid',
-      '--api-key',
-      ctx.merchant.keys.test.secret,
-      '--base-url',
-      base,
-    ])
-    assert.equal(triggered.code, 0, triggered.stderr)
+    const triggered = await triggerPaid()
     const request = await receivedEvent('transaction.paid', uuidIn(triggered.stdout, 'transaction'))
     assertSigned(request)
     const latency = request.at - Date.parse(JSON.parse(request.body).occurred_at)
     assert.ok(latency < WITHIN_MS, `received ${latency} ms after the event occurred`)
     t.diagnostic(`after the restart, event → local receiver: ${latency} ms`)
+  })
+
+  it('the installed program hands listen and trigger to the compiled SDK (bin/merchant-gateway.js)', async () => {
+    const key = ctx.merchant.keys.test
+    const { stdout } = await run(
+      process.execPath,
+      [
+        'bin/merchant-gateway.js',
+        'trigger',
+        'transaction.failed',
+        '--api-key',
+        key.secret,
+        '--base-url',
+        base,
+      ],
+      { cwd: ROOT, env: env(), timeout: START_DEADLINE_MS },
+    )
+    assertSigned(await receivedEvent('transaction.failed', uuidIn(stdout, 'transaction')))
+    const help = await run(process.execPath, ['bin/merchant-gateway.js', 'listen', '--help'], {
+      cwd: ROOT,
+      env: env(),
+    })
+    assert.match(help.stdout, /merchant-gateway listen +--api-key sk_test_/)
   })
 
   it('a live key is refused: by the CLI before it connects, and by the service itself', async () => {

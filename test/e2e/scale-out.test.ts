@@ -9,6 +9,7 @@ import {
   createTestContext,
   eventually,
   newTransaction,
+  postgresUrlOf,
   startReceiver,
   TEST_MASTER_KEY,
   type TestContext,
@@ -143,10 +144,7 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
   before(async () => {
     // The database: fresh, migrated, with rates and requisites (the API of this process is not used).
     ctx = await createTestContext('postgres')
-    const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
-    const url = new URL(process.env.TEST_DATABASE_URL as string)
-    url.pathname = `/${rows[0]?.name}`
-    databaseUrl = url.toString()
+    databaseUrl = await postgresUrlOf(ctx)
 
     for (let i = 0; i < 2; i++) {
       const port = await freePort()

@@ -6,8 +6,13 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { sql } from 'kysely'
-import { createTestContext, eventually, TEST_MASTER_KEY, type TestContext } from '../helpers/harness.ts'
+import {
+  createTestContext,
+  eventually,
+  postgresUrlOf,
+  TEST_MASTER_KEY,
+  type TestContext,
+} from '../helpers/harness.ts'
 import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -69,10 +74,7 @@ describe('shutdown of the real program on PostgreSQL', () => {
 
   before(async () => {
     ctx = await createTestContext('postgres')
-    const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
-    const url = new URL(process.env.TEST_DATABASE_URL as string)
-    url.pathname = `/${rows[0]?.name}`
-    databaseUrl = url.toString()
+    databaseUrl = await postgresUrlOf(ctx)
   })
   after(async () => {
     await Promise.all(programs.map((p) => stopProgram(p, 'SIGKILL')))

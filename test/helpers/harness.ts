@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import { after, before } from 'node:test'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import type { KyselyPlugin } from 'kysely'
+import { type KyselyPlugin, sql } from 'kysely'
 import pg from 'pg'
 import { buildApp, createLogger, createServices, type ServiceOptions, type Services } from '../../src/app.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
@@ -66,6 +66,14 @@ export async function freshDatabase(backend: Backend): Promise<{ handle: DbHandl
       await cleanup.end()
     },
   }
+}
+
+/** The connection URL of a PostgreSQL context's own database, for a real program to run on it. */
+export async function postgresUrlOf(ctx: { db: Db }): Promise<string> {
+  const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
+  const url = new URL(process.env.TEST_DATABASE_URL as string)
+  url.pathname = `/${rows[0]?.name}`
+  return url.toString()
 }
 
 export const TEST_MASTER_KEY = randomBytes(32).toString('hex')

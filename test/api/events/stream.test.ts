@@ -112,6 +112,12 @@ for (const backend of backends()) {
       })
       assert.equal(unknown.status, 422)
       assert.equal((await unknown.json()).error.code, 'validation_failed')
+      // Only `type` filters a stream: the list's other parameters are refused, not ignored.
+      const other = await fetch(`${base}/integration/events/stream?per_page=5`, {
+        headers: { 'x-api-key': ctx.merchant.keys.test.secret },
+      })
+      assert.equal(other.status, 422)
+      assert.ok((await other.json()).error.errors.per_page)
     })
 
     it('resumes after Last-Event-ID: what happened while away, in order, and nothing already received', async () => {
