@@ -5,7 +5,7 @@ import { sign } from '../../src/http/auth.ts'
 import { ERROR_STATUS } from '../../src/http/errors.ts'
 import type { Sender } from '../../src/modules/webhooks/delivery.ts'
 import { createTransaction, SECURITY_ROUTES } from '../api/security/routes.ts'
-import { backends, call, createTestContext, type TestContext } from '../helpers/harness.ts'
+import { backends, call, createTestContext, injectToEnd, type TestContext } from '../helpers/harness.ts'
 import { seededRandom } from '../helpers/random.ts'
 
 /**
@@ -1550,7 +1550,7 @@ for (const backend of backends()) {
         let res: LightMyRequestResponse | 'hung'
         try {
           res = await Promise.race([
-            fc.ctx.app.inject(sent.options),
+            injectToEnd(fc.ctx, sent.options),
             new Promise<'hung'>((resolve) => {
               timer = setTimeout(() => resolve('hung'), HANG_MS)
             }),

@@ -233,6 +233,24 @@ export async function createTestContext(
   }
 }
 
+/**
+ * `app.inject` that always ends. A server-sent-events answer (`GET /integration/events/stream`) stays open: it
+ * is read until its first message, then the server ends its streams, so that the request completes (and is
+ * logged) as any other; its body is what the stream sent until then. Any other answer is read whole.
+ */
+export async function injectToEnd(ctx: TestContext, options: InjectOptions): Promise<LightMyRequestResponse> {
+  const res = await ctx.app.inject({ ...options, payloadAsStream: true })
+  const stream = String(res.headers['content-type'] ?? '').startsWith('text/event-stream')
+  const chunks: Buffer[] = []
+  for await (const chunk of res.stream()) {
+    chunks.push(Buffer.from(chunk))
+    if (stream && Buffer.concat(chunks).includes('\n\n')) ctx.services.webhooks.closeStreams()
+  }
+  const raw = Buffer.concat(chunks)
+  const text = raw.toString('utf8')
+  return Object.assign(res, { rawPayload: raw, payload: text, body: text, json: () => JSON.parse(text) })
+}
+
 export interface CallOptions {
   /** Which credentials: a key of `merchant` (default the context's main merchant, test mode). */
   as?: { merchant?: TestMerchant; mode?: Mode }

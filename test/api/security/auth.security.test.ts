@@ -4,14 +4,14 @@ import { after, before, describe, it, mock } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { Mode } from '../../../src/db/types.ts'
 import { sign } from '../../../src/http/auth.ts'
-import { backends, createTestContext, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
 import {
-  DOCUMENTED_OPERATIONS,
-  injectRoute,
-  ROUTE_TABLE,
-  SECURITY_ROUTES,
-  type SecurityRoute,
-} from './routes.ts'
+  backends,
+  createTestContext,
+  injectToEnd,
+  type TestContext,
+  type TestMerchant,
+} from '../../helpers/harness.ts'
+import { DOCUMENTED_OPERATIONS, ROUTE_TABLE, SECURITY_ROUTES, type SecurityRoute } from './routes.ts'
 
 interface Key {
   key_id: string
@@ -25,7 +25,6 @@ interface Prepared {
   /** The raw body bytes as sent; undefined for no body. */
   payload: string | undefined
   idempotencyKey: string | undefined
-  stream: boolean
 }
 
 type Response = LightMyRequestResponse & { sent: Record<string, string> }
@@ -41,7 +40,6 @@ function prepare(route: SecurityRoute, resource: unknown): Prepared {
     url: route.url(resource),
     payload: body === undefined ? undefined : JSON.stringify(body),
     idempotencyKey: route.idempotency === 'required' ? freshIdempotencyKey() : undefined,
-    stream: route.stream === true,
   }
 }
 
@@ -60,7 +58,7 @@ async function send(ctx: TestContext, req: Prepared, credentials: Record<string,
   const headers: Record<string, string> = { ...credentials }
   if (req.payload !== undefined) headers['content-type'] = 'application/json'
   if (req.idempotencyKey !== undefined) headers['idempotency-key'] = req.idempotencyKey
-  const res = await injectRoute(ctx, req, {
+  const res = await injectToEnd(ctx, {
     method: req.method,
     url: req.url,
     headers,

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { sign } from '../../../src/http/auth.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
-import { injectRoute, SECURITY_ROUTES } from './routes.ts'
+import { backends, createTestContext, injectToEnd, type TestContext } from '../../helpers/harness.ts'
+import { SECURITY_ROUTES } from './routes.ts'
 
 interface Sent {
   requestId: string
@@ -89,7 +89,7 @@ for (const backend of backends()) {
           const idem = route.idempotency ? `idem-${randomBytes(6).toString('hex')}` : ''
           const requestId = `logs-${backend}-${n++}`
           const credentials = attempt.credentials(payload, url, idem)
-          const res = await injectRoute(ctx, route, {
+          const res = await injectToEnd(ctx, {
             method: route.method,
             url,
             headers: {

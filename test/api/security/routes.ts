@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import type { InjectOptions, LightMyRequestResponse } from 'fastify'
+import type { InjectOptions } from 'fastify'
 import { openApiDocument } from '../../../scripts/openapi.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
@@ -30,11 +30,6 @@ export interface SecurityRoute<R = unknown> {
   body?(resource: R): unknown
   /** The status of a successful request. */
   status: number
-  /**
-   * The answer is a stream that stays open (server-sent events): a request is done once its first message,
-   * `event: ready`, has come, and its body is what came until then.
-   */
-  stream?: boolean
   /** Test keys only: a valid live key is 403 `forbidden`. */
   testOnly?: boolean
   /**
@@ -47,28 +42,6 @@ export interface SecurityRoute<R = unknown> {
     | { kind: 'resource' }
     | { kind: 'list'; includes(json: unknown, resource: R): boolean }
     | { kind: 'none' }
-}
-
-/**
- * `app.inject` for a route of the table. A stream's answer is read until its first message (`event: ready`),
- * or to its end for an error, and then the server ends its streams, so that its request completes (and is
- * logged) as any other: the answer's body is what the stream sent.
- */
-export async function injectRoute(
-  ctx: TestContext,
-  route: Pick<SecurityRoute, 'stream'>,
-  options: InjectOptions,
-): Promise<LightMyRequestResponse> {
-  if (!route.stream) return ctx.app.inject(options)
-  const res = await ctx.app.inject({ ...options, payloadAsStream: true })
-  let text = ''
-  for await (const chunk of res.stream()) {
-    text += String(chunk)
-    if (res.statusCode === 200 && text.includes('event: ready')) {
-      ctx.services.webhooks.closeStreams()
-    }
-  }
-  return Object.assign(res, { payload: text, body: text, json: () => JSON.parse(text) })
 }
 
 /** Keeps each entry's resource type checked while the table holds them side by side. */
@@ -574,7 +547,6 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     setup: async () => null,
     url: () => '/integration/events/stream',
     status: 200,
-    stream: true,
     testOnly: true,
     // Other merchants' and the live mode's events never reach a stream: test/api/events/stream.test.ts.
     isolation: { kind: 'none' },
