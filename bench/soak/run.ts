@@ -1,0 +1,835 @@
+/**
+ * Soak benchmark: the real API (`serve --role api`) and one worker (`serve --role worker`) under a fixed rate of
+ * mixed traffic for --minutes, on a database of its own. Every second it records the requests done, the errors,
+ * each request's latency, both processes' RSS, their event-loop delay (prom-client's
+ * `nodejs_eventloop_lag_p99_seconds`, scraped from METRICS_PORT) and the webhook deliveries received.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
+ *     [--minutes 30] [--rate <req/s>] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
+ *     [--keep-database]
+ *
+ * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
+ * throughput first, and the soak runs at half of it.
+ *
+ * The traffic is an open model: requests are sent at the rate whatever the answers (an undici Pool with
+ * keep-alive), and a request's latency counts from when it was due. Of every 10 requests: 4 creates
+ * (POST /integration/transactions), 3 gets of a created transaction, 1 list (first page of 25), 1 sandbox
+ * `paid` of a created pending card transaction (its event makes a webhook delivery the worker sends to a
+ * receiver in this process) and 1 signed refund of 100 minor units of a paid transaction.
+ *
+ * The verdict compares the second window of --window-minutes with the last: API and worker RSS (mean of the
+ * per-second samples), the API's event-loop delay p99 (mean of the per-second values) and the request p99
+ * (over the window's requests) must each be at most 1.10 × in the last; errors must be 0.
+ */
+import { randomBytes } from 'node:crypto'
+import { existsSync, readdirSync, statSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { Pool } from 'undici'
+import { createServices } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
+import { sign } from '../../src/http/auth.ts'
+import {
+  benchDatabase,
+  freePort,
+  type machine,
+  round,
+  rssMiB,
+  type Server,
+  sleep,
+  startServer,
+  writeReadme,
+} from '../lib.ts'
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '30' },
+    rate: { type: 'string' },
+    'window-minutes': { type: 'string', default: '5' },
+    connections: { type: 'string', default: '64' },
+    'max-in-flight': { type: 'string', default: '5000' },
+    'no-readme': { type: 'boolean', default: false },
+    compiled: { type: 'boolean', default: true },
+    source: { type: 'boolean', default: false },
+    'keep-database': { type: 'boolean', default: false },
+  },
+})
+const MINUTES = Number(values.minutes)
+const WINDOW_MINUTES = Number(values['window-minutes'])
+const DURATION_S = Math.round(MINUTES * 60)
+const WINDOW_S = Math.round(WINDOW_MINUTES * 60)
+const CONNECTIONS = Number(values.connections)
+const MAX_IN_FLIGHT = Number(values['max-in-flight'])
+const COMPILED = Boolean(values.compiled) && !values.source
+const RATE_LIMIT = '1000000000'
+const MAX_RATIO = 1.1
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const masterKey = randomBytes(32).toString('hex')
+const log = (line: string) => process.stderr.write(`[bench:soak] ${line}\n`)
+
+// ---------------------------------------------------------------------------------------------- latencies
+
+/** Log-scale buckets, 2 % wide, from 0.05 ms up: an HDR-like histogram per second, merged for any interval. */
+const BUCKET_BASE = 0.05
+const BUCKET_GROWTH = 1.02
+const BUCKETS = Math.ceil(Math.log(300_000 / BUCKET_BASE) / Math.log(BUCKET_GROWTH)) + 1
+const bucketOf = (ms: number) =>
+  ms <= BUCKET_BASE
+    ? 0
+    : Math.min(BUCKETS - 1, Math.ceil(Math.log(ms / BUCKET_BASE) / Math.log(BUCKET_GROWTH)))
+/** A bucket's upper bound: a percentile read from the histogram is at most 2 % above the true one. */
+const bucketMs = (bucket: number) => BUCKET_BASE * BUCKET_GROWTH ** bucket
+
+function percentileOf(histogram: Uint32Array, p: number): number {
+  let total = 0
+  for (const n of histogram) total += n
+  if (total === 0) return Number.NaN
+  const rank = Math.ceil((p / 100) * total)
+  let seen = 0
+  for (let b = 0; b < histogram.length; b++) {
+    seen += histogram[b] ?? 0
+    if (seen >= rank) return bucketMs(b)
+  }
+  return Number.NaN
+}
+
+function merge(into: Uint32Array, from: Uint32Array) {
+  for (let b = 0; b < from.length; b++) into[b] = (into[b] ?? 0) + (from[b] ?? 0)
+}
+
+// ---------------------------------------------------------------------------------------------- samples
+
+type Op = 'create' | 'get' | 'list' | 'paid' | 'refund'
+const OPS: Op[] = ['create', 'get', 'list', 'paid', 'refund']
+/** Of every 10 requests: 4 creates, 3 gets, 1 list, 1 paid, 1 refund. */
+const MIX: Op[] = ['create', 'get', 'create', 'get', 'list', 'create', 'paid', 'get', 'create', 'refund']
+
+interface Second {
+  done: number
+  errors: number
+  histogram: Uint32Array
+  apiRss: number
+  workerRss: number
+  /** prom-client's nodejs_eventloop_lag_p99_seconds over the second, in ms (NaN: the scrape failed). */
+  apiEld: number
+  workerEld: number
+  deliveries: number
+  outboxDepth: number
+  inFlight: number
+}
+
+const newSecond = (): Second => ({
+  done: 0,
+  errors: 0,
+  histogram: new Uint32Array(BUCKETS),
+  apiRss: Number.NaN,
+  workerRss: Number.NaN,
+  apiEld: Number.NaN,
+  workerEld: Number.NaN,
+  deliveries: 0,
+  outboxDepth: Number.NaN,
+  inFlight: 0,
+})
+
+interface Aggregate {
+  seconds: number
+  rps: number
+  errors: number
+  p50: number
+  p99: number
+  apiRss: number
+  workerRss: number
+  apiEld: number
+  workerEld: number
+  deliveries: number
+  outboxMax: number
+}
+
+const mean = (xs: number[]) => {
+  const ok = xs.filter(Number.isFinite)
+  return ok.length ? ok.reduce((a, b) => a + b, 0) / ok.length : Number.NaN
+}
+
+function aggregate(seconds: Second[]): Aggregate {
+  const histogram = new Uint32Array(BUCKETS)
+  for (const s of seconds) merge(histogram, s.histogram)
+  const n = Math.max(1, seconds.length)
+  return {
+    seconds: seconds.length,
+    rps: seconds.reduce((a, s) => a + s.done, 0) / n,
+    errors: seconds.reduce((a, s) => a + s.errors, 0),
+    p50: percentileOf(histogram, 50),
+    p99: percentileOf(histogram, 99),
+    apiRss: mean(seconds.map((s) => s.apiRss)),
+    workerRss: mean(seconds.map((s) => s.workerRss)),
+    apiEld: mean(seconds.map((s) => s.apiEld)),
+    workerEld: mean(seconds.map((s) => s.workerEld)),
+    deliveries: seconds.reduce((a, s) => a + s.deliveries, 0) / n,
+    outboxMax: Math.max(...seconds.map((s) => (Number.isFinite(s.outboxDepth) ? s.outboxDepth : 0))),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- metrics
+
+/** One gauge's value from a Prometheus text exposition (the unlabelled series, or the first). */
+function gauge(text: string, name: string): number {
+  const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([^ \\n]+)`, 'm').exec(text)
+  return match ? Number(match[1]) : Number.NaN
+}
+
+/** The sum of a counter's series whose labels contain `label`. */
+function counterSum(text: string, name: string, label: string): number {
+  let total = 0
+  for (const match of text.matchAll(new RegExp(`^${name}\\{([^}]*)\\} ([^ \\n]+)`, 'gm')))
+    if ((match[1] ?? '').includes(label)) total += Number(match[2])
+  return total
+}
+
+async function scrape(port: number): Promise<string | null> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(900) })
+    return res.ok ? await res.text() : null
+  } catch {
+    return null
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- report
+
+const fmt = (n: number, digits = 1) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '—'
+
+interface Check {
+  what: string
+  second: number
+  last: number
+  unit: string
+  ratio: number
+  met: boolean
+  information?: boolean
+}
+
+interface OpSummary {
+  sent: number
+  done: number
+  errors: number
+  histogram: Uint32Array
+  firstErrors: string[]
+}
+
+function report(input: {
+  info: ReturnType<typeof machine>
+  rate: number
+  rateNote: string
+  minutes: Aggregate[]
+  second: Aggregate
+  last: Aggregate
+  checks: Check[]
+  ops: Map<Op, OpSummary>
+  totals: { sent: number; done: number; errors: number; shed: number; deliveries: number }
+  /** How late the load generator sent requests after they were due (its own event loop's lag). */
+  lateness: Uint32Array
+  end: { outboxDepth: number; failedAttempts: number; retryAttempts: number }
+  notes: string[]
+  passed: boolean
+}): string {
+  const { info } = input
+  const lines: string[] = []
+  const window = (from: number, to: number) => `${round(from / 60, 2)}–${round(to / 60, 2)} min`
+  lines.push(
+    `Run of ${info.date}: ${MINUTES} min at ${fmt(input.rate)} req/s (${input.rateNote}), windows of ${WINDOW_MINUTES} min.`,
+  )
+  lines.push('')
+  lines.push('| machine | |')
+  lines.push('|---|---|')
+  lines.push(`| \`nproc\` | ${info.nproc} |`)
+  lines.push(`| \`free -g\` total | ${info.memoryGiB} GiB |`)
+  lines.push(`| CPU (/proc/cpuinfo) | ${info.cpu} |`)
+  lines.push(`| Node.js | ${info.node} |`)
+  lines.push(`| PostgreSQL | ${info.postgres}, autovacuum ${info.autovacuum} |`)
+  lines.push(`| server | ${COMPILED ? 'compiled (`node dist/main.js`)' : 'from the sources (tsx)'} |`)
+  lines.push(`| commit measured | ${info.commit} |`)
+  lines.push('')
+  lines.push(
+    '| minute | req/s | errors | p50 ms | p99 ms | API RSS MiB | worker RSS MiB | API event-loop p99 ms | worker event-loop p99 ms | deliveries/s | outbox max |',
+  )
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|')
+  input.minutes.forEach((m, i) => {
+    lines.push(
+      `| ${i + 1} | ${fmt(m.rps)} | ${m.errors} | ${fmt(m.p50, 2)} | ${fmt(m.p99, 2)} | ${fmt(m.apiRss)} | ${fmt(m.workerRss)} | ` +
+        `${fmt(m.apiEld, 2)} | ${fmt(m.workerEld, 2)} | ${fmt(m.deliveries)} | ${fmt(m.outboxMax, 0)} |`,
+    )
+  })
+  lines.push('')
+  lines.push('| request | sent | answered | errors | p50 ms | p99 ms | max ms |')
+  lines.push('|---|---|---|---|---|---|---|')
+  for (const [op, s] of input.ops) {
+    let max = Number.NaN
+    for (let b = s.histogram.length - 1; b >= 0; b--)
+      if ((s.histogram[b] ?? 0) > 0) {
+        max = bucketMs(b)
+        break
+      }
+    lines.push(
+      `| ${op} | ${s.sent} | ${s.done} | ${s.errors} | ${fmt(percentileOf(s.histogram, 50), 2)} | ` +
+        `${fmt(percentileOf(s.histogram, 99), 2)} | ${fmt(max, 1)} |`,
+    )
+  }
+  lines.push('')
+  lines.push(
+    `Verdict: the second window (${window(WINDOW_S, 2 * WINDOW_S)}) against the last (${window(DURATION_S - WINDOW_S, DURATION_S)}); ` +
+      `each ratio last / second at most ${MAX_RATIO}, and no errors.`,
+  )
+  lines.push('')
+  lines.push('| check | second window | last window | ratio | target | met |')
+  lines.push('|---|---|---|---|---|---|')
+  for (const c of input.checks)
+    lines.push(
+      `| ${c.what} | ${fmt(c.second, 2)} ${c.unit} | ${fmt(c.last, 2)} ${c.unit} | ${fmt(c.ratio, 3)} × | ` +
+        `${c.information ? '—' : `≤ ${MAX_RATIO} ×`} | ${c.information ? '(information)' : c.met ? 'yes' : '**no**'} |`,
+    )
+  const t = input.totals
+  lines.push(
+    `| errors (non-2xx, network, not sent) | ${input.second.errors} | ${input.last.errors} | | 0 over the run: ${t.errors} | ${t.errors === 0 ? 'yes' : '**no**'} |`,
+  )
+  lines.push('')
+  lines.push(
+    `Totals: ${t.sent.toLocaleString('en-US')} requests due, ${t.done.toLocaleString('en-US')} answered, ` +
+      `${t.errors} errors (${t.shed} not sent because ${MAX_IN_FLIGHT} were in flight); ` +
+      `${t.deliveries.toLocaleString('en-US')} webhook deliveries received; after the load, outbox depth ` +
+      `${fmt(input.end.outboxDepth, 0)}, delivery attempts that failed ${fmt(input.end.failedAttempts, 0)} and ` +
+      `to be retried ${fmt(input.end.retryAttempts, 0)} (worker metrics). The load generator handed the requests ` +
+      `to its pool ${fmt(percentileOf(input.lateness, 50), 2)} ms (p50) and ${fmt(percentileOf(input.lateness, 99), 2)} ms ` +
+      `(p99) after they were due (its 5 ms clock and its own event loop); the latencies include that. ` +
+      `**${input.passed ? 'PASSED' : 'FAILED'}.**`,
+  )
+  for (const note of input.notes) {
+    lines.push('')
+    lines.push(note)
+  }
+  return lines.join('\n')
+}
+
+// ---------------------------------------------------------------------------------------------- main
+
+async function measureCreateThroughput(base: string, headers: Record<string, string>): Promise<number> {
+  let n = 0
+  const tag = randomBytes(3).toString('hex')
+  const run = (seconds: number) =>
+    (autocannon as unknown as (o: autocannon.Options) => Promise<autocannon.Result>)({
+      url: base,
+      connections: 50,
+      duration: seconds,
+      headers: { 'content-type': 'application/json', ...headers },
+      requests: [
+        {
+          setupRequest: (req) => ({
+            ...req,
+            method: 'POST',
+            path: '/integration/transactions',
+            body: JSON.stringify({
+              amount: 100_000 + (n % 1000),
+              currency: 'RUB',
+              payment_method: 'card',
+              external_id: `m${tag}-${n++}`,
+            }),
+          }),
+        },
+      ],
+    })
+  await run(3)
+  const result = await run(20)
+  const bad = result.non2xx + result.errors + result.timeouts
+  if (bad > 0) throw new Error(`the create throughput run had ${bad} errors or non-2xx answers`)
+  return result.requests.average
+}
+
+/** The newest mtime under a directory (the sources, to tell a stale build). */
+function newestMtime(dir: string): number {
+  let newest = 0
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs)
+  }
+  return newest
+}
+
+async function main() {
+  if (!(DURATION_S > 0 && WINDOW_S > 0 && DURATION_S >= 2 * WINDOW_S))
+    throw new Error('--minutes must be at least twice --window-minutes (the second window and the last)')
+  const notes: string[] = []
+  if (COMPILED) {
+    if (!existsSync('dist/main.js'))
+      throw new Error('dist/main.js is missing: run `npm run build` first (or pass --source to run with tsx)')
+    if (newestMtime('src') > statSync('dist/main.js').mtimeMs) {
+      log('warning: src/ has files newer than dist/main.js: the build may be stale (`npm run build`)')
+      notes.push(
+        'src/ had files newer than dist/main.js at the start: the build measured may lag the sources.',
+      )
+    }
+  }
+
+  const database = await benchDatabase(adminUrl, 'mg_bench_soak')
+  const { name, info, autovacuum } = database
+  const databaseUrl = database.url
+  log(`database ${name}`)
+  const servers: Server[] = []
+  const maintenance = new pg.Client({ connectionString: databaseUrl })
+  maintenance.on('error', () => {})
+  let pool: Pool | null = null
+  let stopRequested = false
+  const onSignal = () => {
+    if (stopRequested) return
+    stopRequested = true
+    log('interrupted: ending the load, then cleaning up')
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+
+  // The receiver: answers 200 at once; counts deliveries per second of the run.
+  let deliveriesNow = 0
+  const receiver = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      deliveriesNow++
+      res.writeHead(200).end()
+    })
+  })
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve))
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
+
+  try {
+    const env = {
+      APP_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      MASTER_KEY: masterKey,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: RATE_LIMIT,
+      RATE_LIMIT_BURST: RATE_LIMIT,
+    }
+    const handle = await connectPostgres(databaseUrl, 2)
+    await migrateToLatest(handle.db)
+    const services = createServices(handle.db, loadConfig(env))
+    await services.rates.setMarketRate('RUB', '92.15')
+    const { merchant, keys } = await services.merchants.createMerchant({ name: 'Bench soak' })
+    await services.merchants.setFee(merchant.uuid, 'card', 250, 10000)
+    await services.webhooks.updateConfig(
+      { keyId: keys.test.key_id, mode: 'test', merchant },
+      { url: receiverUrl },
+    )
+    await services.close()
+    await handle.close()
+    await maintenance.connect()
+
+    const apiMetricsPort = await freePort()
+    const workerMetricsPort = await freePort()
+    const program = (role: 'api' | 'worker') =>
+      COMPILED
+        ? ['dist/main.js', 'serve', '--role', role]
+        : ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role]
+    const api = await startServer(
+      'API',
+      program('api'),
+      { ...env, METRICS_PORT: String(apiMetricsPort) },
+      '/integration/health',
+    )
+    servers.push(api)
+    // The worker serves no HTTP but its metrics: PORT is set to the metrics port only for startServer's wait.
+    const worker = await startServer(
+      'worker',
+      program('worker'),
+      { ...env, METRICS_PORT: String(workerMetricsPort) },
+      '/metrics',
+      workerMetricsPort,
+    )
+    servers.push(worker)
+    const apiPid = api.child.pid as number
+    const workerPid = worker.child.pid as number
+    const apiKey = { 'x-api-key': keys.test.secret }
+
+    let rate: number
+    let rateNote: string
+    if (values.rate) {
+      rate = Number(values.rate)
+      rateNote = 'set with --rate'
+    } else {
+      log('measuring the create throughput: 20 s of autocannon at 50 connections after 3 s of warm-up')
+      const measured = await measureCreateThroughput(api.base, apiKey)
+      rate = Math.round(measured / 2)
+      rateNote = `half the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections`
+      log(`create throughput ${fmt(measured)} req/s: the soak runs at ${rate} req/s`)
+    }
+    if (!(rate > 0)) throw new Error(`no rate to run at: ${rate}`)
+
+    // What the requests draw from: created transactions (gets), pending ones (paid), paid ones (refunds).
+    pool = new Pool(api.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
+    const http = pool
+    const created: string[] = []
+    let createdNext = 0
+    const pending: string[] = []
+    const paid: string[] = []
+    let paidNext = 0
+    const RING = 10_000
+    const remember = (ring: string[], at: number, uuid: string) => {
+      if (ring.length < RING) ring.push(uuid)
+      else ring[at % RING] = uuid
+    }
+    const tag = randomBytes(3).toString('hex')
+    let seq = 0
+    const createBody = () => {
+      const n = seq++
+      return JSON.stringify({
+        amount: 100_000 + (n % 1000),
+        currency: 'RUB',
+        payment_method: 'card',
+        external_id: `s${tag}-${n}`,
+        description: `Soak order ${n}`,
+      })
+    }
+
+    interface Made {
+      op: Op
+      method: 'GET' | 'POST'
+      path: string
+      headers: Record<string, string>
+      body?: string
+      uuid?: string
+    }
+    const make = (wanted: Op): Made => {
+      let op = wanted
+      // Nothing to draw from yet: a create instead.
+      if ((op === 'get' && created.length === 0) || (op === 'paid' && pending.length === 0)) op = 'create'
+      if (op === 'refund' && paid.length === 0) op = 'create'
+      switch (op) {
+        case 'create':
+          return {
+            op,
+            method: 'POST',
+            path: '/integration/transactions',
+            headers: { 'content-type': 'application/json', ...apiKey },
+            body: createBody(),
+          }
+        case 'get': {
+          const uuid = created[Math.floor(Math.random() * created.length)] as string
+          return { op, method: 'GET', path: `/integration/transactions/${uuid}`, headers: apiKey }
+        }
+        case 'list':
+          return { op, method: 'GET', path: '/integration/transactions?per_page=25', headers: apiKey }
+        case 'paid': {
+          // The newest pending one: far from its expiry.
+          const uuid = pending.pop() as string
+          return {
+            op,
+            method: 'POST',
+            path: `/integration/sandbox/transactions/${uuid}/paid`,
+            headers: apiKey,
+            uuid,
+          }
+        }
+        case 'refund': {
+          const uuid = paid[Math.floor(Math.random() * paid.length)] as string
+          const body = JSON.stringify({ transaction_uuid: uuid, amount_minor: 100 })
+          const idempotencyKey = `soak-${tag}-${seq++}`
+          const t = Math.floor(Date.now() / 1000)
+          const path = '/integration/refunds'
+          const v1 = sign(keys.test.secret, t, 'POST', path, idempotencyKey, body)
+          return {
+            op,
+            method: 'POST',
+            path,
+            headers: {
+              'content-type': 'application/json',
+              'idempotency-key': idempotencyKey,
+              'x-signature': `key_id=${keys.test.key_id},t=${t},v1=${v1}`,
+            },
+            body,
+          }
+        }
+      }
+    }
+
+    // A few transactions to draw from before the clock starts: 200 created, 50 of them paid.
+    for (let i = 0; i < 200; i++) {
+      const res = await http.request({
+        method: 'POST',
+        path: '/integration/transactions',
+        headers: { 'content-type': 'application/json', ...apiKey },
+        body: createBody(),
+      })
+      const body = (await res.body.json()) as { uuid?: string }
+      if (res.statusCode !== 201 || !body.uuid)
+        throw new Error(`seeding a create: ${res.statusCode} ${JSON.stringify(body).slice(0, 300)}`)
+      created.push(body.uuid)
+      if (i < 50) {
+        const payRes = await http.request({
+          method: 'POST',
+          path: `/integration/sandbox/transactions/${body.uuid}/paid`,
+          headers: apiKey,
+        })
+        const text = await payRes.body.text()
+        if (payRes.statusCode !== 200)
+          throw new Error(`seeding a paid: ${payRes.statusCode} ${text.slice(0, 300)}`)
+        paid.push(body.uuid)
+      } else pending.push(body.uuid)
+    }
+    createdNext = created.length
+    if (autovacuum === 'off') await maintenance.query('ANALYZE')
+
+    // The run.
+    const seconds: Second[] = Array.from({ length: DURATION_S }, newSecond)
+    const ops = new Map<Op, OpSummary>(
+      OPS.map((op) => [
+        op,
+        { sent: 0, done: 0, errors: 0, histogram: new Uint32Array(BUCKETS), firstErrors: [] },
+      ]),
+    )
+    const totals = { sent: 0, done: 0, errors: 0, shed: 0, deliveries: 0 }
+    const lateness = new Uint32Array(BUCKETS)
+    let inFlight = 0
+    // The seeded transactions' deliveries are not the run's.
+    await sleep(1000)
+    deliveriesNow = 0
+    const start = performance.now()
+    const secondAt = (now: number) => Math.min(DURATION_S - 1, Math.floor((now - start) / 1000))
+    const fail = (op: OpSummary, second: Second, why: string) => {
+      op.errors++
+      second.errors++
+      totals.errors++
+      if (op.firstErrors.length < 5) op.firstErrors.push(why)
+    }
+
+    const send = (made: Made, due: number) => {
+      const op = ops.get(made.op) as OpSummary
+      op.sent++
+      if (inFlight >= MAX_IN_FLIGHT) {
+        totals.shed++
+        fail(op, seconds[secondAt(due)] as Second, `not sent: ${inFlight} in flight`)
+        if (made.op === 'paid' && made.uuid) pending.push(made.uuid)
+        return
+      }
+      inFlight++
+      const late = bucketOf(performance.now() - due)
+      lateness[late] = (lateness[late] ?? 0) + 1
+      http
+        .request({ method: made.method, path: made.path, headers: made.headers, body: made.body })
+        .then(async (res) => {
+          const text = await res.body.text()
+          return { status: res.statusCode, text }
+        })
+        .then(
+          ({ status, text }) => {
+            const now = performance.now()
+            const second = seconds[secondAt(now)] as Second
+            const ms = now - due
+            const bucket = bucketOf(ms)
+            second.histogram[bucket] = (second.histogram[bucket] ?? 0) + 1
+            op.histogram[bucket] = (op.histogram[bucket] ?? 0) + 1
+            second.done++
+            op.done++
+            totals.done++
+            if (status < 200 || status > 299) {
+              fail(op, second, `${status} ${text.slice(0, 200)}`)
+              return
+            }
+            if (made.op === 'create') {
+              const uuid = (JSON.parse(text) as { uuid: string }).uuid
+              remember(created, createdNext++, uuid)
+              pending.push(uuid)
+              if (pending.length > 2 * RING) pending.splice(0, RING)
+            } else if (made.op === 'paid' && made.uuid) remember(paid, paidNext++, made.uuid)
+          },
+          (error: unknown) => {
+            const now = performance.now()
+            const second = seconds[secondAt(now)] as Second
+            second.done++
+            op.done++
+            totals.done++
+            fail(op, second, `network: ${error instanceof Error ? error.message : String(error)}`)
+          },
+        )
+        .finally(() => {
+          inFlight--
+        })
+    }
+
+    // The clock: every 5 ms, send what has come due since, each request stamped with the instant it was due.
+    let mixAt = 0
+    const end = start + DURATION_S * 1000
+    const clock = setInterval(() => {
+      const now = Math.min(performance.now(), end)
+      const due = Math.floor(((now - start) * rate) / 1000)
+      while (totals.sent < due) {
+        const dueAt = start + (totals.sent * 1000) / rate
+        totals.sent++
+        send(make(MIX[mixAt++ % MIX.length] as Op), dueAt)
+      }
+    }, 5)
+
+    // The sampler: once a second, both processes' RSS and metrics, and the receiver's count.
+    let failedAttempts = Number.NaN
+    let retryAttempts = Number.NaN
+    let sampled = 0
+    const sampleSecond = async (index: number) => {
+      const second = seconds[index] as Second
+      second.apiRss = rssMiB(apiPid)
+      second.workerRss = rssMiB(workerPid)
+      second.deliveries = deliveriesNow
+      totals.deliveries += deliveriesNow
+      deliveriesNow = 0
+      second.inFlight = inFlight
+      const [apiText, workerText] = await Promise.all([scrape(apiMetricsPort), scrape(workerMetricsPort)])
+      if (apiText) second.apiEld = gauge(apiText, 'nodejs_eventloop_lag_p99_seconds') * 1000
+      if (workerText) {
+        second.workerEld = gauge(workerText, 'nodejs_eventloop_lag_p99_seconds') * 1000
+        second.outboxDepth = gauge(workerText, 'webhook_outbox_depth')
+        failedAttempts = counterSum(workerText, 'webhook_delivery_attempts_total', 'outcome="failed"')
+        retryAttempts = counterSum(workerText, 'webhook_delivery_attempts_total', 'outcome="retry"')
+      }
+    }
+    // With autovacuum off (as on some sandboxes), VACUUM (ANALYZE) once a minute, throttled as autovacuum is.
+    const vacuums: number[] = []
+    let vacuuming = false
+    const vacuum = async () => {
+      if (vacuuming) return
+      vacuuming = true
+      const t0 = performance.now()
+      try {
+        await maintenance.query("SET vacuum_cost_delay = '2ms'")
+        await maintenance.query('VACUUM (ANALYZE)')
+        vacuums.push((performance.now() - t0) / 1000)
+      } catch (error) {
+        log(`VACUUM failed: ${error instanceof Error ? error.message : String(error)}`)
+      } finally {
+        vacuuming = false
+      }
+    }
+
+    log(`soak: ${MINUTES} min at ${rate} req/s (${MIX.join(', ')})`)
+    while (sampled < DURATION_S && !stopRequested) {
+      const next = start + (sampled + 1) * 1000
+      await sleep(Math.max(0, next - performance.now()))
+      await sampleSecond(sampled)
+      sampled++
+      if (autovacuum === 'off' && sampled % 60 === 0) void vacuum()
+      if (sampled % 60 === 0 || sampled === DURATION_S) {
+        const m = aggregate(seconds.slice(Math.max(0, sampled - 60), sampled))
+        log(
+          `${round(sampled / 60, 2)} min: ${fmt(m.rps)} req/s, errors ${m.errors}, p50 ${fmt(m.p50, 2)} ms, ` +
+            `p99 ${fmt(m.p99, 2)} ms, API RSS ${fmt(m.apiRss)} MiB, worker RSS ${fmt(m.workerRss)} MiB, ` +
+            `API event loop p99 ${fmt(m.apiEld, 2)} ms, ${fmt(m.deliveries)} deliveries/s, in flight ${inFlight}`,
+        )
+      }
+    }
+    clearInterval(clock)
+    const ranSeconds = sampled
+    // The answers still due, then the outbox's last deliveries.
+    const drainUntil = Date.now() + 30_000
+    while (inFlight > 0 && Date.now() < drainUntil) await sleep(50)
+    let outboxDepth = Number.NaN
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+      const text = await scrape(workerMetricsPort)
+      outboxDepth = text ? gauge(text, 'webhook_outbox_depth') : Number.NaN
+      if (text) {
+        failedAttempts = counterSum(text, 'webhook_delivery_attempts_total', 'outcome="failed"')
+        retryAttempts = counterSum(text, 'webhook_delivery_attempts_total', 'outcome="retry"')
+      }
+      if (outboxDepth === 0) break
+      await sleep(500)
+    }
+    totals.deliveries += deliveriesNow
+    deliveriesNow = 0
+    while (vacuuming) await sleep(100)
+    if (inFlight > 0) {
+      totals.errors += inFlight
+      notes.push(`${inFlight} requests had no answer 30 s after the load ended: counted as errors.`)
+    }
+
+    // Only the seconds that ran (all of them unless interrupted).
+    const ran = seconds.slice(0, ranSeconds)
+    if (ranSeconds < DURATION_S) notes.push(`Interrupted after ${ranSeconds} s of ${DURATION_S}.`)
+    const minutes: Aggregate[] = []
+    for (let from = 0; from < ran.length; from += 60) minutes.push(aggregate(ran.slice(from, from + 60)))
+    const second = aggregate(ran.slice(WINDOW_S, 2 * WINDOW_S))
+    const last = aggregate(ran.slice(Math.max(0, ran.length - WINDOW_S)))
+    const check = (what: string, a: number, b: number, unit: string, information = false): Check => ({
+      what,
+      second: a,
+      last: b,
+      unit,
+      ratio: b / a,
+      met: Number.isFinite(b / a) && b / a <= MAX_RATIO,
+      information,
+    })
+    const checks = [
+      check('API RSS, mean', second.apiRss, last.apiRss, 'MiB'),
+      check('worker RSS, mean', second.workerRss, last.workerRss, 'MiB'),
+      check('API event-loop delay p99, mean of the seconds', second.apiEld, last.apiEld, 'ms'),
+      check('request latency p99', second.p99, last.p99, 'ms'),
+      check('worker event-loop delay p99, mean of the seconds', second.workerEld, last.workerEld, 'ms', true),
+      check('request latency p50', second.p50, last.p50, 'ms', true),
+      check('requests/s', second.rps, last.rps, 'req/s', true),
+      check('deliveries/s', second.deliveries, last.deliveries, '/s', true),
+    ]
+    const passed =
+      ranSeconds === DURATION_S && totals.errors === 0 && checks.every((c) => c.information || c.met)
+    const apiEldFloor = 10
+    notes.push(
+      `The event-loop delay is prom-client's \`nodejs_eventloop_lag_p99_seconds\` (perf_hooks' monitorEventLoopDelay ` +
+        `at its default ${apiEldFloor} ms resolution, reset at every scrape), scraped once a second: it includes the ` +
+        `${apiEldFloor} ms sampling interval (an idle loop reads about 10.1 ms). Above it, the API's loop was ` +
+        `${fmt(second.apiEld - apiEldFloor, 2)} ms late at p99 in the second window and ${fmt(last.apiEld - apiEldFloor, 2)} ms in the last.`,
+    )
+    if (autovacuum === 'off')
+      notes.push(
+        `autovacuum is off on this PostgreSQL: the runner ran ANALYZE before the load and \`VACUUM (ANALYZE)\` once a ` +
+          `minute during it (vacuum_cost_delay 2 ms, as autovacuum throttles): ${vacuums.length} runs, ` +
+          `${vacuums.length ? `${fmt(Math.min(...vacuums))}–${fmt(Math.max(...vacuums))} s each` : 'none finished'}.`,
+      )
+    const errorLines = [...ops].flatMap(([op, s]) => s.firstErrors.map((e) => `${op}: ${e}`))
+    if (errorLines.length)
+      notes.push(`First errors:\n\n${errorLines.map((e) => `- \`${e.replace(/`/g, "'")}\``).join('\n')}`)
+
+    const block = report({
+      info,
+      rate,
+      rateNote,
+      minutes,
+      second,
+      last,
+      checks,
+      ops,
+      totals,
+      lateness,
+      end: { outboxDepth, failedAttempts, retryAttempts },
+      notes,
+      passed,
+    })
+    console.log(block)
+    if (!values['no-readme'] && ranSeconds === DURATION_S) {
+      writeReadme('soak', 'Soak: `bench/soak`', block)
+      log('bench/README.md updated')
+    }
+    process.exitCode = passed ? 0 : 2
+  } finally {
+    await pool?.destroy().catch(() => {})
+    for (const server of servers) await server.stop()
+    await maintenance.end().catch(() => {})
+    receiver.closeAllConnections()
+    receiver.close()
+    if (values['keep-database']) log(`kept database ${name}: drop it with DROP DATABASE ${name} WITH (FORCE)`)
+    await database.close(Boolean(values['keep-database']))
+  }
+}
+
+main().then(
+  () => process.exit(),
+  (error) => {
+    console.error(error)
+    process.exit(1)
+  },
+)
