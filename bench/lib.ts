@@ -4,6 +4,9 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import pg from 'pg'
+import { createServices, type Services } from '../src/app.ts'
+import { loadConfig } from '../src/config.ts'
+import { connectPostgres, migrateToLatest } from '../src/db/index.ts'
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
@@ -191,4 +194,55 @@ export function writeReadme(name: string, heading: string, block: string) {
       ? `${text.slice(0, start)}${wrapped}${text.slice(end + endMark.length)}`
       : `${text.trimEnd()}\n\n## ${heading}\n\n${wrapped}\n`
   writeFileSync(readme, next)
+}
+
+/** The service's rate limit in a benchmark: raised out of the way. */
+export const RATE_LIMIT = '1000000000'
+
+/** The environment the service runs with in a benchmark: development, warnings only, the rate limit raised. */
+export const benchEnv = (databaseUrl: string, masterKey: string): Record<string, string> => ({
+  APP_ENV: 'development',
+  DATABASE_URL: databaseUrl,
+  MASTER_KEY: masterKey,
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_SECOND: RATE_LIMIT,
+  RATE_LIMIT_BURST: RATE_LIMIT,
+})
+
+/**
+ * The node arguments of `serve --role <role>`: the production build (`dist/main.js`, made by `npm run build`),
+ * or the sources through tsx with `source`. `nodeArgs` (a profiler, an `--import`) come first.
+ */
+export const serveArgs = (role: 'api' | 'worker', options: { source?: boolean; nodeArgs?: string[] } = {}) =>
+  options.source
+    ? ['--import', 'tsx', ...(options.nodeArgs ?? []), 'src/main.ts', 'serve', '--role', role]
+    : [...(options.nodeArgs ?? []), 'dist/main.js', 'serve', '--role', role]
+
+type CreatedMerchant = Awaited<ReturnType<Services['merchants']['createMerchant']>>
+
+/**
+ * Migrates the benchmark's database and makes its merchant: the RUB rate, and a card fee of 2.5 % paid by the
+ * merchant. `more` configures it further (a webhook URL, say) before the services close.
+ */
+export async function benchMerchant(
+  env: Record<string, string>,
+  name: string,
+  more?: (services: Services, created: CreatedMerchant) => Promise<void>,
+): Promise<CreatedMerchant> {
+  const handle = await connectPostgres(env.DATABASE_URL as string, 2)
+  try {
+    await migrateToLatest(handle.db)
+    const services = createServices(handle.db, loadConfig(env))
+    try {
+      await services.rates.setMarketRate('RUB', '92.15')
+      const created = await services.merchants.createMerchant({ name })
+      await services.merchants.setFee(created.merchant.uuid, 'card', 250, 10000)
+      await more?.(services, created)
+      return created
+    } finally {
+      await services.close()
+    }
+  } finally {
+    await handle.close()
+  }
 }

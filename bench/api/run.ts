@@ -26,18 +26,19 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { createServices } from '../../src/app.ts'
-import { loadConfig } from '../../src/config.ts'
-import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import { encodeCursor, filterDigest } from '../../src/http/pagination.ts'
 import {
   benchDatabase,
+  benchEnv,
+  benchMerchant,
   type machine,
+  RATE_LIMIT,
   round,
   rssMiB,
   type Server,
   sampleRss,
   seedTransactions,
+  serveArgs,
   sleep,
   startServer,
   writeReadme,
@@ -67,7 +68,6 @@ const ROWS = Number(values.rows)
 const ONLY = new Set((values.only ?? '').split(','))
 const MAX_LOAD = Number(values['max-load'])
 const LOAD_WAIT_S = Number(values['load-wait'])
-const RATE_LIMIT = '1000000000'
 const SEARCH = 'violet'
 const COLOURS = ['amber', 'blue', 'green', 'red', 'violet']
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -407,33 +407,17 @@ async function main() {
 
   try {
     // Schema, a merchant with a card fee, the RUB rate, and the baseline's table.
-    const env = {
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrl,
-      MASTER_KEY: masterKey,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: RATE_LIMIT,
-      RATE_LIMIT_BURST: RATE_LIMIT,
-    }
-    const handle = await connectPostgres(databaseUrl, 2)
-    await migrateToLatest(handle.db)
-    const services = createServices(handle.db, loadConfig(env))
-    await services.rates.setMarketRate('RUB', '92.15')
-    const { merchant, keys } = await services.merchants.createMerchant({ name: 'Bench' })
-    await services.merchants.setFee(merchant.uuid, 'card', 250, 10000)
-    await services.close()
-    await handle.close()
+    const env = benchEnv(databaseUrl, masterKey)
+    const { merchant, keys } = await benchMerchant(env, 'Bench')
     await client.connect()
     await client.query('CREATE TABLE baseline_transactions (LIKE transactions INCLUDING ALL)')
     const apiKey = { 'x-api-key': keys.test.secret }
 
     // The API as production runs it, compiled (`npm run build`), unless --source asks for tsx.
-    const startApi = (extraArgs: string[] = [], extraEnv: Record<string, string> = {}) =>
+    const startApi = (nodeArgs: string[] = [], extraEnv: Record<string, string> = {}) =>
       startServer(
         'API',
-        values.source
-          ? ['--import', 'tsx', ...extraArgs, 'src/main.ts', 'serve', '--role', 'api']
-          : [...extraArgs, 'dist/main.js', 'serve', '--role', 'api'],
+        serveArgs('api', { source: values.source, nodeArgs }),
         { ...env, ...extraEnv },
         '/integration/health',
       )

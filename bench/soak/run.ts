@@ -30,17 +30,17 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { Pool } from 'undici'
-import { createServices } from '../../src/app.ts'
-import { loadConfig } from '../../src/config.ts'
-import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import { sign } from '../../src/http/auth.ts'
 import {
   benchDatabase,
+  benchEnv,
+  benchMerchant,
   freePort,
   type machine,
   round,
   rssMiB,
   type Server,
+  serveArgs,
   sleep,
   startServer,
   writeReadme,
@@ -66,7 +66,6 @@ const WINDOW_S = Math.round(WINDOW_MINUTES * 60)
 const CONNECTIONS = Number(values.connections)
 const MAX_IN_FLIGHT = Number(values['max-in-flight'])
 const COMPILED = Boolean(values.compiled) && !values.source
-const RATE_LIMIT = '1000000000'
 const MAX_RATIO = 1.1
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
@@ -404,34 +403,17 @@ async function main() {
   const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`
 
   try {
-    const env = {
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrl,
-      MASTER_KEY: masterKey,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: RATE_LIMIT,
-      RATE_LIMIT_BURST: RATE_LIMIT,
-    }
-    const handle = await connectPostgres(databaseUrl, 2)
-    await migrateToLatest(handle.db)
-    const services = createServices(handle.db, loadConfig(env))
-    await services.rates.setMarketRate('RUB', '92.15')
-    const { merchant, keys } = await services.merchants.createMerchant({ name: 'Bench soak' })
-    await services.merchants.setFee(merchant.uuid, 'card', 250, 10000)
-    await services.webhooks.updateConfig(
-      { keyId: keys.test.key_id, mode: 'test', merchant },
-      { url: receiverUrl },
+    const env = benchEnv(databaseUrl, masterKey)
+    const { keys } = await benchMerchant(env, 'Bench soak', (services, { merchant, keys }) =>
+      services.webhooks
+        .updateConfig({ keyId: keys.test.key_id, mode: 'test', merchant }, { url: receiverUrl })
+        .then(() => undefined),
     )
-    await services.close()
-    await handle.close()
     await maintenance.connect()
 
     const apiMetricsPort = await freePort()
     const workerMetricsPort = await freePort()
-    const program = (role: 'api' | 'worker') =>
-      COMPILED
-        ? ['dist/main.js', 'serve', '--role', role]
-        : ['--import', 'tsx', 'src/main.ts', 'serve', '--role', role]
+    const program = (role: 'api' | 'worker') => serveArgs(role, { source: !COMPILED })
     const api = await startServer(
       'API',
       program('api'),

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { MerchantGateway } from './client.ts'
 import { ApiError, MerchantGatewayError } from './errors.ts'
+import { describe } from './http.ts'
 import { generateSecret, signHeaders } from './webhooks.ts'
 
 export interface Io {
@@ -129,10 +130,7 @@ async function forward(url: string, id: string, body: string, secret: string, io
     const ms = Math.round(performance.now() - started)
     io.out(`${time()}  <--  [${response.status}] POST ${url} [${id}] (${ms} ms)`)
   } catch (error) {
-    const cause = (error as { cause?: Error }).cause
-    io.out(
-      `${time()}  [ERROR] POST ${url} [${id}] failed: ${(error as Error).message}${cause ? ` (${cause.message})` : ''}`,
-    )
+    io.out(`${time()}  [ERROR] POST ${url} [${id}] failed: ${describe(error)}`)
   }
 }
 

@@ -287,21 +287,7 @@ export class MerchantGateway {
     const idleMs = options.idleTimeoutMs ?? 45_000
     // Any bytes (the service's heartbeat comments too) prove the connection alive; silence ends it.
     let idle: NodeJS.Timeout | undefined
-    let silent: (error: Error) => void = () => {}
-    const quiet = new Promise<never>((_, reject) => {
-      silent = reject
-    })
-    quiet.catch(() => {})
-    const arm = () => {
-      clearTimeout(idle)
-      idle = setTimeout(
-        () => silent(new ConnectionError(`the event stream was silent for ${idleMs} ms`)),
-        idleMs,
-      )
-      // The connection keeps the process alive while it is open; the watchdog alone must not.
-      idle.unref()
-    }
-    arm()
+    let silent = false
     const decoder = new TextDecoder()
     const reader = body
       .pipeThrough(
@@ -318,11 +304,24 @@ export class MerchantGateway {
       clearTimeout(idle)
       void reader.cancel().catch(() => {})
     }
+    function arm() {
+      clearTimeout(idle)
+      idle = setTimeout(() => {
+        silent = true
+        stop()
+      }, idleMs)
+      // The connection keeps the process alive while it is open; the watchdog alone must not.
+      idle.unref()
+    }
+    arm()
     options.signal?.addEventListener('abort', stop, { once: true })
     try {
       for (;;) {
-        const next = await Promise.race([reader.read(), quiet])
-        if (next.done) return
+        const next = await reader.read()
+        if (next.done) {
+          if (silent) throw new ConnectionError(`the event stream was silent for ${idleMs} ms`)
+          return
+        }
         const message = next.value
         if (message.event === 'ready')
           yield { type: 'ready', ...(JSON.parse(message.data) as object) } as StreamMessage

@@ -247,7 +247,8 @@ export class HttpClient {
   }
 }
 
-function describe(error: unknown): string {
+/** An error's message, with its cause's (fetch's "fetch failed" says little without it). */
+export function describe(error: unknown): string {
   if (!(error instanceof Error)) return String(error)
   const cause = (error as { cause?: unknown }).cause
   return cause instanceof Error ? `${error.message} (${cause.message})` : error.message

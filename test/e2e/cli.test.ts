@@ -9,8 +9,8 @@ import {
   eventually,
   postgresUrlOf,
   type Received,
+  serviceEnv,
   startReceiver,
-  TEST_MASTER_KEY,
   type TestContext,
 } from '../helpers/harness.ts'
 import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
@@ -67,18 +67,7 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
   let sessionSecret: string
 
   const startService = () =>
-    spawnProgram(
-      ['serve'],
-      env({
-        APP_ENV: 'development',
-        DATABASE_URL: databaseUrl,
-        MASTER_KEY: TEST_MASTER_KEY,
-        LOG_LEVEL: 'warn',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      }),
-    )
+    spawnProgram(['serve'], serviceEnv(databaseUrl, port, { PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }))
 
   const serviceUp = async (program: Program) => {
     await eventually(

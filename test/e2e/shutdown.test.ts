@@ -10,6 +10,7 @@ import {
   createTestContext,
   eventually,
   postgresUrlOf,
+  serviceEnv,
   TEST_MASTER_KEY,
   type TestContext,
 } from '../helpers/harness.ts'
@@ -85,18 +86,7 @@ describe('shutdown of the real program on PostgreSQL', () => {
   /** Starts `serve --role <role>` on a free port and waits until it answers. */
   async function serve(role: 'all' | 'api', env: Record<string, string> = {}) {
     const port = await freePort()
-    const program = spawnProgram(
-      ['serve', '--role', role],
-      programEnv({
-        APP_ENV: 'development',
-        DATABASE_URL: databaseUrl,
-        MASTER_KEY: TEST_MASTER_KEY,
-        LOG_LEVEL: 'warn',
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        ...env,
-      }),
-    )
+    const program = spawnProgram(['serve', '--role', role], serviceEnv(databaseUrl, port, env))
     programs.push(program)
     const base = `http://127.0.0.1:${port}`
     await eventually(

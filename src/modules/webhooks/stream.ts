@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import { PassThrough } from 'node:stream'
 import { setTimeout as wait } from 'node:timers/promises'
 import { scopeOf } from '../../db/scope.ts'
@@ -51,13 +52,16 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
     const { types } = eventFilters({ type: query.type })
     // Where the stream starts: after the event the client last received, else now.
     let floor = new Date()
+    /** The events sent within the look-back (id → when it occurred), and the newest time among all sent. */
     const sent = new Map<string, number>()
+    let newest = floor.getTime()
     const last = lastEventId?.toLowerCase()
     if (last && isUuid(last)) {
       const event = await repo.findEvent(deps.db, scope, last)
       if (event) {
         floor = event.occurred_at
-        sent.set(event.uuid, event.occurred_at.getTime())
+        newest = floor.getTime()
+        sent.set(event.uuid, newest)
       }
     }
     const count = perMerchant.get(scope.merchantUuid) ?? 0
@@ -86,12 +90,9 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
     stream.on('close', finish)
     stop.signal.addEventListener('abort', () => stream.end(), { once: true })
 
+    // A slow client: wait until it has taken what was written (or the stream is stopped: the loop then ends).
     const write = async (text: string) => {
-      if (!stream.write(text))
-        await new Promise<void>((resolve) => {
-          stream.once('drain', resolve)
-          stop.signal.addEventListener('abort', () => resolve(), { once: true })
-        })
+      if (!stream.write(text)) await once(stream, 'drain', { signal: stop.signal })
     }
     const heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), STREAM_HEARTBEAT_MS)
     stop.signal.addEventListener('abort', () => clearInterval(heartbeat), { once: true })
@@ -103,7 +104,6 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
     void (async () => {
       try {
         while (!stop.signal.aborted) {
-          const newest = Math.max(floor.getTime(), ...sent.values())
           const from = new Date(Math.max(floor.getTime(), newest - STREAM_LOOKBACK_MS))
           for (const [id, at] of sent) if (at < from.getTime()) sent.delete(id)
           const rows = await repo.eventsSince(deps.db, scope, {
@@ -115,6 +115,7 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
           for (const row of rows) {
             if (stop.signal.aborted) break
             sent.set(row.uuid, row.occurred_at.getTime())
+            newest = Math.max(newest, row.occurred_at.getTime())
             await write(message({ id: row.uuid, event: row.event, data: row.body }))
           }
           if (rows.length < BATCH) await wait(STREAM_POLL_MS, undefined, { signal: stop.signal })
