@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { realpathSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { MerchantGateway } from './client.ts'
@@ -37,6 +38,8 @@ export const TRIGGERS = {
     'creates and pays a payment, then pays out 5 USD of it to a USDT wallet and completes it',
 } as const
 export type Trigger = keyof typeof TRIGGERS
+/** The triggers that refund or pay out, which the API only takes signed. */
+const SIGNED_TRIGGERS = new Set<Trigger>(['refund', 'payout.completed'])
 
 const USAGE = `usage:
   merchant-gateway listen  --api-key sk_test_… [--forward-to <url>] [--events <name,…>] [--base-url <url>]
@@ -101,7 +104,8 @@ export async function listen(
         }
         lastEventId = message.id
         io.out(`${time()}   --> ${message.event} [${message.id}]`)
-        if (options.forwardTo) await forward(options.forwardTo, message.id, message.body, secret, io)
+        if (options.forwardTo)
+          await forward(options.forwardTo, message.id, message.body, secret, io, options.signal)
       }
       if (options.signal.aborted) return
       io.err(`${time()}  The stream ended; reconnecting in ${delay} ms`)
@@ -110,13 +114,20 @@ export async function listen(
       if (error instanceof ApiError && error.status < 500 && error.status !== 429) throw error
       io.err(`${time()}  Lost the connection (${(error as Error).message}); reconnecting in ${delay} ms`)
     }
-    await new Promise((resolve) => setTimeout(resolve, delay))
+    await sleep(delay, undefined, { signal: options.signal }).catch(() => {})
     delay = Math.min(delay * 2, RECONNECT_MAX_MS)
   }
 }
 
 /** POSTs one event to the local endpoint, signed as the service signs its webhooks, and prints its answer. */
-async function forward(url: string, id: string, body: string, secret: string, io: Io): Promise<void> {
+async function forward(
+  url: string,
+  id: string,
+  body: string,
+  secret: string,
+  io: Io,
+  stop: AbortSignal,
+): Promise<void> {
   const started = performance.now()
   try {
     const response = await fetch(url, {
@@ -124,7 +135,7 @@ async function forward(url: string, id: string, body: string, secret: string, io
       headers: { 'content-type': 'application/json', ...signHeaders(body, { id, secrets: secret }) },
       body,
       redirect: 'manual',
-      signal: AbortSignal.timeout(FORWARD_TIMEOUT_MS),
+      signal: AbortSignal.any([stop, AbortSignal.timeout(FORWARD_TIMEOUT_MS)]),
     })
     await response.arrayBuffer()
     const ms = Math.round(performance.now() - started)
@@ -230,7 +241,13 @@ export async function main(argv: string[], io: Io = stdio, signal?: AbortSignal)
       const event = rest[0]
       if (rest.length !== 1 || !event || !(event in TRIGGERS))
         throw new UsageError(`trigger takes one event: ${Object.keys(TRIGGERS).join(', ')}`)
-      await trigger(client(values, 'trigger'), event as Trigger, io)
+      const mg = client(values, 'trigger')
+      // Refunds and payouts are signed: find out before anything is created, not halfway.
+      if (SIGNED_TRIGGERS.has(event as Trigger) && !mg.http.canSign)
+        throw new UsageError(
+          `trigger ${event} signs its requests: give --key-id mk_test_… (or MERCHANT_GATEWAY_KEY_ID)`,
+        )
+      await trigger(mg, event as Trigger, io)
       return 0
     }
     throw new UsageError(`unknown command: ${command}`)

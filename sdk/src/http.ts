@@ -64,7 +64,7 @@ const API_KEY = /^sk_(test|live)_/
 export function queryString(query: Query | undefined): string {
   const search = new URLSearchParams()
   for (const [name, value] of Object.entries(query ?? {})) {
-    if (value === undefined || value === null) continue
+    if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue
     search.append(name, Array.isArray(value) ? value.join(',') : String(value))
   }
   const text = search.toString()
@@ -138,6 +138,11 @@ export class HttpClient {
   readonly mode: 'test' | 'live'
   private readonly options: Required<Omit<ClientOptions, 'keyId' | 'baseUrl'>> & { keyId?: string }
 
+  /** Whether this client can sign (it was given the key's id): refunds and payouts need it. */
+  get canSign(): boolean {
+    return this.options.keyId !== undefined
+  }
+
   constructor(options: ClientOptions) {
     const match = API_KEY.exec(options.apiKey ?? '')
     if (!match) throw new MerchantGatewayError('apiKey must be a key secret, sk_test_… or sk_live_…')
@@ -168,7 +173,7 @@ export class HttpClient {
     const pathAndQuery = `${request.path}${queryString(request.query)}`
     const body = request.body === undefined ? undefined : JSON.stringify(request.body)
     const idempotencyKey = request.method === 'POST' ? (options.idempotencyKey ?? randomUUID()) : undefined
-    if (request.signed && !this.options.keyId)
+    if (request.signed && !this.canSign)
       throw new MerchantGatewayError(
         `${request.method} ${request.path} must be signed: give the client the key's id (keyId: 'mk_…') as well as its secret`,
       )
@@ -231,6 +236,9 @@ export class HttpClient {
         headers,
         body,
         signal,
+        // The service never redirects: following one would send the key to wherever it points, and turn a POST
+        // into a GET.
+        redirect: 'error',
       })
       // A stream runs as long as it runs; any other answer's body must come within the same timeout.
       const text = request.stream && response.ok ? null : await response.text()

@@ -87,7 +87,10 @@ export function verify(
     .split(' ')
     .filter((part) => part.startsWith('v1,'))
     .map((part) => Buffer.from(part.slice(3), 'base64'))
-  const list = typeof secrets === 'string' ? [secrets] : secrets
+  // An unset secret in the list (the previous one, outside a rotation) is skipped, not an error.
+  const list = (typeof secrets === 'string' ? [secrets] : secrets).filter(
+    (secret): secret is string => typeof secret === 'string' && secret.length > 0,
+  )
   if (list.length === 0) throw new WebhookVerificationError('no secret to verify with')
   const matches = list.some((secret) => {
     const expected = Buffer.from(sign(secret, id, timestamp, rawBody).slice(3), 'base64')

@@ -228,6 +228,31 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
     assert.match(help.stdout, /merchant-gateway listen +--api-key sk_test_/)
   })
 
+  it('trigger refund without --key-id stops before it creates anything', async () => {
+    const count = async () =>
+      Number(
+        (
+          await ctx.db
+            .selectFrom('transactions')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('merchant_uuid', '=', ctx.merchant.uuid)
+            .executeTakeFirstOrThrow()
+        ).n,
+      )
+    const before = await count()
+    const refused = await cli([
+      'trigger',
+      'refund',
+      '--api-key',
+      ctx.merchant.keys.test.secret,
+      '--base-url',
+      base,
+    ])
+    assert.equal(refused.code, 2)
+    assert.match(refused.stderr, /give --key-id mk_test_/)
+    assert.equal(await count(), before)
+  })
+
   it('a live key is refused: by the CLI before it connects, and by the service itself', async () => {
     const live = ctx.merchant.keys.live
     for (const args of [

@@ -261,7 +261,7 @@ export async function injectToEnd(ctx: TestContext, options: InjectOptions): Pro
   for await (const chunk of res.stream()) {
     chunks.push(Buffer.from(chunk))
     // Its first messages are written as it opens: ending it once they start to come still delivers them.
-    if (stream && chunks.length === 1) ctx.services.webhooks.closeStreams()
+    if (stream && chunks.length === 1) ctx.services.webhooks.endStreams()
   }
   const raw = Buffer.concat(chunks)
   const text = raw.toString('utf8')

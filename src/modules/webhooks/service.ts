@@ -73,8 +73,10 @@ export function createWebhookService(deps: {
     exportEvents: (auth: AuthContext, query: ListEventsInput) => exportEvents(bound, auth, query),
     /** The test mode's events as server-sent events (stream.ts). */
     streamEvents: streams.start,
-    /** Ends the open event streams: the server is shutting down. */
-    closeStreams: streams.closeAll,
+    /** Ends the open event streams; their clients reconnect. */
+    endStreams: streams.endAll,
+    /** The server is shutting down: ends the open event streams and opens no more. */
+    closeStreams: streams.close,
     /** Deletes the events past their retention, with their deliveries; how many events went. */
     purgeEvents: (now?: Date) => purgeExpiredEvents(bound, now),
 

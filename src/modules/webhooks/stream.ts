@@ -36,6 +36,8 @@ const message = (fields: { id?: string; event: string; data: string }) =>
  */
 export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
   const open = new Set<{ end(): void }>()
+  /** Set on shutdown: a stream asked for while the server closes is refused, not left open. */
+  let closed = false
   const perMerchant = new Map<string, number>()
 
   async function start(
@@ -64,6 +66,7 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
         sent.set(event.uuid, newest)
       }
     }
+    if (closed) throw new AppError('unavailable', 'The server is shutting down: reconnect in a moment.')
     const count = perMerchant.get(scope.merchantUuid) ?? 0
     if (count >= STREAM_LIMIT)
       throw new AppError(
@@ -130,11 +133,18 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
     return stream
   }
 
+  function endAll() {
+    for (const entry of [...open]) entry.end()
+  }
+
   return {
     start,
-    /** Ends every open stream (the server is shutting down): the clients reconnect elsewhere, or later. */
-    closeAll() {
-      for (const entry of [...open]) entry.end()
+    /** Ends every open stream: their clients reconnect, with the last id they received. */
+    endAll,
+    /** The server is shutting down: every open stream ends, and no new one opens (503). */
+    close() {
+      closed = true
+      endAll()
     },
   }
 }

@@ -188,6 +188,8 @@ for (const backend of backends()) {
         fetch,
       }).events.stream()
       assert.equal((await next(stream)).type, 'ready')
+      const merchant = await own.services.merchants.getMerchant(own.merchant.uuid)
+      assert.ok(merchant)
       const closing = own.close()
       const end = await Promise.race([
         stream.next(),
@@ -196,6 +198,15 @@ for (const backend of backends()) {
       assert.notEqual(end, 'late', 'the stream ended')
       assert.equal((end as IteratorResult<StreamMessage>).done, true)
       await closing
+      // A stream asked for once the server is closing is refused (503), not left open.
+      await assert.rejects(
+        own.services.webhooks.streamEvents(
+          { keyId: own.merchant.keys.test.key_id, mode: 'test', merchant },
+          {},
+          undefined,
+        ),
+        (error: { code?: string }) => error.code === 'unavailable',
+      )
     })
   })
 }
