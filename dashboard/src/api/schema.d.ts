@@ -110,7 +110,7 @@ export interface paths {
         };
         /**
          * Stream test-mode events as they happen
-         * @description Server-sent events (`text/event-stream`), test keys only (a live key is 403 `forbidden`): first `event: ready`, then every event of the merchant's test mode as it is recorded, each as `id: <event_id>`, `event: <name>` and `data: <exactly the body its webhook carries>`, and a `: heartbeat` comment every 15 s. Events from when the stream opens; reconnect with `Last-Event-ID` to resume after the last one received (at least once). At most 10 open streams per merchant (429); a server shutting down refuses new ones (503). `merchant-gateway listen` forwards them to a local URL (docs/API.md §25).
+         * @description Server-sent events (`text/event-stream`), test keys only (a live key is 403 `forbidden`): first `event: ready`, then every event of the merchant's test mode as it is recorded, each as `id: <event_id>`, `event: <name>` and `data: <exactly the body its webhook carries>`, and a `: heartbeat` comment every 15 s. Events from when the stream opens; reconnect with `Last-Event-ID` to resume after the last one received (docs/API.md §25 says what that does not re-send). At most 10 open streams per merchant (429); a server shutting down refuses new ones (503). `merchant-gateway listen` forwards them to a local URL (docs/API.md §25).
          */
         get: operations["streamEvents"];
         put?: never;
