@@ -235,6 +235,8 @@ describe('merchant dashboard in Chromium', () => {
         // Live mode: switched in the header, no test banner.
         await page.getByText('Live', { exact: true }).click()
         await page.waitForURL(/\/dashboard\/live\//)
+        // The URL changes before the page has drawn the live mode: wait for the banner to go, with a deadline.
+        await page.getByText('Test mode: test data only').waitFor({ state: 'detached' })
         assert.equal(await page.getByText('Test mode: test data only').count(), 0)
         await check(page, 'live-mode', width)
 
