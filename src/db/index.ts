@@ -15,7 +15,7 @@ import * as refundList from './migrations/0009_refund_list.ts'
 import * as dashboardUsers from './migrations/0010_dashboard_users.ts'
 import * as dashboardTotp from './migrations/0011_dashboard_totp.ts'
 import * as apiKeyLastUsed from './migrations/0012_api_key_last_used.ts'
-import { preparingPool } from './prepared.ts'
+import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -66,22 +66,50 @@ export async function connectPostgres(url: string, poolSize = 10, log?: DbLog): 
     // A server gone without a word (a failover behind a virtual IP) is noticed on a connection left open.
     keepAlive: true,
   }
-  const pool = new pg.Pool({ ...settings, max: poolSize, types })
+  // A quarter of the connections (at least one, and none of a pool of 1) are shared by the statements that
+  // run outside a transaction, pipelined; the rest are checked out by transactions (see preparingPool).
+  const sharedCount = poolSize > 1 ? Math.max(1, Math.floor(poolSize / 4)) : 0
+  const pool = new pg.Pool({ ...settings, max: poolSize - sharedCount, types })
+  const shared: SharedConnections | undefined =
+    sharedCount > 0
+      ? {
+          size: sharedCount,
+          open: async () => {
+            const client = new pg.Client({ ...settings, types, pipeline: true } as pg.ClientConfig)
+            client.on('error', () => {})
+            try {
+              await client.connect()
+            } catch (error) {
+              // node-postgres' own word for its connect timeout; pg-pool's, which says the database is out of
+              // reach (503), is this.
+              if ((error as Error).message === 'timeout expired')
+                throw new Error('Connection terminated due to connection timeout', { cause: error })
+              throw error
+            }
+            return client
+          },
+        }
+      : undefined
   // An idle connection the server ends (restart, failover, an administrator) leaves the pool and the next
   // query opens another; without a listener the pool's 'error' event would crash the process. A connection
   // checked out when it is cut: see preparingPool.
   pool.on('error', () => {})
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
+  const preparing = preparingPool(pool, shared)
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing }) })
   return {
     db,
     kind: 'postgres',
     listen: (channel, onNotify) => listenWithReconnect(settings, channel, onNotify, log),
-    poolStats: () => ({
-      total: pool.totalCount,
-      idle: pool.idleCount,
-      waiting: pool.waitingCount,
-      max: poolSize,
-    }),
+    poolStats: () => {
+      // The pool's connections and the shared ones: all this process holds, against DATABASE_POOL_SIZE.
+      const sharedNow = preparing.sharedStats()
+      return {
+        total: pool.totalCount + sharedNow.open,
+        idle: pool.idleCount + sharedNow.idle,
+        waiting: pool.waitingCount,
+        max: poolSize,
+      }
+    },
     close: () => db.destroy(),
   }
 }

@@ -1,8 +1,27 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
+import pg from 'pg'
 import type { Db } from '../../src/db/index.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
+
+/** Counts the Describe messages node-postgres sends, from now until stop(). */
+function countDescribes() {
+  const proto = (pg as unknown as { Connection: { prototype: { describe: (...a: unknown[]) => unknown } } })
+    .Connection.prototype
+  const original = proto.describe
+  let count = 0
+  proto.describe = function (this: unknown, ...args: unknown[]) {
+    count++
+    return original.apply(this, args)
+  }
+  return {
+    count: () => count,
+    stop: () => {
+      proto.describe = original
+    },
+  }
+}
 
 interface Prepared {
   name: string
@@ -83,7 +102,12 @@ for (const backend of backends()) {
     it('inside a transaction the stale statement fails that transaction once; its retry succeeds', async () => {
       const read = await shapes('shapes2')
       await db.connection().execute(async (conn) => {
-        assert.deepEqual(await read(conn), { id: 1, a: 'x' })
+        // Prepared in a transaction: on PostgreSQL this connection is then one of the pool's, not a shared one,
+        // and keeps it for the statements after.
+        assert.deepEqual(await conn.transaction().execute((trx) => read(trx as unknown as Db)), {
+          id: 1,
+          a: 'x',
+        })
         await sql`ALTER TABLE shapes2 ADD COLUMN b int NOT NULL DEFAULT 2`.execute(conn)
         await assert.rejects(
           conn.transaction().execute((trx) => read(trx as unknown as Db)),
@@ -94,6 +118,62 @@ for (const backend of backends()) {
           a: 'x',
           b: 2,
         })
+      })
+    })
+
+    it('a repeated statement reads its rows with the shape it learned: every type, null, key order', async () => {
+      await sql`CREATE TABLE typed (id int PRIMARY KEY, big bigint, at timestamptz, doc jsonb, ok boolean, n numeric)`.execute(
+        db,
+      )
+      await sql`INSERT INTO typed VALUES (1, 9007199254740991, '2026-01-02T03:04:05.678Z', '{"k":[1,"x"]}', true, 1.50),
+        (2, NULL, NULL, NULL, NULL, NULL)`.execute(db)
+      const read = (id: number) =>
+        db
+          .selectFrom('typed' as never)
+          .selectAll()
+          .where('id' as never, '=', id as never)
+          .executeTakeFirst() as Promise<Record<string, unknown> | undefined>
+      const describes = countDescribes()
+      try {
+        for (let round = 0; round < 3; round++) {
+          const full = await read(1)
+          assert.deepEqual(full, {
+            id: 1,
+            big: 9007199254740991,
+            at: new Date('2026-01-02T03:04:05.678Z'),
+            doc: { k: [1, 'x'] },
+            ok: true,
+            n: '1.50',
+          })
+          assert.deepEqual(Object.keys(full ?? {}), ['id', 'big', 'at', 'doc', 'ok', 'n'])
+          assert.deepEqual(await read(2), { id: 2, big: null, at: null, doc: null, ok: null, n: null })
+          assert.equal(await read(3), undefined)
+        }
+        // A column named twice keeps the last value, as node-postgres' own rows do.
+        for (let round = 0; round < 2; round++) {
+          const { rows } = await sql<{ a: number }>`SELECT ${1}::int AS a, 2 AS a`.execute(db)
+          assert.deepEqual(rows, [{ a: 2 }])
+        }
+      } finally {
+        describes.stop()
+      }
+      // Described while the shape is learned (once per connection at most), not on every execution. (The
+      // embedded database's adapter writes its messages without node-postgres' Connection: nothing to count.)
+      if (backend === 'postgres')
+        assert.ok(
+          describes.count() >= 1 && describes.count() <= 4,
+          `${describes.count()} Describe messages for 11 executions`,
+        )
+    })
+
+    it('a column whose type changes is read with its new type', async () => {
+      const read = await shapes('shapes3')
+      await db.connection().execute(async (conn) => {
+        assert.deepEqual(await read(conn), { id: 1, a: 'x' })
+        assert.deepEqual(await read(conn), { id: 1, a: 'x' })
+        await sql`ALTER TABLE shapes3 ALTER COLUMN a TYPE int USING 7`.execute(conn)
+        assert.deepEqual(await read(conn), { id: 1, a: 7 })
+        assert.deepEqual(await read(conn), { id: 1, a: 7 })
       })
     })
 
