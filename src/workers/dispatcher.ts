@@ -49,10 +49,10 @@ export function startDispatcher(deps: {
     ...deps.options,
   }
   const inflightByTarget = new Map<string, number>()
-  // Claimed deliveries waiting for a slot of their target: at most perTargetCap each, so a claim never
-  // waits longer than one round of its target's attempts (well inside the lease).
+  const maxWaiting = 2 * options.perTargetCap
+  // Claimed deliveries waiting for a slot of their target: at most twice perTargetCap each, so a claim never
+  // waits longer than two rounds of its target's attempts (2 × the HTTP timeout, inside the lease).
   const waitingByTarget = new Map<string, ClaimedDelivery[]>()
-  const waitingCount = () => [...waitingByTarget.values()].reduce((n, q) => n + q.length, 0)
   const running = new Set<Promise<void>>()
   let finished: Outcome[] = []
   let flushing: Promise<void> = Promise.resolve()
@@ -88,14 +88,17 @@ export function startDispatcher(deps: {
     return flushing
   }
 
-  function settle(delivery: ClaimedDelivery): void {
+  /** Frees the delivery's slot of its target: a delivery waiting for it takes it (true), or none waits. */
+  function settle(delivery: ClaimedDelivery): boolean {
     const left = (inflightByTarget.get(delivery.target) ?? 1) - 1
     if (left > 0) inflightByTarget.set(delivery.target, left)
     else inflightByTarget.delete(delivery.target)
     const queue = waitingByTarget.get(delivery.target)
     const next = stopping ? undefined : queue?.shift()
     if (queue && queue.length === 0) waitingByTarget.delete(delivery.target)
-    if (next) deliver(next)
+    if (!next) return false
+    deliver(next)
+    return true
   }
 
   function deliver(delivery: ClaimedDelivery): void {
@@ -111,9 +114,9 @@ export function startDispatcher(deps: {
         (err: unknown) => log.error({ err, delivery: delivery.uuid }, 'webhook attempt failed unexpectedly'),
       )
       .finally(() => {
-        settle(delivery)
         running.delete(job)
-        wake()
+        // A claim only when the freed slot found no delivery waiting for it.
+        if (!settle(delivery)) wake()
       })
     running.add(job)
   }
@@ -128,12 +131,19 @@ export function startDispatcher(deps: {
     try {
       do {
         again = false
-        const free = options.concurrency - running.size - waitingCount()
+        // Slots are attempts in flight; a delivery waiting for its target's slot holds none (its target's
+        // queue is bounded, so they are at most 2 × concurrency in all). One claim takes at most what one
+        // target can hold (its slots and its queue): a backlog for one endpoint then fills its queue without
+        // claiming rows only to give them back.
+        const free = Math.min(options.concurrency - running.size, maxWaiting + options.perTargetCap)
         if (free <= 0) break
-        // Targets at their cap are left out of the claim: their rows would only be given back, and a backlog
-        // of them could fill every claim ahead of other merchants' deliveries.
+        // Targets whose slots and queue are full are left out of the claim: their rows would only be given
+        // back, and a backlog of them could fill every claim ahead of other merchants' deliveries.
         const saturated = [...inflightByTarget]
-          .filter(([target, n]) => n + (waitingByTarget.get(target)?.length ?? 0) >= options.perTargetCap)
+          .filter(
+            ([target, n]) =>
+              n + (waitingByTarget.get(target)?.length ?? 0) >= options.perTargetCap + maxWaiting,
+          )
           .map(([target]) => target)
         const now = new Date()
         const claimed = await webhooks.claimDue(
@@ -146,9 +156,17 @@ export function startDispatcher(deps: {
         )
         const giveBack: string[] = []
         for (const delivery of claimed) {
-          if (stopping || (inflightByTarget.get(delivery.target) ?? 0) >= options.perTargetCap)
-            giveBack.push(delivery.uuid)
-          else deliver(delivery)
+          if (stopping) giveBack.push(delivery.uuid)
+          else if ((inflightByTarget.get(delivery.target) ?? 0) < options.perTargetCap) deliver(delivery)
+          else {
+            // The target's slots are busy: the delivery waits for one, or goes back when its queue is full.
+            const queue = waitingByTarget.get(delivery.target) ?? []
+            if (queue.length >= maxWaiting) giveBack.push(delivery.uuid)
+            else {
+              queue.push(delivery)
+              waitingByTarget.set(delivery.target, queue)
+            }
+          }
         }
         if (giveBack.length) await webhooks.releaseClaims(options.workerId, giveBack)
         // A full batch suggests more are due.
