@@ -213,10 +213,26 @@ export const benchEnv = (databaseUrl: string, masterKey: string): Record<string,
  * The node arguments of `serve --role <role>`: the production build (`dist/main.js`, made by `npm run build`),
  * or the sources through tsx with `source`. `nodeArgs` (a profiler, an `--import`) come first.
  */
-export const serveArgs = (role: 'api' | 'worker', options: { source?: boolean; nodeArgs?: string[] } = {}) =>
-  options.source
-    ? ['--import', 'tsx', ...(options.nodeArgs ?? []), 'src/main.ts', 'serve', '--role', role]
-    : [...(options.nodeArgs ?? []), 'dist/main.js', 'serve', '--role', role]
+export const serveArgs = (
+  role: 'api' | 'worker',
+  options: { source?: boolean; nodeArgs?: string[] } = {},
+) => {
+  const nodeArgs = [...START_NODE_FLAGS, ...(options.nodeArgs ?? [])]
+  return options.source
+    ? ['--import', 'tsx', ...nodeArgs, 'src/main.ts', 'serve', '--role', role]
+    : [...nodeArgs, 'dist/main.js', 'serve', '--role', role]
+}
+
+/** The V8 flags `npm start` gives the server (package.json's start script): a benchmark runs it the same way. */
+export const START_NODE_FLAGS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    scripts: { start: string }
+  }
+  const flags = /^node((?: --[\w-]+=\S+)*) dist\/main\.js serve$/.exec(pkg.scripts.start)
+  if (!flags)
+    throw new Error(`package.json's start script is not "node [--flag=value ...] dist/main.js serve"`)
+  return (flags[1] ?? '').trim().split(' ').filter(Boolean)
+})()
 
 type CreatedMerchant = Awaited<ReturnType<Services['merchants']['createMerchant']>>
 
