@@ -6,16 +6,16 @@
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
  *     [--minutes 30] [--rate <req/s>] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
- *     [--keep-database]
+ *     [--keep-database] [--mix create=9,get=7,list=2,paid=1,refund=1]
  *
  * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
  * throughput first, and the soak runs at half of it.
  *
  * The traffic is an open model: requests are sent at the rate whatever the answers (an undici Pool with
- * keep-alive), and a request's latency counts from when it was due. Of every 10 requests: 4 creates
- * (POST /integration/transactions), 3 gets of a created transaction, 1 list (first page of 25), 1 sandbox
- * `paid` of a created pending card transaction (its event makes a webhook delivery the worker sends to a
- * receiver in this process) and 1 signed refund of 100 minor units of a paid transaction.
+ * keep-alive), and a request's latency counts from when it was due. By default (--mix), of every 20 requests:
+ * 9 creates (POST /integration/transactions), 7 gets of a created transaction, 2 lists (first page of 25),
+ * 1 sandbox `paid` of a created pending card transaction (its event makes a webhook delivery the worker sends
+ * to a receiver in this process) and 1 signed refund of 100 minor units of a paid transaction.
  *
  * The verdict compares the second window of --window-minutes with the last: API and worker RSS (mean of the
  * per-second samples), the API's event-loop delay p99 (mean of the per-second values) and the request p99
@@ -53,6 +53,7 @@ const { values } = parseArgs({
     'window-minutes': { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     'max-in-flight': { type: 'string', default: '5000' },
+    mix: { type: 'string', default: 'create=12,get=24,list=2,paid=1,refund=1' },
     'no-readme': { type: 'boolean', default: false },
     compiled: { type: 'boolean', default: true },
     source: { type: 'boolean', default: false },
@@ -105,8 +106,26 @@ function merge(into: Uint32Array, from: Uint32Array) {
 
 type Op = 'create' | 'get' | 'list' | 'paid' | 'refund'
 const OPS: Op[] = ['create', 'get', 'list', 'paid', 'refund']
-/** Of every 10 requests: 4 creates, 3 gets, 1 list, 1 paid, 1 refund. */
-const MIX: Op[] = ['create', 'get', 'create', 'get', 'list', 'create', 'paid', 'get', 'create', 'refund']
+/**
+ * `--mix`: how many of each kind in every round of requests (by default 9 creates, 7 gets, 2 lists, 1 paid
+ * and 1 refund in 20), the kinds spread evenly through the round.
+ */
+function parseMix(text: string): Op[] {
+  const counts = text.split(',').map((part) => {
+    const [op, count] = part.split('=')
+    if (!OPS.includes(op as Op) || !/^\d+$/.test(count ?? '')) throw new Error(`--mix: cannot read "${part}"`)
+    return [op as Op, Number(count)] as const
+  })
+  const total = counts.reduce((sum, [, count]) => sum + count, 0)
+  if (total === 0) throw new Error('--mix: no requests')
+  return counts
+    .flatMap(([op, count]) =>
+      Array.from({ length: count }, (_, k) => ({ op, at: ((k + 0.5) * total) / count })),
+    )
+    .sort((a, b) => a.at - b.at)
+    .map((slot) => slot.op)
+}
+const MIX = parseMix(values.mix as string)
 
 interface Second {
   done: number
@@ -365,10 +384,10 @@ async function main() {
   if (COMPILED) {
     if (!existsSync('dist/main.js'))
       throw new Error('dist/main.js is missing: run `npm run build` first (or pass --source to run with tsx)')
-    if (newestMtime('src') > statSync('dist/main.js').mtimeMs) {
-      log('warning: src/ has files newer than dist/main.js: the build may be stale (`npm run build`)')
+    if (newestMtime('src') > newestMtime('dist')) {
+      log('warning: src/ has files newer than any in dist/: the build may be stale (`npm run build`)')
       notes.push(
-        'src/ had files newer than dist/main.js at the start: the build measured may lag the sources.',
+        'src/ had files newer than any in dist/ at the start: the build measured may lag the sources.',
       )
     }
   }

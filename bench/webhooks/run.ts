@@ -3,7 +3,10 @@
  * event-to-receipt latency at idle. Runs the real worker process(es) against PostgreSQL.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/webhooks/run.ts \
- *     [--events 5000] [--workers 1] [--latency-samples 200]
+ *     [--events 5000] [--workers 1] [--latency-samples 200] [--source]
+ *
+ * The workers run the production build as `npm start` runs it (`npm run build` first); --source runs them from
+ * the sources with tsx.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -15,12 +18,14 @@ import pg from 'pg'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
+import { serveArgs } from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
     events: { type: 'string', default: '5000' },
     workers: { type: 'string', default: '1' },
     'latency-samples': { type: 'string', default: '200' },
+    source: { type: 'boolean', default: false },
   },
 })
 const EVENTS = Number(values.events)
@@ -107,7 +112,7 @@ async function main() {
   const drainStart = performance.timeOrigin + performance.now()
   for (let i = 0; i < WORKERS; i++) {
     workers.push(
-      spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--role', 'worker'], {
+      spawn(process.execPath, serveArgs('worker', { source: values.source }), {
         env: { ...process.env, ...env },
         stdio: 'inherit',
       }),
