@@ -77,15 +77,7 @@ export async function connectPostgres(url: string, poolSize = 10, log?: DbLog): 
           open: async () => {
             const client = new pg.Client({ ...settings, types, pipeline: true } as pg.ClientConfig)
             client.on('error', () => {})
-            try {
-              await client.connect()
-            } catch (error) {
-              // node-postgres' own word for its connect timeout; pg-pool's, which says the database is out of
-              // reach (503), is this.
-              if ((error as Error).message === 'timeout expired')
-                throw new Error('Connection terminated due to connection timeout', { cause: error })
-              throw error
-            }
+            await client.connect()
             return client
           },
         }

@@ -1,4 +1,3 @@
-import type { Writable } from 'node:stream'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import type pg from 'pg'
 import { ShapedQuery } from './shaped-query.ts'
@@ -58,10 +57,7 @@ type Query = PostgresPoolClient['query']
  */
 function statementsOn(client: pg.ClientBase): Query {
   const prepared = new Set<string>()
-  // node-postgres writes Bind, Describe, Execute and Sync one by one, a system call each: corked, the
-  // socket sends them in one. The embedded database's adapter has no socket.
-  const socket = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection?.stream
-  const stream = typeof socket?.cork === 'function' ? (socket as Writable) : null
+  // (node-postgres corks the socket around a statement's Parse, Bind, Execute and Sync itself: one write.)
   // Kysely opens and ends its transactions with these statements, without parameters.
   let inTransaction = false
   const query = (
@@ -79,14 +75,7 @@ function statementsOn(client: pg.ClientBase): Query {
     if (name === null || (!prepared.has(name) && prepared.size >= MAX_PREPARED_PER_CONNECTION))
       return submit(client, { text: sql, values: parameters as unknown[] })
     prepared.add(name)
-    let running: Promise<unknown>
-    stream?.cork()
-    try {
-      running = submit(client, new ShapedQuery(name, sql, parameters as unknown[]))
-    } finally {
-      stream?.uncork()
-    }
-    return running.catch((error: unknown) => {
+    return submit(client, new ShapedQuery(name, sql, parameters as unknown[])).catch((error: unknown) => {
       if (!isStalePlan(error)) throw error
       forget(sql, name)
       // Outside a transaction the statement runs again, prepared anew; inside one the transaction has
@@ -266,21 +255,15 @@ export function preparingPool(
       if (own) return own.query(sql, parameters)
       if (typeof sql !== 'string')
         throw new TypeError('A streamed query needs a connection of its own: run it in a transaction.')
-      if (needsOwnConnection(sql)) {
-        // A transaction, or state kept for the statements after it: from there on, a connection of its own.
+      // A transaction, or state kept for the statements after it, or every shared connection full: from
+      // there on, a connection of the pool of its own.
+      const next = needsOwnConnection(sql) ? null : on !== null && !on.lost ? on : connections.pick()
+      if (next === null) {
         own = await checkOut()
         return own.query(sql, parameters)
       }
-      if (on === null || on.lost) {
-        const picked = connections.pick()
-        if (picked === null) {
-          // Every shared connection is full: this one takes a connection of the pool.
-          own = await checkOut()
-          return own.query(sql, parameters)
-        }
-        on = picked instanceof Promise ? await picked : picked
-      }
-      const connection = on
+      const connection = next instanceof Promise ? await next : next
+      on = connection
       connection.busy++
       try {
         return await connection.query(sql, parameters)

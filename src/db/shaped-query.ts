@@ -33,7 +33,6 @@ type Parser = (value: string) => unknown
 interface PgResult {
   fields: Field[]
   _parsers: Parser[] | undefined
-  _types: { getTypeParser(oid: number, format: string): Parser } | undefined
   _prebuiltEmptyResultObject: unknown
   addFields(fields: Field[]): void
   parseRow(raw: (string | null)[]): Record<string, unknown>

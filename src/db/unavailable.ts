@@ -24,6 +24,7 @@ const UNAVAILABLE_MESSAGES = [
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
   'timeout exceeded when trying to connect', // pg-pool's connectionTimeoutMillis
+  'timeout expired', // node-postgres' own connectionTimeoutMillis (a client outside the pool: a shared one)
 ]
 
 /**
