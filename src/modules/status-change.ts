@@ -33,7 +33,7 @@ export interface StatusChange<Row, Status extends string, Fields> {
   at: Date
   /** The columns that change with this status (paid_at, failure_reason, …). */
   fields: Fields
-  /** The money the change moves, posted after the row is written and before its event is recorded. */
+  /** The money the change moves, posted after the row is written and its event recorded. */
   post?: (updated: Row) => Promise<unknown>
   /** The refund that caused the change, recorded with the event (GET /integration/events?object_uuid=…). */
   refundUuid?: string
@@ -57,7 +57,6 @@ export async function changeStatus<Row extends AggregateRow, Status extends stri
     aggregate_version: row.aggregate_version + 1,
     updated_at: change.at,
   })
-  if (change.post) await change.post(updated)
   await deps.webhooks.recordEvent(trx, {
     merchantUuid: updated.merchant_uuid,
     mode: updated.mode,
@@ -70,6 +69,9 @@ export async function changeStatus<Row extends AggregateRow, Status extends stri
     occurredAt: change.at,
     refundUuid: change.refundUuid,
   })
+  // The money last: a posting locks the merchant's accounts until the commit, so the statements before it do
+  // not lengthen that lock, which every payment and refund of the merchant waits on.
+  if (change.post) await change.post(updated)
   return updated
 }
 

@@ -88,7 +88,7 @@ class DatabaseFault implements KyselyPlugin {
 
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
     const { node } = args
-    if (this.armed && node.kind === this.armed.kind && tableOf(node) === this.armed.table) {
+    if (this.armed && writes(node).some((w) => w.kind === this.armed?.kind && w.table === this.armed.table)) {
       this.armed = null
       throw new Error('Connection terminated unexpectedly (injected)')
     }
@@ -100,10 +100,19 @@ class DatabaseFault implements KyselyPlugin {
   }
 }
 
-function tableOf(node: RootOperationNode): string | undefined {
+/**
+ * The tables a statement inserts into or updates: a built query's one, or each one a statement written in SQL
+ * names (the ledger's posting inserts its entry and lines and updates the balances in one statement).
+ */
+function writes(node: RootOperationNode): { kind: string; table: string }[] {
+  if (node.kind === 'RawNode')
+    return [...node.sqlFragments.join(' ').matchAll(/\b(INSERT INTO|UPDATE)\s+"?(\w+)"?/gi)].map((m) => ({
+      kind: (m[1] as string).toUpperCase() === 'UPDATE' ? 'UpdateQueryNode' : 'InsertQueryNode',
+      table: m[2] as string,
+    }))
   const target =
     node.kind === 'InsertQueryNode' ? node.into : node.kind === 'UpdateQueryNode' ? node.table : undefined
-  return target && TableNode.is(target) ? target.table.identifier.name : undefined
+  return target && TableNode.is(target) ? [{ kind: node.kind, table: target.table.identifier.name }] : []
 }
 
 const RECHECK_MS = 60_000

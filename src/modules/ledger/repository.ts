@@ -1,4 +1,4 @@
-import { type Insertable, sql } from 'kysely'
+import { sql } from 'kysely'
 import {
   JOURNAL_ENTRY_KINDS,
   JOURNAL_REFERENCE_TYPES,
@@ -8,74 +8,90 @@ import {
 import type { Executor } from '../../db/index.ts'
 import { type Cursor, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import type { AccountKind, JournalLinesTable, Mode } from '../../db/types.ts'
+import type { AccountKind, Mode } from '../../db/types.ts'
 
-export interface AccountKey {
+/** A journal entry with its lines, as `postEntry` writes it. */
+export interface EntryToPost {
+  uuid: string
   merchantUuid: string
   mode: Mode
+  kind: JournalEntryKind
+  referenceType: JournalReferenceType
+  referenceUuid: string
   currency: string
-  kind: AccountKind
+  at: Date
+  /** What each account's balance moves by (one per account). */
+  moves: { kind: AccountKind; amount: number }[]
+  /** The lines in the order they are written (each line's account must have a move). */
+  lines: { uuid: string; kind: AccountKind; amount: number }[]
 }
 
-/** Inserts the entry unless one exists for the same cause; returns its uuid, or null when it was posted before. */
-export async function insertEntryOnce(
+/**
+ * One journal entry in one statement: the entry is inserted unless one exists for the same cause (reference and
+ * kind); when it is, all of the merchant's accounts in the currency are locked in kind order, the balances move
+ * and the lines are written. The accounts must exist (`ensureAccounts`). Answers the entry's uuid (null: posted
+ * before; then nothing was locked or moved) and each moved account's new balance.
+ *
+ * One statement, because the accounts stay locked until the commit and every payment and refund of the
+ * merchant waits on them: no round trip to the application happens while they are held but the commit's.
+ */
+export async function postEntry(
   db: Executor,
-  entry: {
-    uuid: string
-    merchantUuid: string
-    mode: Mode
-    kind: JournalEntryKind
-    referenceType: JournalReferenceType
-    referenceUuid: string
-    at: Date
-  },
-): Promise<string | null> {
-  const row = await db
-    .insertInto('journal_entries')
-    .values({
-      uuid: entry.uuid,
-      merchant_uuid: entry.merchantUuid,
-      mode: entry.mode,
-      kind: entry.kind,
-      reference_type: entry.referenceType,
-      reference_uuid: entry.referenceUuid,
-      created_at: entry.at,
-    })
-    .onConflict((oc) => oc.columns(['reference_type', 'reference_uuid', 'kind']).doNothing())
-    .returning('uuid')
-    .executeTakeFirst()
-  return row?.uuid ?? null
+  entry: EntryToPost,
+): Promise<{ entryUuid: string | null; balances: Map<AccountKind, number> }> {
+  const { merchantUuid, mode, currency, at } = entry
+  const moves = sql.join(entry.moves.map((m) => sql`(${m.kind}::text, ${m.amount}::bigint)`))
+  const lines = sql.join(
+    entry.lines.map((l, n) => sql`(${l.uuid}::uuid, ${l.kind}::text, ${l.amount}::bigint, ${n}::int)`),
+  )
+  const result = await sql<{
+    entry_uuid: string | null
+    balances: { kind: AccountKind; balance: number }[] | null
+  }>`
+    WITH entry AS (
+      INSERT INTO journal_entries (uuid, merchant_uuid, mode, kind, reference_type, reference_uuid, created_at)
+      VALUES (${entry.uuid}, ${merchantUuid}, ${mode}, ${entry.kind}, ${entry.referenceType}, ${entry.referenceUuid}, ${at})
+      ON CONFLICT (reference_type, reference_uuid, kind) DO NOTHING
+      RETURNING uuid
+    ), locked AS (
+      SELECT a.uuid, a.kind FROM ledger_accounts AS a
+      WHERE a.merchant_uuid = ${merchantUuid} AND a.mode = ${mode} AND a.currency = ${currency}
+        AND EXISTS (SELECT 1 FROM entry)
+      ORDER BY a.kind
+      FOR UPDATE
+    ), moved AS (
+      UPDATE ledger_accounts AS a SET balance = a.balance + v.amount, updated_at = ${at}
+      FROM locked AS l JOIN (VALUES ${moves}) AS v(kind, amount) ON v.kind = l.kind
+      WHERE a.uuid = l.uuid
+      RETURNING a.uuid, a.kind, a.balance
+    ), written AS (
+      INSERT INTO journal_lines (uuid, entry_uuid, account_uuid, amount, merchant_uuid, mode, currency, account_kind, created_at)
+      SELECT x.uuid, e.uuid, m.uuid, x.amount, ${merchantUuid}, ${mode}, ${currency}, x.kind, ${at}
+      FROM (VALUES ${lines}) AS x(uuid, kind, amount, n) JOIN moved AS m ON m.kind = x.kind CROSS JOIN entry AS e
+      ORDER BY x.n
+    )
+    SELECT (SELECT uuid FROM entry) AS entry_uuid,
+      (SELECT json_agg(json_build_object('kind', kind, 'balance', balance)) FROM moved) AS balances`.execute(
+    db,
+  )
+  const row = result.rows[0]
+  return {
+    entryUuid: row?.entry_uuid ?? null,
+    balances: new Map((row?.balances ?? []).map((b) => [b.kind, Number(b.balance)])),
+  }
 }
 
-/** Adds `amount` to an account's balance (creating the account first), and returns the account and new balance. */
-export async function addToAccount(db: Executor, key: AccountKey, amount: number, at: Date, newUuid: string) {
-  await db
-    .insertInto('ledger_accounts')
-    .values({
-      uuid: newUuid,
-      merchant_uuid: key.merchantUuid,
-      mode: key.mode,
-      currency: key.currency,
-      kind: key.kind,
-      balance: 0,
-      updated_at: at,
-    })
-    .onConflict((oc) => oc.columns(['merchant_uuid', 'mode', 'currency', 'kind']).doNothing())
-    .execute()
-  return db
-    .updateTable('ledger_accounts')
-    .set((eb) => ({ balance: eb('balance', '+', amount), updated_at: at }))
-    .where('merchant_uuid', '=', key.merchantUuid)
-    .where('mode', '=', key.mode)
-    .where('currency', '=', key.currency)
-    .where('kind', '=', key.kind)
-    .returning(['uuid', 'balance'])
-    .executeTakeFirstOrThrow()
-}
-
-/** An entry's lines, each with a copy of its account's key and the entry's time (see migration 0008). */
-export const insertLines = (db: Executor, lines: Insertable<JournalLinesTable>[]) =>
-  db.insertInto('journal_lines').values(lines).execute()
+/** Which of the merchant's accounts in this mode and currency exist (no lock). */
+export const accountKinds = async (db: Executor, merchantUuid: string, mode: Mode, currency: string) =>
+  (
+    await db
+      .selectFrom('ledger_accounts')
+      .select('kind')
+      .where('merchant_uuid', '=', merchantUuid)
+      .where('mode', '=', mode)
+      .where('currency', '=', currency)
+      .execute()
+  ).map((row) => row.kind)
 
 export const accountsOf = (db: Executor, merchantUuid: string, mode: Mode) =>
   db
@@ -124,20 +140,9 @@ export const countEntries = async (db: Executor) =>
     ).n,
   )
 
-export const lockAccounts = (db: Executor, merchantUuid: string, mode: Mode, currency: string) =>
-  db
-    .selectFrom('ledger_accounts')
-    .select('uuid')
-    .where('merchant_uuid', '=', merchantUuid)
-    .where('mode', '=', mode)
-    .where('currency', '=', currency)
-    .orderBy('kind')
-    .forUpdate()
-    .execute()
-
 /**
- * Makes sure the accounts exist, in kind order. Two transactions creating the same account wait on each
- * other's insert; doing it in one order, before any lock is taken, keeps that wait from closing a cycle.
+ * Creates the accounts that do not exist yet, in kind order. Two transactions creating the same account wait
+ * on each other's insert; doing it in one order keeps that wait from closing a cycle.
  */
 export async function ensureAccounts(
   db: Executor,

@@ -53,68 +53,63 @@ export function createLedgerService(deps: LedgerDeps) {
   }
 }
 
+/**
+ * The (merchant, mode, currency) keys whose accounts a database transaction has made sure of: a second posting
+ * in the same transaction (a payment received and settled at once) goes straight to its statement.
+ */
+const ensuredIn = new WeakMap<Executor, Map<string, Set<string>>>()
+
 /** Posts the entry unless it was posted before for the same cause; returns whether it posted. */
 export async function postJournalEntry(trx: Executor, posting: Posting): Promise<boolean> {
   const sum = posting.lines.reduce((total, line) => total + line.amount, 0)
   if (sum !== 0) throw new Error(`unbalanced journal entry ${posting.kind}: lines sum to ${sum}`)
-  const entryUuid = await repo.insertEntryOnce(trx, {
+  const { merchantUuid, mode, currency, at } = posting
+  // The accounts first, outside the lock: they are made only when one is missing (the merchant's first posting
+  // in a currency, or an account kind's first use), in kind order, before the posting locks them all.
+  const key = `${merchantUuid}|${mode}|${currency}`
+  const ensured = ensuredIn.get(trx) ?? new Map<string, Set<string>>()
+  ensuredIn.set(trx, ensured)
+  const needed = [...new Set([...ALL_KINDS, ...posting.lines.map((line) => line.account)])]
+  const known = ensured.get(key)
+  if (!known || needed.some((kind) => !known.has(kind))) {
+    const existing = new Set<string>(await repo.accountKinds(trx, merchantUuid, mode, currency))
+    const missing = needed.filter((kind) => !existing.has(kind))
+    if (missing.length > 0) await repo.ensureAccounts(trx, merchantUuid, mode, currency, missing, at, newId)
+    ensured.set(key, new Set([...existing, ...missing]))
+  }
+  // Every posting locks all of the merchant's accounts in this currency, in one order, in its one statement;
+  // a database transaction that posts several entries (or settles several merchants, in merchant order) cannot
+  // deadlock.
+  const moves = new Map<AccountKind, number>()
+  for (const line of posting.lines) moves.set(line.account, (moves.get(line.account) ?? 0) + line.amount)
+  // The lines in account order, as every version wrote them (a movement's lines are listed in that order).
+  const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))
+  const { entryUuid, balances } = await repo.postEntry(trx, {
     uuid: newId(),
-    merchantUuid: posting.merchantUuid,
-    mode: posting.mode,
+    merchantUuid,
+    mode,
     kind: posting.kind,
     referenceType: posting.reference.type,
     referenceUuid: posting.reference.uuid,
-    at: posting.at,
+    currency,
+    at,
+    moves: [...moves].map(([kind, amount]) => ({ kind, amount })),
+    lines: ordered.map((line) => ({ uuid: newId(), kind: line.account, amount: line.amount })),
   })
   if (!entryUuid) return false
-  // Every posting first locks all of the merchant's accounts in this currency, in one order; a database
-  // transaction that posts several entries (or settles several merchants, in merchant order) cannot deadlock.
-  await repo.ensureAccounts(
-    trx,
-    posting.merchantUuid,
-    posting.mode,
-    posting.currency,
-    [...ALL_KINDS],
-    posting.at,
-    newId,
-  )
-  await repo.lockAccounts(trx, posting.merchantUuid, posting.mode, posting.currency)
-  // Accounts are always touched in the same order, so concurrent postings cannot deadlock.
-  const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))
-  const lines = []
-  for (const line of ordered) {
-    const account = await repo.addToAccount(
-      trx,
-      {
-        merchantUuid: posting.merchantUuid,
-        mode: posting.mode,
-        currency: posting.currency,
-        kind: line.account,
-      },
-      line.amount,
-      posting.at,
-      newId(),
-    )
-    if (account.balance < 0 && posting.mustStayNonNegative?.includes(line.account)) {
-      throw new AppError('insufficient_balance', `The ${line.account} balance does not cover this.`, {
-        [`${line.account}_minor`]: account.balance - line.amount,
-        required_minor: -line.amount,
-        currency: posting.currency,
-      })
-    }
-    lines.push({
-      uuid: newId(),
-      entry_uuid: entryUuid,
-      account_uuid: account.uuid,
-      amount: line.amount,
-      merchant_uuid: posting.merchantUuid,
-      mode: posting.mode,
-      currency: posting.currency,
-      account_kind: line.account,
-      created_at: posting.at,
+  const unmoved = [...moves.keys()].filter((kind) => !balances.has(kind))
+  if (unmoved.length > 0)
+    throw new Error(`journal entry ${posting.kind}: no ${unmoved.join(', ')} account to post to`)
+  for (const kind of posting.mustStayNonNegative ?? []) {
+    const amount = moves.get(kind)
+    const balance = balances.get(kind)
+    if (amount === undefined || balance === undefined || balance >= 0) continue
+    throw new AppError('insufficient_balance', `The ${kind} balance does not cover this.`, {
+      [`${kind}_minor`]: balance - amount,
+      required_minor: -amount,
+      currency,
     })
   }
-  await repo.insertLines(trx, lines)
   return true
 }
 

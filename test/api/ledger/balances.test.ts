@@ -209,5 +209,86 @@ for (const backend of backends()) {
       assert.deepEqual([usdt.available, usdt.pending, usdt.total], [expected, 0, expected])
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
+
+    it("10 refunds at once, the merchant's first (its refunds_out account is made under the lock), and 10 more than available holds: each applied once or refused whole", async () => {
+      const m = await ctx.newMerchant('Refund burst')
+      // A 5 % card fee the merchant bears: a payment credits 95 % of itself, a refund debits its whole amount.
+      await ctx.services.merchants.setFee(m.uuid, 'card', 500, 10_000)
+      const paid = []
+      for (let i = 0; i < 10; i++) {
+        const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(), {
+          as: { merchant: m },
+        })
+        const res = await call(
+          ctx,
+          'POST',
+          `/integration/sandbox/transactions/${created.json().uuid}/paid`,
+          undefined,
+          {
+            as: { merchant: m },
+          },
+        )
+        assert.equal(res.statusCode, 200, res.body)
+        paid.push(res.json() as { uuid: string; amount: number; settlement_amount: number })
+      }
+      const refund = (uuid: string, amount: number, key: string) =>
+        call(
+          ctx,
+          'POST',
+          '/integration/refunds',
+          { transaction_uuid: uuid, amount_minor: amount },
+          {
+            as: { merchant: m },
+            auth: 'signature',
+            idempotencyKey: key,
+          },
+        )
+      const available = async () =>
+        (await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant: m } })).json().data[0]
+          .available as number
+      const before = await available()
+      // A tenth of each payment, all at once: none can be short of money.
+      const first = await Promise.all(paid.map((p, i) => refund(p.uuid, p.amount / 10, `burst-a-${i}`)))
+      assert.deepEqual(
+        first.map((r) => r.statusCode),
+        Array(10).fill(201),
+        first.map((r) => r.body).join('\n'),
+      )
+      // What each refund debits, in the settlement currency (kept with the refund, not shown by the API).
+      const debitOf = async (refunds: { json(): { uuid: string } }[]) =>
+        refunds.length === 0
+          ? 0
+          : (
+              await ctx.db
+                .selectFrom('refunds')
+                .select('settlement_debit')
+                .where(
+                  'uuid',
+                  'in',
+                  refunds.map((r) => r.json().uuid),
+                )
+                .execute()
+            ).reduce((sum, row) => sum + Number(row.settlement_debit), 0)
+      const debited = await debitOf(first)
+      assert.ok(debited > 0)
+      const left = await available()
+      assert.equal(left, before - debited)
+      // Then the rest of every payment at once: 90 % of the payments against the 85 % left, so some are
+      // refused, whole.
+      const second = await Promise.all(
+        paid.map((p, i) => refund(p.uuid, (p.amount * 9) / 10, `burst-b-${i}`)),
+      )
+      const applied = second.filter((r) => r.statusCode === 201)
+      const refused = second.filter((r) => r.statusCode !== 201)
+      for (const r of refused) {
+        assert.equal(r.statusCode, 422, r.body)
+        assert.equal(r.json().error.code, 'insufficient_balance')
+      }
+      assert.ok(refused.length > 0, 'the second burst asked for more than was available')
+      const spent = await debitOf(applied)
+      assert.ok(spent <= left)
+      assert.equal(await available(), left - spent)
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
+    })
   })
 }
