@@ -5,11 +5,11 @@
  * `nodejs_eventloop_lag_p99_seconds`, scraped from METRICS_PORT) and the webhook deliveries received.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
- *     [--minutes 30] [--rate <req/s>] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
- *     [--keep-database] [--mix create=9,get=7,list=2,paid=1,refund=1]
+ *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
+ *     [--keep-database] [--mix create=12,get=24,list=2,paid=1,refund=1] [--profile <dir>]
  *
  * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
- * throughput first, and the soak runs at half of it.
+ * throughput first, and the soak runs at --fraction of it (by default half).
  *
  * The traffic is an open model: requests are sent at the rate whatever the answers (an undici Pool with
  * keep-alive), and a request's latency counts from when it was due. By default (--mix), of every 20 requests:
@@ -50,6 +50,7 @@ const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '30' },
     rate: { type: 'string' },
+    fraction: { type: 'string', default: '0.5' },
     'window-minutes': { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     'max-in-flight': { type: 'string', default: '5000' },
@@ -58,6 +59,7 @@ const { values } = parseArgs({
     compiled: { type: 'boolean', default: true },
     source: { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
+    profile: { type: 'string' },
   },
 })
 const MINUTES = Number(values.minutes)
@@ -432,7 +434,9 @@ async function main() {
 
     const apiMetricsPort = await freePort()
     const workerMetricsPort = await freePort()
-    const program = (role: 'api' | 'worker') => serveArgs(role, { source: !COMPILED })
+    // --profile <dir>: both processes write a V8 CPU profile there when they stop.
+    const profileArgs = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : []
+    const program = (role: 'api' | 'worker') => serveArgs(role, { source: !COMPILED, nodeArgs: profileArgs })
     const api = await startServer(
       'API',
       program('api'),
@@ -461,8 +465,10 @@ async function main() {
     } else {
       log('measuring the create throughput: 20 s of autocannon at 50 connections after 3 s of warm-up')
       const measured = await measureCreateThroughput(api.base, apiKey)
-      rate = Math.round(measured / 2)
-      rateNote = `half the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections`
+      const fraction = Number(values.fraction)
+      if (!(fraction > 0)) throw new Error(`--fraction must be a positive number: ${values.fraction}`)
+      rate = Math.round(measured * fraction)
+      rateNote = `${fraction} × the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections`
       log(`create throughput ${fmt(measured)} req/s: the soak runs at ${rate} req/s`)
     }
     if (!(rate > 0)) throw new Error(`no rate to run at: ${rate}`)
