@@ -41,7 +41,7 @@ export interface StatusChange<Row, Status extends string, Fields> {
 
 /**
  * The one way a transaction's or a payout's status changes: under the row lock the caller holds, the row takes
- * its new status, its aggregate_version grows by one, the money moves and the event goes to the outbox, all in
+ * its new status, its aggregate_version grows by one, the event goes to the outbox and the money moves, all in
  * the caller's database transaction, so they commit together or not at all.
  */
 export async function changeStatus<Row extends AggregateRow, Status extends string, Fields>(

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import type { JournalEntryKind, JournalReferenceType } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import type { AccountKind, Merchant, Mode } from '../../db/types.ts'
@@ -28,8 +29,22 @@ export interface Posting {
   mustStayNonNegative?: AccountKind[]
 }
 
-/** The accounts every merchant has per mode and currency (created together, so they are locked together). */
-const ALL_KINDS: AccountKind[] = ['available', 'pending', 'provider_clearing', 'reserved']
+/**
+ * The accounts every merchant has per mode and currency: every kind, created together by the first posting,
+ * before it locks them. A transaction that holds a merchant's accounts never has one to create: two postings
+ * in one transaction (a payment received and settled at once) cannot wait on another's new account while it
+ * holds the locks that one waits for. (A merchant whose accounts an earlier version made four at a time gets
+ * the others on its next posting, the same way.)
+ */
+const ALL_KINDS: AccountKind[] = [
+  'available',
+  'payout_fees',
+  'payouts_out',
+  'pending',
+  'provider_clearing',
+  'refunds_out',
+  'reserved',
+]
 
 export type LedgerService = ReturnType<typeof createLedgerService>
 
@@ -40,8 +55,9 @@ export type LedgerService = ReturnType<typeof createLedgerService>
  */
 export function createLedgerService(deps: LedgerDeps) {
   const { db } = deps
+  const committed = committedAccounts()
   return {
-    post: (trx: Executor, posting: Posting) => postJournalEntry(trx, posting),
+    post: (trx: Executor, posting: Posting) => postJournalEntry(trx, posting, committed),
     balances: (merchantUuid: string, mode: Mode) => merchantBalances(db, merchantUuid, mode),
     balancesView: (merchant: Merchant, mode: Mode) => balancesView(db, merchant, mode),
     listBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
@@ -53,29 +69,47 @@ export function createLedgerService(deps: LedgerDeps) {
   }
 }
 
+/** What one database transaction knows of the accounts it posts to. */
+interface Ensured {
+  /** The account kinds known to exist, per (merchant, mode, currency). */
+  known: Map<string, ReadonlySet<string>>
+  /** The keys this transaction created accounts for (not committed until it is). */
+  created: Set<string>
+}
+const ensuredIn = new WeakMap<Executor, Ensured>()
+
 /**
- * The (merchant, mode, currency) keys whose accounts a database transaction has made sure of: a second posting
- * in the same transaction (a payment received and settled at once) goes straight to its statement.
+ * The account kinds known to exist per (merchant, mode, currency), committed: accounts are never deleted, so a
+ * posting to accounts seen here skips the check. Only what a transaction read without creating any goes in.
  */
-const ensuredIn = new WeakMap<Executor, Map<string, Set<string>>>()
+export type CommittedAccounts = LRUCache<string, ReadonlySet<string>>
+export const committedAccounts = (): CommittedAccounts => new LRUCache({ max: 10_000 })
 
 /** Posts the entry unless it was posted before for the same cause; returns whether it posted. */
-export async function postJournalEntry(trx: Executor, posting: Posting): Promise<boolean> {
+export async function postJournalEntry(
+  trx: Executor,
+  posting: Posting,
+  committed?: CommittedAccounts,
+): Promise<boolean> {
   const sum = posting.lines.reduce((total, line) => total + line.amount, 0)
   if (sum !== 0) throw new Error(`unbalanced journal entry ${posting.kind}: lines sum to ${sum}`)
   const { merchantUuid, mode, currency, at } = posting
-  // The accounts first, outside the lock: they are made only when one is missing (the merchant's first posting
-  // in a currency, or an account kind's first use), in kind order, before the posting locks them all.
+  // The accounts first, outside the lock: made only when one is missing (the merchant's first posting in a
+  // currency), all in kind order, before the posting locks them.
   const key = `${merchantUuid}|${mode}|${currency}`
-  const ensured = ensuredIn.get(trx) ?? new Map<string, Set<string>>()
+  const ensured = ensuredIn.get(trx) ?? { known: new Map(), created: new Set() }
   ensuredIn.set(trx, ensured)
-  const needed = [...new Set([...ALL_KINDS, ...posting.lines.map((line) => line.account)])]
-  const known = ensured.get(key)
-  if (!known || needed.some((kind) => !known.has(kind))) {
+  const known = ensured.known.get(key) ?? committed?.get(key)
+  if (!known || ALL_KINDS.some((kind) => !known.has(kind))) {
     const existing = new Set<string>(await repo.accountKinds(trx, merchantUuid, mode, currency))
-    const missing = needed.filter((kind) => !existing.has(kind))
-    if (missing.length > 0) await repo.ensureAccounts(trx, merchantUuid, mode, currency, missing, at, newId)
-    ensured.set(key, new Set([...existing, ...missing]))
+    const missing = ALL_KINDS.filter((kind) => !existing.has(kind))
+    if (missing.length > 0) {
+      await repo.ensureAccounts(trx, merchantUuid, mode, currency, missing, at, newId)
+      ensured.created.add(key)
+    }
+    ensured.known.set(key, new Set([...existing, ...missing]))
+    // Read without this transaction's own new accounts: they are committed ones.
+    if (!ensured.created.has(key)) committed?.set(key, existing)
   }
   // Every posting locks all of the merchant's accounts in this currency, in one order, in its one statement;
   // a database transaction that posts several entries (or settles several merchants, in merchant order) cannot

@@ -52,8 +52,10 @@ export async function settleDueTransactions(
 ): Promise<number> {
   return deps.db.transaction().execute(async (trx) => {
     const due = await repo.lockSettlementDue(trx, now, limit)
-    // Merchant by merchant, in one order, so two workers settling at once lock accounts in the same order.
-    due.sort((a, b) => `${a.merchant_uuid}${a.mode}`.localeCompare(`${b.merchant_uuid}${b.mode}`))
+    // Merchant by merchant (mode, then currency), in one order, so two workers settling at once lock accounts
+    // in the same order.
+    const order = (row: (typeof due)[number]) => `${row.merchant_uuid}|${row.mode}|${row.settlement_currency}`
+    due.sort((a, b) => order(a).localeCompare(order(b)))
     for (const row of due) {
       await postPaymentSettled(deps, trx, row, now)
       await repo.updateTransaction(trx, row.uuid, { settled_at: now })

@@ -210,7 +210,54 @@ for (const backend of backends()) {
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
-    it("10 refunds at once, the merchant's first (its refunds_out account is made under the lock), and 10 more than available holds: each applied once or refused whole", async () => {
+    it('accounts made by a posting whose transaction rolls back are not taken as made: the next posting makes them', async () => {
+      const m = await ctx.newMerchant('Rolled back')
+      const posting = (uuid: string) => ({
+        merchantUuid: m.uuid,
+        mode: 'test' as const,
+        kind: 'payment_received' as const,
+        reference: { type: 'transaction' as const, uuid },
+        currency: 'EUR',
+        lines: [
+          { account: 'provider_clearing' as const, amount: -700 },
+          { account: 'pending' as const, amount: 700 },
+        ],
+        at: new Date(),
+      })
+      const accounts = () =>
+        ctx.db.selectFrom('ledger_accounts').select('kind').where('merchant_uuid', '=', m.uuid).execute()
+      await assert.rejects(
+        ctx.db.transaction().execute(async (trx) => {
+          assert.equal(await ctx.services.ledger.post(trx, posting(crypto.randomUUID())), true)
+          throw new Error('rolled back')
+        }),
+        /rolled back/,
+      )
+      assert.deepEqual(await accounts(), [])
+      const uuid = crypto.randomUUID()
+      assert.equal(
+        await ctx.db.transaction().execute((trx) => ctx.services.ledger.post(trx, posting(uuid))),
+        true,
+      )
+      // The same cause again moves nothing; a second cause in a new transaction posts to the same accounts.
+      assert.equal(
+        await ctx.db.transaction().execute((trx) => ctx.services.ledger.post(trx, posting(uuid))),
+        false,
+      )
+      assert.equal(
+        await ctx.db
+          .transaction()
+          .execute((trx) => ctx.services.ledger.post(trx, posting(crypto.randomUUID()))),
+        true,
+      )
+      // Every kind, made together by the first posting.
+      assert.equal((await accounts()).length, 7)
+      const eur = (await ctx.services.ledger.balances(m.uuid, 'test')).find((b) => b.currency === 'EUR')
+      assert.equal(eur?.pending, 1400)
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
+    })
+
+    it("10 refunds at once, the merchant's first, and 10 more than available holds: each applied once or refused whole", async () => {
       const m = await ctx.newMerchant('Refund burst')
       // A 5 % card fee the merchant bears: a payment credits 95 % of itself, a refund debits its whole amount.
       await ctx.services.merchants.setFee(m.uuid, 'card', 500, 10_000)
