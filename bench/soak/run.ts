@@ -5,7 +5,7 @@
  * `nodejs_eventloop_lag_p99_seconds`, scraped from METRICS_PORT) and the webhook deliveries received.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
- *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
+ *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--ramp-seconds 60] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
  *     [--keep-database] [--mix create=12,get=24,list=2,paid=1,refund=1] [--profile <dir>]
  *
  * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
@@ -51,6 +51,7 @@ const { values } = parseArgs({
     minutes: { type: 'string', default: '30' },
     rate: { type: 'string' },
     fraction: { type: 'string', default: '0.5' },
+    'ramp-seconds': { type: 'string', default: '60' },
     'window-minutes': { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     'max-in-flight': { type: 'string', default: '5000' },
@@ -262,7 +263,8 @@ function report(input: {
   const lines: string[] = []
   const window = (from: number, to: number) => `${round(from / 60, 2)}–${round(to / 60, 2)} min`
   lines.push(
-    `Run of ${info.date}: ${MINUTES} min at ${fmt(input.rate)} req/s (${input.rateNote}), windows of ${WINDOW_MINUTES} min.`,
+    `Run of ${info.date}: ${MINUTES} min at ${fmt(input.rate)} req/s (${input.rateNote}), reached over the first ` +
+      `${values['ramp-seconds']} s, windows of ${WINDOW_MINUTES} min.`,
   )
   lines.push('')
   lines.push('| machine | |')
@@ -665,13 +667,21 @@ async function main() {
     }
 
     // The clock: every 5 ms, send what has come due since, each request stamped with the instant it was due.
+    // Over the first --ramp-seconds the rate rises linearly from 0 (a cold server, its connections and JIT,
+    // is not met with the whole rate at once); then it holds.
+    const RAMP_S = Math.min(Number(values['ramp-seconds']), DURATION_S)
+    const dueBy = (s: number) =>
+      RAMP_S > 0 && s < RAMP_S ? (rate * s * s) / (2 * RAMP_S) : rate * (s - RAMP_S / 2)
+    /** When request n (from 0) is due, in seconds from the start: dueBy's inverse. */
+    const dueAtS = (n: number) =>
+      RAMP_S > 0 && n < (rate * RAMP_S) / 2 ? Math.sqrt((2 * RAMP_S * n) / rate) : n / rate + RAMP_S / 2
     let mixAt = 0
     const end = start + DURATION_S * 1000
     const clock = setInterval(() => {
       const now = Math.min(performance.now(), end)
-      const due = Math.floor(((now - start) * rate) / 1000)
+      const due = Math.floor(dueBy((now - start) / 1000))
       while (totals.sent < due) {
-        const dueAt = start + (totals.sent * 1000) / rate
+        const dueAt = start + dueAtS(totals.sent) * 1000
         totals.sent++
         send(make(MIX[mixAt++ % MIX.length] as Op), dueAt)
       }
