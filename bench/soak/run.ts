@@ -5,7 +5,7 @@
  * `nodejs_eventloop_lag_p99_seconds`, scraped from METRICS_PORT) and the webhook deliveries received.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
- *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--ramp-seconds 60] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
+ *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--ramp-seconds 60] [--merchants 1] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
  *     [--keep-database] [--mix create=12,get=24,list=2,paid=1,refund=1] [--profile <dir>]
  *
  * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
@@ -52,6 +52,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     fraction: { type: 'string', default: '0.5' },
     'ramp-seconds': { type: 'string', default: '60' },
+    merchants: { type: 'string', default: '1' },
     'window-minutes': { type: 'string', default: '5' },
     connections: { type: 'string', default: '64' },
     'max-in-flight': { type: 'string', default: '5000' },
@@ -69,6 +70,7 @@ const DURATION_S = Math.round(MINUTES * 60)
 const WINDOW_S = Math.round(WINDOW_MINUTES * 60)
 const CONNECTIONS = Number(values.connections)
 const MAX_IN_FLIGHT = Number(values['max-in-flight'])
+const MERCHANTS = Number(values.merchants)
 const COMPILED = Boolean(values.compiled) && !values.source
 const MAX_RATIO = 1.1
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -129,6 +131,18 @@ function parseMix(text: string): Op[] {
     .map((slot) => slot.op)
 }
 const MIX = parseMix(values.mix as string)
+
+/** A merchant of the traffic: its keys, and the transactions its requests draw from. */
+interface Shop {
+  keys: { test: { key_id: string; secret: string } }
+  apiKey: Record<string, string>
+  /** Created transactions (gets), the newest pending ones (paid), paid ones (refunds): rings of 10,000. */
+  created: string[]
+  createdNext: number
+  pending: string[]
+  paid: string[]
+  paidNext: number
+}
 
 interface Second {
   done: number
@@ -264,7 +278,7 @@ function report(input: {
   const window = (from: number, to: number) => `${round(from / 60, 2)}–${round(to / 60, 2)} min`
   lines.push(
     `Run of ${info.date}: ${MINUTES} min at ${fmt(input.rate)} req/s (${input.rateNote}), reached over the first ` +
-      `${values['ramp-seconds']} s, windows of ${WINDOW_MINUTES} min.`,
+      `${values['ramp-seconds']} s, from ${MERCHANTS} merchant${MERCHANTS === 1 ? '' : 's'} taking turns, windows of ${WINDOW_MINUTES} min.`,
   )
   lines.push('')
   lines.push('| machine | |')
@@ -382,6 +396,8 @@ function newestMtime(dir: string): number {
 }
 
 async function main() {
+  if (!(Number.isInteger(MERCHANTS) && MERCHANTS >= 1))
+    throw new Error('--merchants must be a whole number, 1 or more')
   if (!(DURATION_S > 0 && WINDOW_S > 0 && DURATION_S >= 2 * WINDOW_S))
     throw new Error('--minutes must be at least twice --window-minutes (the second window and the last)')
   const notes: string[] = []
@@ -427,11 +443,25 @@ async function main() {
 
   try {
     const env = benchEnv(databaseUrl, masterKey)
-    const { keys } = await benchMerchant(env, 'Bench soak', (services, { merchant, keys }) =>
-      services.webhooks
-        .updateConfig({ keyId: keys.test.key_id, mode: 'test', merchant }, { url: receiverUrl })
-        .then(() => undefined),
-    )
+    // --merchants: the traffic's merchants, each with its own keys, webhook URL and transactions.
+    const shops: Shop[] = []
+    for (let i = 0; i < MERCHANTS; i++) {
+      const { keys } = await benchMerchant(env, `Bench soak ${i + 1}`, (services, { merchant, keys }) =>
+        services.webhooks
+          .updateConfig({ keyId: keys.test.key_id, mode: 'test', merchant }, { url: receiverUrl })
+          .then(() => undefined),
+      )
+      shops.push({
+        keys,
+        apiKey: { 'x-api-key': keys.test.secret },
+        created: [],
+        createdNext: 0,
+        pending: [],
+        paid: [],
+        paidNext: 0,
+      })
+    }
+    const first = shops[0] as Shop
     await maintenance.connect()
 
     const apiMetricsPort = await freePort()
@@ -457,7 +487,6 @@ async function main() {
     servers.push(worker)
     const apiPid = api.child.pid as number
     const workerPid = worker.child.pid as number
-    const apiKey = { 'x-api-key': keys.test.secret }
 
     let rate: number
     let rateNote: string
@@ -466,7 +495,7 @@ async function main() {
       rateNote = 'set with --rate'
     } else {
       log('measuring the create throughput: 20 s of autocannon at 50 connections after 3 s of warm-up')
-      const measured = await measureCreateThroughput(api.base, apiKey)
+      const measured = await measureCreateThroughput(api.base, first.apiKey)
       const fraction = Number(values.fraction)
       if (!(fraction > 0)) throw new Error(`--fraction must be a positive number: ${values.fraction}`)
       rate = Math.round(measured * fraction)
@@ -478,11 +507,6 @@ async function main() {
     // What the requests draw from: created transactions (gets), pending ones (paid), paid ones (refunds).
     pool = new Pool(api.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
     const http = pool
-    const created: string[] = []
-    let createdNext = 0
-    const pending: string[] = []
-    const paid: string[] = []
-    let paidNext = 0
     const RING = 10_000
     const remember = (ring: string[], at: number, uuid: string) => {
       if (ring.length < RING) ring.push(uuid)
@@ -508,8 +532,13 @@ async function main() {
       headers: Record<string, string>
       body?: string
       uuid?: string
+      shop: Shop
     }
+    let turn = 0
     const make = (wanted: Op): Made => {
+      // The merchants take turns.
+      const shop = shops[turn++ % shops.length] as Shop
+      const { created, pending, paid, apiKey, keys } = shop
       let op = wanted
       // Nothing to draw from yet: a create instead.
       if ((op === 'get' && created.length === 0) || (op === 'paid' && pending.length === 0)) op = 'create'
@@ -522,13 +551,14 @@ async function main() {
             path: '/integration/transactions',
             headers: { 'content-type': 'application/json', ...apiKey },
             body: createBody(),
+            shop,
           }
         case 'get': {
           const uuid = created[Math.floor(Math.random() * created.length)] as string
-          return { op, method: 'GET', path: `/integration/transactions/${uuid}`, headers: apiKey }
+          return { op, method: 'GET', path: `/integration/transactions/${uuid}`, headers: apiKey, shop }
         }
         case 'list':
-          return { op, method: 'GET', path: '/integration/transactions?per_page=25', headers: apiKey }
+          return { op, method: 'GET', path: '/integration/transactions?per_page=25', headers: apiKey, shop }
         case 'paid': {
           // The newest pending one: far from its expiry.
           const uuid = pending.pop() as string
@@ -538,6 +568,7 @@ async function main() {
             path: `/integration/sandbox/transactions/${uuid}/paid`,
             headers: apiKey,
             uuid,
+            shop,
           }
         }
         case 'refund': {
@@ -557,13 +588,15 @@ async function main() {
               'x-signature': `key_id=${keys.test.key_id},t=${t},v1=${v1}`,
             },
             body,
+            shop,
           }
         }
       }
     }
 
-    // A few transactions to draw from before the clock starts: 200 created, 50 of them paid.
-    for (let i = 0; i < 200; i++) {
+    // A few transactions to draw from before the clock starts: 200 created, 50 of them paid, per merchant.
+    for (let i = 0; i < 200 * shops.length; i++) {
+      const { created, pending, paid, apiKey } = shops[i % shops.length] as Shop
       const res = await http.request({
         method: 'POST',
         path: '/integration/transactions',
@@ -574,7 +607,7 @@ async function main() {
       if (res.statusCode !== 201 || !body.uuid)
         throw new Error(`seeding a create: ${res.statusCode} ${JSON.stringify(body).slice(0, 300)}`)
       created.push(body.uuid)
-      if (i < 50) {
+      if (i < 50 * shops.length) {
         const payRes = await http.request({
           method: 'POST',
           path: `/integration/sandbox/transactions/${body.uuid}/paid`,
@@ -586,7 +619,7 @@ async function main() {
         paid.push(body.uuid)
       } else pending.push(body.uuid)
     }
-    createdNext = created.length
+    for (const shop of shops) shop.createdNext = shop.created.length
     if (autovacuum === 'off') await maintenance.query('ANALYZE')
 
     // The run.
@@ -618,7 +651,7 @@ async function main() {
       if (inFlight >= MAX_IN_FLIGHT) {
         totals.shed++
         fail(op, seconds[secondAt(due)] as Second, `not sent: ${inFlight} in flight`)
-        if (made.op === 'paid' && made.uuid) pending.push(made.uuid)
+        if (made.op === 'paid' && made.uuid) made.shop.pending.push(made.uuid)
         return
       }
       inFlight++
@@ -645,12 +678,13 @@ async function main() {
               fail(op, second, `${status} ${text.slice(0, 200)}`)
               return
             }
+            const { shop } = made
             if (made.op === 'create') {
               const uuid = (JSON.parse(text) as { uuid: string }).uuid
-              remember(created, createdNext++, uuid)
-              pending.push(uuid)
-              if (pending.length > 2 * RING) pending.splice(0, RING)
-            } else if (made.op === 'paid' && made.uuid) remember(paid, paidNext++, made.uuid)
+              remember(shop.created, shop.createdNext++, uuid)
+              shop.pending.push(uuid)
+              if (shop.pending.length > 2 * RING) shop.pending.splice(0, RING)
+            } else if (made.op === 'paid' && made.uuid) remember(shop.paid, shop.paidNext++, made.uuid)
           },
           (error: unknown) => {
             const now = performance.now()
@@ -708,8 +742,12 @@ async function main() {
         retryAttempts = counterSum(workerText, 'webhook_delivery_attempts_total', 'outcome="retry"')
       }
     }
-    // With autovacuum off (as on some sandboxes), VACUUM (ANALYZE) once a minute, throttled as autovacuum is.
+    // With autovacuum off (as on some sandboxes), the runner does its work once a minute, by its default
+    // thresholds (PostgreSQL 15's autovacuum_*): a table is vacuumed (and analysed) when its dead rows pass
+    // 50 + 20 % of its rows or its rows inserted since its last vacuum pass 1,000 + 20 %, else analysed when
+    // its changes since its last analysis pass 50 + 10 %; throttled by vacuum_cost_delay as autovacuum is.
     const vacuums: number[] = []
+    const maintained = { vacuum: 0, analyze: 0 }
     let vacuuming = false
     const vacuum = async () => {
       if (vacuuming) return
@@ -717,7 +755,17 @@ async function main() {
       const t0 = performance.now()
       try {
         await maintenance.query("SET vacuum_cost_delay = '2ms'")
-        await maintenance.query('VACUUM (ANALYZE)')
+        const { rows } = await maintenance.query<{ relname: string; work: 'vacuum' | 'analyze' | null }>(
+          `SELECT relname,
+             CASE WHEN n_dead_tup > 50 + 0.2 * n_live_tup OR n_ins_since_vacuum > 1000 + 0.2 * n_live_tup THEN 'vacuum'
+                  WHEN n_mod_since_analyze > 50 + 0.1 * n_live_tup THEN 'analyze' END AS work
+           FROM pg_stat_user_tables`,
+        )
+        for (const { relname, work } of rows) {
+          if (!work) continue
+          await maintenance.query(`${work === 'vacuum' ? 'VACUUM (ANALYZE)' : 'ANALYZE'} "${relname}"`)
+          maintained[work]++
+        }
         vacuums.push((performance.now() - t0) / 1000)
       } catch (error) {
         log(`VACUUM failed: ${error instanceof Error ? error.message : String(error)}`)
@@ -803,9 +851,10 @@ async function main() {
     )
     if (autovacuum === 'off')
       notes.push(
-        `autovacuum is off on this PostgreSQL: the runner ran ANALYZE before the load and \`VACUUM (ANALYZE)\` once a ` +
-          `minute during it (vacuum_cost_delay 2 ms, as autovacuum throttles): ${vacuums.length} runs, ` +
-          `${vacuums.length ? `${fmt(Math.min(...vacuums))}–${fmt(Math.max(...vacuums))} s each` : 'none finished'}.`,
+        `autovacuum is off on this PostgreSQL: the runner ran ANALYZE before the load and, once a minute during it, ` +
+          `what autovacuum would have by its default thresholds (vacuum_cost_delay 2 ms, as autovacuum throttles): ` +
+          `${maintained.vacuum} table vacuums and ${maintained.analyze} analyses in ${vacuums.length} rounds of ` +
+          `${vacuums.length ? `${fmt(Math.min(...vacuums))}–${fmt(Math.max(...vacuums))} s` : 'none finished'}.`,
       )
     const errorLines = [...ops].flatMap(([op, s]) => s.firstErrors.map((e) => `${op}: ${e}`))
     if (errorLines.length)
