@@ -69,20 +69,20 @@ export function createLedgerService(deps: LedgerDeps) {
   }
 }
 
-/** What one database transaction knows of the accounts it posts to. */
+/** What one database transaction knows of the accounts it posts to, by (merchant, mode, currency). */
 interface Ensured {
-  /** The account kinds known to exist, per (merchant, mode, currency). */
-  known: Map<string, ReadonlySet<string>>
+  /** The keys whose accounts, every kind, exist. */
+  complete: Set<string>
   /** The keys this transaction created accounts for (not committed until it is). */
   created: Set<string>
 }
 const ensuredIn = new WeakMap<Executor, Ensured>()
 
 /**
- * The account kinds known to exist per (merchant, mode, currency), committed: accounts are never deleted, so a
- * posting to accounts seen here skips the check. Only what a transaction read without creating any goes in.
+ * The (merchant, mode, currency) keys whose accounts, every kind, are committed: accounts are never deleted, so
+ * a posting to them skips the check. Only what a transaction read without creating any goes in.
  */
-export type CommittedAccounts = LRUCache<string, ReadonlySet<string>>
+export type CommittedAccounts = LRUCache<string, true>
 export const committedAccounts = (): CommittedAccounts => new LRUCache({ max: 10_000 })
 
 /** Posts the entry unless it was posted before for the same cause; returns whether it posted. */
@@ -97,19 +97,21 @@ export async function postJournalEntry(
   // The accounts first, outside the lock: made only when one is missing (the merchant's first posting in a
   // currency), all in kind order, before the posting locks them.
   const key = `${merchantUuid}|${mode}|${currency}`
-  const ensured = ensuredIn.get(trx) ?? { known: new Map(), created: new Set() }
-  ensuredIn.set(trx, ensured)
-  const known = ensured.known.get(key) ?? committed?.get(key)
-  if (!known || ALL_KINDS.some((kind) => !known.has(kind))) {
+  let ensured = ensuredIn.get(trx)
+  if (!ensured) {
+    ensured = { complete: new Set(), created: new Set() }
+    ensuredIn.set(trx, ensured)
+  }
+  if (!ensured.complete.has(key) && !committed?.has(key)) {
     const existing = new Set<string>(await repo.accountKinds(trx, merchantUuid, mode, currency))
     const missing = ALL_KINDS.filter((kind) => !existing.has(kind))
     if (missing.length > 0) {
       await repo.ensureAccounts(trx, merchantUuid, mode, currency, missing, at, newId)
       ensured.created.add(key)
     }
-    ensured.known.set(key, new Set([...existing, ...missing]))
+    ensured.complete.add(key)
     // Read without this transaction's own new accounts: they are committed ones.
-    if (!ensured.created.has(key)) committed?.set(key, existing)
+    if (!ensured.created.has(key)) committed?.set(key, true)
   }
   // Every posting locks all of the merchant's accounts in this currency, in one order, in its one statement;
   // a database transaction that posts several entries (or settles several merchants, in merchant order) cannot
