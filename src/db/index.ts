@@ -30,6 +30,8 @@ export interface DbHandle {
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
   /** Connections of the pool (PostgreSQL); null for the embedded database's single session. */
   poolStats(): { total: number; idle: number; waiting: number; max: number } | null
+  /** The embedded database's files as a tarball, to start another from (`connectPglite`'s `loadDataDir`). */
+  dumpDataDir?(): Promise<Blob>
   close(): Promise<void>
 }
 
@@ -203,7 +205,11 @@ async function listenWithReconnect(
  * `dataDir` null keeps the database in memory (tests). On disk, a lock file keeps a second process out:
  * two processes writing one PGlite directory would corrupt it.
  */
-export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
+export async function connectPglite(
+  dataDir: string | null,
+  /** `loadDataDir`: start from another embedded database's files (`dumpDataDir`) rather than an empty one. */
+  options: { loadDataDir?: Blob } = {},
+): Promise<DbHandle> {
   let release: (() => Promise<void>) | null = null
   let path = 'memory://'
   if (dataDir) {
@@ -230,7 +236,11 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
   ])
   // PGlite starts its single-user backend with -F (fsync off): the embedded default trades durability for
   // speed, as it is for trying the service and for development.
-  const pglite = await PGlite.create(path, { extensions: { pg_trgm }, relaxedDurability: true })
+  const pglite = await PGlite.create(path, {
+    extensions: { pg_trgm },
+    relaxedDurability: true,
+    loadDataDir: options.loadDataDir,
+  })
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, types })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   return {
@@ -240,6 +250,7 @@ export async function connectPglite(dataDir: string | null): Promise<DbHandle> {
       return pglite.listen(channel, () => onNotify())
     },
     poolStats: () => null,
+    dumpDataDir: async () => pglite.dumpDataDir('none'),
     async close() {
       await db.destroy()
       await pglite.close()
