@@ -45,6 +45,7 @@ import {
   startServer,
   writeReadme,
 } from '../lib.ts'
+import { PgTrace } from './trace.ts'
 
 const { values } = parseArgs({
   options: {
@@ -62,6 +63,7 @@ const { values } = parseArgs({
     source: { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    trace: { type: 'string' },
   },
 })
 const MINUTES = Number(values.minutes)
@@ -156,6 +158,8 @@ interface Second {
   deliveries: number
   outboxDepth: number
   inFlight: number
+  /** The latest the runner's clock handed a request of this second to the pool after it was due, in ms. */
+  lateMax: number
 }
 
 const newSecond = (): Second => ({
@@ -169,6 +173,7 @@ const newSecond = (): Second => ({
   deliveries: 0,
   outboxDepth: Number.NaN,
   inFlight: 0,
+  lateMax: 0,
 })
 
 interface Aggregate {
@@ -254,7 +259,25 @@ interface OpSummary {
   done: number
   errors: number
   histogram: Uint32Array
-  firstErrors: string[]
+  /** Every kind of error seen (status and error code, a refusal, a network error): how many, when, one body. */
+  errorKinds: Map<string, ErrorKind>
+}
+
+interface ErrorKind {
+  count: number
+  firstSecond: number
+  lastSecond: number
+  example: string
+}
+
+/** What kind of error an answer is: its status and the envelope's code, or the reason it has no answer. */
+function errorKindOf(status: number, text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown }; code?: unknown }
+    const code = body.error?.code ?? body.code
+    if (typeof code === 'string') return `${status} ${code}`
+  } catch {}
+  return String(status)
 }
 
 function report(input: {
@@ -420,6 +443,7 @@ async function main() {
   const maintenance = new pg.Client({ connectionString: databaseUrl })
   maintenance.on('error', () => {})
   let pool: Pool | null = null
+  let trace: PgTrace | null = null
   let stopRequested = false
   const onSignal = () => {
     if (stopRequested) return
@@ -463,6 +487,8 @@ async function main() {
     }
     const first = shops[0] as Shop
     await maintenance.connect()
+    // --trace <file>: a CSV line per second, the runner's figures beside PostgreSQL's.
+    if (values.trace) trace = new PgTrace(databaseUrl, values.trace)
 
     const apiMetricsPort = await freePort()
     const workerMetricsPort = await freePort()
@@ -627,7 +653,7 @@ async function main() {
     const ops = new Map<Op, OpSummary>(
       OPS.map((op) => [
         op,
-        { sent: 0, done: 0, errors: 0, histogram: new Uint32Array(BUCKETS), firstErrors: [] },
+        { sent: 0, done: 0, errors: 0, histogram: new Uint32Array(BUCKETS), errorKinds: new Map() },
       ]),
     )
     const totals = { sent: 0, done: 0, errors: 0, shed: 0, deliveries: 0 }
@@ -638,11 +664,16 @@ async function main() {
     deliveriesNow = 0
     const start = performance.now()
     const secondAt = (now: number) => Math.min(DURATION_S - 1, Math.floor((now - start) / 1000))
-    const fail = (op: OpSummary, second: Second, why: string) => {
+    const fail = (op: OpSummary, at: number, kind: string, example: string) => {
       op.errors++
-      second.errors++
+      ;(seconds[at] as Second).errors++
       totals.errors++
-      if (op.firstErrors.length < 5) op.firstErrors.push(why)
+      const seen = op.errorKinds.get(kind)
+      if (seen) {
+        seen.count++
+        seen.lastSecond = at
+      } else
+        op.errorKinds.set(kind, { count: 1, firstSecond: at, lastSecond: at, example: example.slice(0, 300) })
     }
 
     const send = (made: Made, due: number) => {
@@ -650,13 +681,16 @@ async function main() {
       op.sent++
       if (inFlight >= MAX_IN_FLIGHT) {
         totals.shed++
-        fail(op, seconds[secondAt(due)] as Second, `not sent: ${inFlight} in flight`)
+        fail(op, secondAt(due), 'not sent', `${inFlight} in flight`)
         if (made.op === 'paid' && made.uuid) made.shop.pending.push(made.uuid)
         return
       }
       inFlight++
-      const late = bucketOf(performance.now() - due)
+      const lateMs = performance.now() - due
+      const late = bucketOf(lateMs)
       lateness[late] = (lateness[late] ?? 0) + 1
+      const dueSecond = seconds[secondAt(due)] as Second
+      if (lateMs > dueSecond.lateMax) dueSecond.lateMax = lateMs
       http
         .request({ method: made.method, path: made.path, headers: made.headers, body: made.body })
         .then(async (res) => {
@@ -666,7 +700,8 @@ async function main() {
         .then(
           ({ status, text }) => {
             const now = performance.now()
-            const second = seconds[secondAt(now)] as Second
+            const at = secondAt(now)
+            const second = seconds[at] as Second
             const ms = now - due
             const bucket = bucketOf(ms)
             second.histogram[bucket] = (second.histogram[bucket] ?? 0) + 1
@@ -675,7 +710,7 @@ async function main() {
             op.done++
             totals.done++
             if (status < 200 || status > 299) {
-              fail(op, second, `${status} ${text.slice(0, 200)}`)
+              fail(op, at, errorKindOf(status, text), text)
               return
             }
             const { shop } = made
@@ -687,12 +722,12 @@ async function main() {
             } else if (made.op === 'paid' && made.uuid) remember(shop.paid, shop.paidNext++, made.uuid)
           },
           (error: unknown) => {
-            const now = performance.now()
-            const second = seconds[secondAt(now)] as Second
-            second.done++
+            const at = secondAt(performance.now())
+            ;(seconds[at] as Second).done++
             op.done++
             totals.done++
-            fail(op, second, `network: ${error instanceof Error ? error.message : String(error)}`)
+            const message = error instanceof Error ? error.message : String(error)
+            fail(op, at, `network: ${message}`, message)
           },
         )
         .finally(() => {
@@ -745,7 +780,9 @@ async function main() {
     // With autovacuum off (as on some sandboxes), the runner does its work once a minute, by its default
     // thresholds (PostgreSQL 15's autovacuum_*): a table is vacuumed (and analysed) when its dead rows pass
     // 50 + 20 % of its rows or its rows inserted since its last vacuum pass 1,000 + 20 %, else analysed when
-    // its changes since its last analysis pass 50 + 10 %; throttled by vacuum_cost_delay as autovacuum is.
+    // its changes since its last analysis pass 50 + 10 %; throttled by vacuum_cost_delay as autovacuum is, and
+    // without parallel workers for the indexes, which autovacuum never uses (a manual VACUUM's would take
+    // both cores for the length of a table's index pass).
     const vacuums: number[] = []
     const maintained = { vacuum: 0, analyze: 0 }
     let vacuuming = false
@@ -763,7 +800,9 @@ async function main() {
         )
         for (const { relname, work } of rows) {
           if (!work) continue
-          await maintenance.query(`${work === 'vacuum' ? 'VACUUM (ANALYZE)' : 'ANALYZE'} "${relname}"`)
+          await maintenance.query(
+            `${work === 'vacuum' ? 'VACUUM (ANALYZE, PARALLEL 0)' : 'ANALYZE'} "${relname}"`,
+          )
           maintained[work]++
         }
         vacuums.push((performance.now() - t0) / 1000)
@@ -775,10 +814,26 @@ async function main() {
     }
 
     log(`soak: ${MINUTES} min at ${rate} req/s (${MIX.join(', ')})`)
+    await trace?.start()
     while (sampled < DURATION_S && !stopRequested) {
       const next = start + (sampled + 1) * 1000
       await sleep(Math.max(0, next - performance.now()))
       await sampleSecond(sampled)
+      if (trace) {
+        const s = seconds[sampled] as Second
+        const m = aggregate([s])
+        await trace.write({
+          second: sampled + 1,
+          done: s.done,
+          errors: s.errors,
+          p50: m.p50,
+          p99: m.p99,
+          inFlight: s.inFlight,
+          apiEld: s.apiEld,
+          apiRss: s.apiRss,
+          lateMax: s.lateMax,
+        })
+      }
       sampled++
       if (autovacuum === 'off' && sampled % 60 === 0) void vacuum()
       if (sampled % 60 === 0 || sampled === DURATION_S) {
@@ -856,9 +911,17 @@ async function main() {
           `${maintained.vacuum} table vacuums and ${maintained.analyze} analyses in ${vacuums.length} rounds of ` +
           `${vacuums.length ? `${fmt(Math.min(...vacuums))}–${fmt(Math.max(...vacuums))} s` : 'none finished'}.`,
       )
-    const errorLines = [...ops].flatMap(([op, s]) => s.firstErrors.map((e) => `${op}: ${e}`))
-    if (errorLines.length)
-      notes.push(`First errors:\n\n${errorLines.map((e) => `- \`${e.replace(/`/g, "'")}\``).join('\n')}`)
+    const errorRows = [...ops].flatMap(([op, s]) =>
+      [...s.errorKinds].map(
+        ([kind, e]) =>
+          `| ${op} | ${kind} | ${e.count} | ${e.firstSecond + 1}–${e.lastSecond + 1} | \`${e.example.replace(/[`|\n]/g, "'")}\` |`,
+      ),
+    )
+    if (errorRows.length)
+      notes.push(
+        `Errors by kind (status and error code; the seconds of the run they fell in; the first one's body):\n\n` +
+          `| request | kind | count | seconds | first body |\n|---|---|---|---|---|\n${errorRows.join('\n')}`,
+      )
 
     const block = report({
       info,
@@ -883,6 +946,7 @@ async function main() {
     process.exitCode = passed ? 0 : 2
   } finally {
     await pool?.destroy().catch(() => {})
+    await trace?.stop()
     for (const server of servers) await server.stop()
     await maintenance.end().catch(() => {})
     receiver.closeAllConnections()
