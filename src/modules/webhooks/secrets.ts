@@ -50,7 +50,9 @@ export function signingSecrets(
  * The merchant's configuration in `scope`, made with its first secret (and every event) if it did not exist:
  * the secret exists from the start, before any URL is set.
  */
-export const ensureConfig = (deps: Pick<WebhookDeps, 'config'>, db: Executor, scope: Scope) =>
+export const ensureConfig = async (deps: Pick<WebhookDeps, 'config'>, db: Executor, scope: Scope) =>
+  // A first secret is made and sealed only when there is no configuration yet.
+  (await repo.findConfig(db, scope)) ??
   repo.ensureConfig(
     db,
     scope,
