@@ -35,7 +35,7 @@ export async function recordEvent(trx: Executor, input: RecordEventInput): Promi
     aggregate_version: input.aggregateVersion,
     [resourceKey]: input.resource,
   })
-  await repo.insertEvent(trx, {
+  const event = {
     uuid: eventId,
     merchant_uuid: input.merchantUuid,
     mode: input.mode,
@@ -46,30 +46,32 @@ export async function recordEvent(trx: Executor, input: RecordEventInput): Promi
     body,
     occurred_at: input.occurredAt,
     refund_uuid: input.refundUuid ?? null,
-  })
+  }
   let url = input.callbackUrl
   if (!url) {
     const cfg = await repo.findConfig(trx, { merchantUuid: input.merchantUuid, mode: input.mode })
     if (cfg?.url && cfg.enabled && (cfg.events as string[]).includes(input.event)) url = cfg.url
   }
-  if (url) {
-    await repo.insertDelivery(trx, {
-      uuid: newId(),
-      event_id: eventId,
-      merchant_uuid: input.merchantUuid,
-      mode: input.mode,
-      event: input.event,
-      url,
-      target: new URL(url).host,
-      body,
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: input.occurredAt,
-      is_test: false,
-      created_at: input.occurredAt,
-      updated_at: input.occurredAt,
-    })
-    await repo.notifyDispatchers(trx)
+  if (!url) {
+    await repo.insertEvent(trx, event)
+    return eventId
   }
+  // The event, its delivery and the dispatchers' wake-up together.
+  await repo.insertEventWithDelivery(trx, event, {
+    uuid: newId(),
+    event_id: eventId,
+    merchant_uuid: input.merchantUuid,
+    mode: input.mode,
+    event: input.event,
+    url,
+    target: new URL(url).host,
+    body,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: input.occurredAt,
+    is_test: false,
+    created_at: input.occurredAt,
+    updated_at: input.occurredAt,
+  })
   return eventId
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
+import { WAKE_CHANNEL } from '../../../src/modules/webhooks/service.ts'
 import { startWorkers } from '../../../src/workers/index.ts'
 import {
   backends,
@@ -37,6 +38,22 @@ for (const backend of backends()) {
       return res.json()
     }
     const eventsFor = (uuid: string) => receiver.events().filter((e) => e.transaction?.uuid === uuid)
+
+    it('a delivery written wakes the dispatchers of every process through NOTIFY when it commits', async () => {
+      // The dispatchers poll too, but only a NOTIFY brings a delivery to another process at once.
+      let notified = 0
+      const unlisten = await ctx.handle.listen(WAKE_CHANNEL, () => {
+        notified++
+      })
+      try {
+        const tx = await create()
+        const res = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`)
+        assert.equal(res.statusCode, 200, res.body)
+        await eventually(async () => notified > 0 || null, 2_000)
+      } finally {
+        await unlisten()
+      }
+    })
 
     it('paid: 200 with the paid transaction, one signed transaction.paid event', async () => {
       const tx = await create()
