@@ -101,10 +101,16 @@ class DatabaseFault implements KyselyPlugin {
 }
 
 /**
- * The tables a statement inserts into or updates: a built query's one, or each one a statement written in SQL
- * names (the ledger's posting inserts its entry and lines and updates the balances in one statement).
+ * The tables a statement inserts into or updates: a built query's one and those of its WITH clause (the outbox
+ * writes an event with its delivery in one statement), or each one a statement written in SQL names (the
+ * ledger's posting inserts its entry and lines and updates the balances in one statement).
  */
 function writes(node: RootOperationNode): { kind: string; table: string }[] {
+  const ctes = 'with' in node && node.with ? node.with.expressions : []
+  return [...ctes.flatMap((cte) => writes(cte.expression as RootOperationNode)), ...ownWrites(node)]
+}
+
+function ownWrites(node: RootOperationNode): { kind: string; table: string }[] {
   if (node.kind === 'RawNode')
     return [...node.sqlFragments.join(' ').matchAll(/\b(INSERT INTO|UPDATE)\s+"?(\w+)"?/gi)].map((m) => ({
       kind: (m[1] as string).toUpperCase() === 'UPDATE' ? 'UpdateQueryNode' : 'InsertQueryNode',
@@ -277,15 +283,29 @@ for (const backend of backends()) {
         ['its own update', 'refunds'],
         ["the payment's update", 'transactions'],
         ['its event', 'events'],
+        ['its event with a delivery', 'webhook_deliveries'],
       ] as const) {
         it(`the provider answered, then the settlement dies at ${step}: the retry answers the pending refund, the worker settles it once`, async () => {
           const m = await ctx.newMerchant(`Refund settle ${table}`)
+          if (table === 'webhook_deliveries') {
+            // A configured URL: the event is written with its delivery, in one statement.
+            const put = await call(
+              ctx,
+              'PUT',
+              '/integration/webhook',
+              { url: 'https://shop.example/hooks' },
+              {
+                as: { merchant: m },
+              },
+            )
+            assert.equal(put.statusCode, 200, put.body)
+          }
           const tx = await paidTransaction(m)
           const before = await balance(m)
           const key = freshKey('rf')
           const body = { transaction_uuid: tx, amount_minor: 1000 }
           // The provider's answer is in hand; the settlement's transaction fails at this step and rolls back.
-          fault.arm(table === 'events' ? 'insert' : 'update', table)
+          fault.arm(table === 'events' || table === 'webhook_deliveries' ? 'insert' : 'update', table)
           expectServerError(await post(m, REFUND, body, key))
           const [row] = await refundsOf(tx)
           assert.equal(row?.status, 'pending')

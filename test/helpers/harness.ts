@@ -80,7 +80,10 @@ export async function migratedDatabase(
   backend: Backend,
 ): Promise<{ handle: DbHandle; drop(): Promise<void> }> {
   if (backend === 'pglite') {
-    const handle = await connectPglite(null, { loadDataDir: await pgliteTemplate() })
+    const handle = await connectPglite(null, { loadDataDir: await pgliteTemplate() }).catch(() =>
+      // A kept template that cannot be started from (cut short, or left by another version): made again.
+      pgliteTemplate(true).then((made) => connectPglite(null, { loadDataDir: made })),
+    )
     // Applies nothing when the template is current; a test that changes a migration sees it applied.
     await migrateToLatest(handle.db)
     return { handle, drop: () => handle.close() }
@@ -96,7 +99,8 @@ let template: Promise<Blob> | null = null
  * A migrated embedded database's files: made once and kept in the temporary directory, where every suite's
  * process finds it, under a name that changes with the migrations' sources and PGlite's version.
  */
-function pgliteTemplate(): Promise<Blob> {
+function pgliteTemplate(remake = false): Promise<Blob> {
+  if (remake) template = null
   template ??= (async () => {
     const hash = createHash('sha256')
     const root = new URL('../../', import.meta.url)
@@ -107,6 +111,7 @@ function pgliteTemplate(): Promise<Blob> {
     hash.update(readFileSync(new URL('node_modules/@electric-sql/pglite/package.json', root)))
     const file = join(tmpdir(), `mg-pglite-template-${hash.digest('hex').slice(0, 16)}.tar`)
     try {
+      if (remake) throw new Error('made again')
       return new Blob([readFileSync(file)])
     } catch {
       const handle = await connectPglite(null)

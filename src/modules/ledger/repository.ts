@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
 import {
   JOURNAL_ENTRY_KINDS,
@@ -29,31 +28,18 @@ export interface EntryToPost {
 
 /**
  * One journal entry in one statement: the entry is inserted unless one exists for the same cause (reference and
- * kind); when it is, the merchant's accounts in the currency are locked, the balances move and the lines are
- * written. The accounts must exist (`ensureAccounts`). Answers the entry's uuid (null: posted before; then
- * nothing was locked or moved) and each moved account's new balance.
- *
- * The lock is a transaction-level advisory lock on (merchant, mode, currency), held until the commit: one
- * posting at a time per set of accounts, whichever of them it moves, as locking every account row in kind order
- * did, without writing a row lock (a WAL record and a dirtied page each) on the accounts it does not move. Only
- * this statement writes balances, so every writer of an account holds its lock. The balances are read after
- * the lock is granted (an UPDATE re-reads a row another transaction changed and committed meanwhile).
+ * kind); when it is, all of the merchant's accounts in the currency are locked in kind order, the balances move
+ * and the lines are written. The accounts must exist (`ensureAccounts`). Answers the entry's uuid (null: posted
+ * before; then nothing was locked or moved) and each moved account's new balance.
  *
  * One statement, because the accounts stay locked until the commit and every payment and refund of the
  * merchant waits on them: no round trip to the application happens while they are held but the commit's.
+ *
+ * Row locks on every account, not one advisory lock on the set (which would write no WAL for the accounts a
+ * posting does not move): during a rolling upgrade the running versions lock these rows in kind order, and a
+ * posting that held only the rows it moved across two postings (a payment received, then settled) could
+ * deadlock with them.
  */
-/**
- * The advisory lock key of a merchant's accounts in a mode and currency: the first 8 bytes of a SHA-256, as a
- * signed 64-bit integer. Two sets of accounts sharing a key would only take turns.
- */
-export function accountsLockKey(merchantUuid: string, mode: Mode, currency: string): string {
-  return createHash('sha256')
-    .update(`ledger_accounts/${merchantUuid}/${mode}/${currency}`)
-    .digest()
-    .readBigInt64BE(0)
-    .toString()
-}
-
 export async function postEntry(
   db: Executor,
   entry: EntryToPost,
@@ -73,12 +59,15 @@ export async function postEntry(
       ON CONFLICT (reference_type, reference_uuid, kind) DO NOTHING
       RETURNING uuid
     ), locked AS (
-      SELECT pg_advisory_xact_lock(${accountsLockKey(merchantUuid, mode, currency)}::bigint) FROM entry
+      SELECT a.uuid, a.kind FROM ledger_accounts AS a
+      WHERE a.merchant_uuid = ${merchantUuid} AND a.mode = ${mode} AND a.currency = ${currency}
+        AND EXISTS (SELECT 1 FROM entry)
+      ORDER BY a.kind
+      FOR UPDATE
     ), moved AS (
       UPDATE ledger_accounts AS a SET balance = a.balance + v.amount, updated_at = ${at}
-      FROM (VALUES ${moves}) AS v(kind, amount)
-      WHERE a.merchant_uuid = ${merchantUuid} AND a.mode = ${mode} AND a.currency = ${currency}
-        AND a.kind = v.kind AND EXISTS (SELECT 1 FROM locked)
+      FROM locked AS l JOIN (VALUES ${moves}) AS v(kind, amount) ON v.kind = l.kind
+      WHERE a.uuid = l.uuid
       RETURNING a.uuid, a.kind, a.balance
     ), written AS (
       INSERT INTO journal_lines (uuid, entry_uuid, account_uuid, amount, merchant_uuid, mode, currency, account_kind, created_at)

@@ -113,9 +113,9 @@ export async function postJournalEntry(
     // Read without this transaction's own new accounts: they are committed ones.
     if (!ensured.created.has(key)) committed?.set(key, true)
   }
-  // Every posting takes the one lock of the merchant's accounts in this currency (an advisory lock) in its one
-  // statement; a database transaction that posts several entries (or settles several merchants, in merchant
-  // order) cannot deadlock.
+  // Every posting locks all of the merchant's accounts in this currency, in one order, in its one statement;
+  // a database transaction that posts several entries (or settles several merchants, in merchant order) cannot
+  // deadlock.
   const moves = new Map<AccountKind, number>()
   for (const line of posting.lines) moves.set(line.account, (moves.get(line.account) ?? 0) + line.amount)
   // The lines in account order, as every version wrote them (a movement's lines are listed in that order).
