@@ -21,6 +21,7 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../helpers/harness.ts'
+import { putConfig } from './webhooks/helpers.ts'
 
 /**
  * Issue 12, each crash point of the refund and payout flows: a failure is injected at one step (the database
@@ -289,16 +290,7 @@ for (const backend of backends()) {
           const m = await ctx.newMerchant(`Refund settle ${table}`)
           if (table === 'webhook_deliveries') {
             // A configured URL: the event is written with its delivery, in one statement.
-            const put = await call(
-              ctx,
-              'PUT',
-              '/integration/webhook',
-              { url: 'https://shop.example/hooks' },
-              {
-                as: { merchant: m },
-              },
-            )
-            assert.equal(put.statusCode, 200, put.body)
+            await putConfig(ctx, { url: 'https://shop.example/hooks' }, { merchant: m })
           }
           const tx = await paidTransaction(m)
           const before = await balance(m)

@@ -84,9 +84,12 @@ export const rotateSecret = (
 /** The channel a committed event is announced on (NOTIFY is delivered on commit). */
 export const WAKE_CHANNEL = 'mg_webhook_deliveries'
 
+/** The NOTIFY on WAKE_CHANNEL, as an expression: heard only if and when the transaction commits. */
+const wakeDispatchers = () => sql<string>`pg_notify(${WAKE_CHANNEL}, '')`
+
 /** NOTIFY inside the transaction: listeners hear it only if and when the transaction commits. */
 export async function notifyDispatchers(trx: Executor): Promise<void> {
-  await sql`SELECT pg_notify(${WAKE_CHANNEL}, '')`.execute(trx)
+  await sql`SELECT ${wakeDispatchers()}`.execute(trx)
 }
 
 export const insertEvent = (db: Executor, row: Insertable<EventsTable>) =>
@@ -105,7 +108,7 @@ export const insertEventWithDelivery = (
     .with('event', (db) => db.insertInto('events').values(event).returning('uuid'))
     .with('delivery', (db) => db.insertInto('webhook_deliveries').values(delivery).returning('uuid'))
     .selectFrom('delivery')
-    .select(sql<string>`pg_notify(${WAKE_CHANNEL}, '')`.as('notified'))
+    .select(wakeDispatchers().as('notified'))
     .execute()
 
 export const insertDelivery = (db: Executor, row: Insertable<WebhookDeliveriesTable>) =>
