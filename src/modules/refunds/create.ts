@@ -10,7 +10,7 @@ import { refundPosting } from './postings.ts'
 import * as repo from './repository.ts'
 import type { CreateRefundInput, RefundView } from './schemas.ts'
 import { askProviderToRefund, settleRefund } from './settle.ts'
-import { refundView } from './view.ts'
+import { refundFields, refundView } from './view.ts'
 
 /** The outcome of a create: the refund, and whether it was made by an earlier request with the same key. */
 export interface CreatedRefund {
@@ -26,7 +26,13 @@ export async function openRefund(
   auth: AuthContext,
   input: CreateRefundInput,
   request: Request,
-): Promise<{ row: RefundRow; transactionAmount: number; replayed: boolean }> {
+): Promise<{
+  row: RefundRow
+  transactionAmount: number
+  /** Pending and succeeded refunds of the payment with this one; null for a replay. */
+  committedMinor: number | null
+  replayed: boolean
+}> {
   const { transactions, ledger, timing } = deps
   const scope = scopeOf(auth)
   const now = new Date()
@@ -34,8 +40,13 @@ export async function openRefund(
     const tx = await transactions.lockOwned(trx, auth, input.transaction_uuid)
     // Under the payment's lock: a request with this key that committed before is seen here, before any rule
     // about what is left to refund would refuse its retry.
-    const earlier = await repo.findByIdempotencyKey(trx, scope, request.idempotencyKey)
-    if (earlier) return { row: earlier, transactionAmount: tx.amount, replayed: true }
+    const { earlier, committedMinor } = await repo.refundsOfOrByKey(
+      trx,
+      scope,
+      tx.uuid,
+      request.idempotencyKey,
+    )
+    if (earlier) return { row: earlier, transactionAmount: tx.amount, committedMinor: null, replayed: true }
     if (tx.status !== 'paid' && tx.status !== 'partially_refunded') {
       throw new AppError(
         'invalid_state',
@@ -43,7 +54,7 @@ export async function openRefund(
         { status: tx.status },
       )
     }
-    const refundable = tx.amount - (await repo.committedMinor(trx, tx.uuid))
+    const refundable = tx.amount - committedMinor
     const amount = input.amount_minor ?? refundable
     if (amount > refundable || amount <= 0) {
       throw new AppError(
@@ -72,7 +83,7 @@ export async function openRefund(
       updated_at: now,
     })
     await ledger.post(trx, refundPosting(row, 'refund_debited', tx.settlement_currency, now))
-    return { row, transactionAmount: tx.amount, replayed: false }
+    return { row, transactionAmount: tx.amount, committedMinor: committedMinor + amount, replayed: false }
   })
 }
 
@@ -95,14 +106,21 @@ export async function createRefund(
     return { refund: await refundView(deps, earlier), replayed: true }
   }
   const { row, transactionAmount, replayed } = opened
-  if (replayed || row.status !== 'pending')
+  // A replay's amounts are read now (the earlier refund may be another payment's); a new one's were read with it.
+  if (replayed || opened.committedMinor === null)
     return { refund: await refundView(deps, row, transactionAmount), replayed }
-
+  const pending = refundFields(row, {
+    transactionAmountMinor: transactionAmount,
+    cumulativeRefundedMinor: opened.committedMinor,
+  })
   const outcome = await askProviderToRefund(deps, row)
-  if (!outcome || outcome.status === 'pending')
-    return { refund: await refundView(deps, row, transactionAmount), replayed }
+  if (!outcome || outcome.status === 'pending') return { refund: pending, replayed }
+  const settled = await settleRefund(deps, row, outcome)
   return {
-    refund: await refundView(deps, await settleRefund(deps, row.uuid, outcome), transactionAmount),
+    refund: refundFields(settled.row, {
+      transactionAmountMinor: transactionAmount,
+      cumulativeRefundedMinor: settled.committedMinor,
+    }),
     replayed,
   }
 }

@@ -1,9 +1,9 @@
-import { type Insertable, sql } from 'kysely'
+import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { RefundStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import type { RefundsTable } from '../../db/types.ts'
+import type { Database, RefundsTable } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
 export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
@@ -30,10 +30,6 @@ async function sumMinor(
 export const committedMinor = (db: Executor, transactionUuid: string) =>
   sumMinor(db, transactionUuid, ['pending', 'succeeded'])
 
-/** Succeeded refunds of a transaction: what went back to the customer. */
-export const succeededMinor = (db: Executor, transactionUuid: string) =>
-  sumMinor(db, transactionUuid, ['succeeded'])
-
 export const findRefund = (db: Executor, scope: Scope, uuid: string) =>
   db
     .selectFrom('refunds')
@@ -53,12 +49,67 @@ export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
     .where('idempotency_key', '=', key)
     .executeTakeFirst()
 
-/** The refund row, locked for the rest of the caller's transaction. */
-export const lockRefund = (db: Executor, uuid: string) =>
-  db.selectFrom('refunds').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()
+/**
+ * The refund row, locked for the rest of the caller's transaction (which holds its payment's lock, so the
+ * payment's other refunds cannot change meanwhile), with what its payment's refunds sum to: pending and
+ * succeeded (`committed`), and succeeded.
+ */
+export async function lockRefund(db: Executor, uuid: string) {
+  const row = await db
+    .selectFrom('refunds as r')
+    .selectAll('r')
+    .select((eb) => [
+      sumOf(eb, ['pending', 'succeeded']).as('committed_minor'),
+      sumOf(eb, ['succeeded']).as('succeeded_minor'),
+    ])
+    .where('r.uuid', '=', uuid)
+    .forUpdate('r')
+    .executeTakeFirst()
+  if (!row) return undefined
+  const { committed_minor, succeeded_minor, ...refund } = row
+  return { row: refund, committedMinor: Number(committed_minor), succeededMinor: Number(succeeded_minor) }
+}
 
-export const findRefundByUuid = (db: Executor, uuid: string) =>
-  db.selectFrom('refunds').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+/** The sum of `r`'s payment's refunds in `statuses` (a subquery for lockRefund). */
+const sumOf = (
+  eb: ExpressionBuilder<Database & { r: RefundsTable }, 'r'>,
+  statuses: RefundsTable['status'][],
+) =>
+  eb
+    .selectFrom('refunds as s')
+    .select((s) => s.fn.coalesce(s.fn.sum<number>('s.amount_minor'), s.lit(0)).as('total'))
+    .whereRef('s.transaction_uuid', '=', 'r.transaction_uuid')
+    .where('s.status', 'in', statuses)
+
+/**
+ * A payment's refunds together with the one made with `key` (which may belong to another payment, should a
+ * key be used again after its record was purged): one query where two were, as the payment's lock is taken.
+ */
+export async function refundsOfOrByKey(db: Executor, scope: Scope, transactionUuid: string, key: string) {
+  const rows = await db
+    .selectFrom('refunds')
+    .selectAll()
+    .where((eb) =>
+      eb.or([
+        eb('transaction_uuid', '=', transactionUuid),
+        eb.and([
+          eb('merchant_uuid', '=', scope.merchantUuid),
+          eb('mode', '=', scope.mode),
+          eb('idempotency_key', '=', key),
+        ]),
+      ]),
+    )
+    .execute()
+  const earlier = rows.find(
+    (r) => r.idempotency_key === key && r.merchant_uuid === scope.merchantUuid && r.mode === scope.mode,
+  )
+  const committedMinor = rows
+    .filter(
+      (r) => r.transaction_uuid === transactionUuid && (r.status === 'pending' || r.status === 'succeeded'),
+    )
+    .reduce((sum, r) => sum + Number(r.amount_minor), 0)
+  return { earlier, committedMinor }
+}
 
 /**
  * Pending refunds whose provider check is due, claimed until `leaseUntil`: SKIP LOCKED keeps workers apart,

@@ -26,32 +26,35 @@ export async function askProviderToRefund(
 /**
  * Applies the provider's answer to a pending refund, in one database transaction under the locks of its
  * payment and then its own row. A refund that is final already is left as it is: the request that made it,
- * a retry's recovery and the worker may all settle the same refund, and only the first one counts.
+ * a retry's recovery and the worker may all settle the same refund, and only the first one counts. Returns
+ * the refund with its payment's pending and succeeded refunds summed at that point.
  */
 export async function settleRefund(
   deps: Pick<RefundDeps, 'db' | 'transactions' | 'ledger' | 'timing'>,
-  refundUuid: string,
+  refund: Pick<RefundRow, 'uuid' | 'transaction_uuid'>,
   outcome: ProviderRefundResult,
-): Promise<RefundRow> {
+): Promise<{ row: RefundRow; committedMinor: number }> {
   const { transactions, ledger, timing } = deps
   return deps.db.transaction().execute(async (trx) => {
-    const found = await repo.findRefundByUuid(trx, refundUuid)
-    if (!found) throw notFound('refund')
-    const tx = await transactions.lock(trx, found.transaction_uuid)
-    const row = (await repo.lockRefund(trx, refundUuid)) as RefundRow
-    if (row.status !== 'pending') return row
+    // A refund's payment never changes: the caller's row names the payment to lock first.
+    const tx = await transactions.lock(trx, refund.transaction_uuid)
+    const locked = await repo.lockRefund(trx, refund.uuid)
+    if (!locked) throw notFound('refund')
+    const { row, committedMinor, succeededMinor } = locked
+    if (row.status !== 'pending') return { row, committedMinor }
     const at = new Date()
     const reference = outcome.reference ?? row.provider_reference
     if (outcome.status === 'pending') {
-      return repo.updateRefund(trx, row.uuid, {
+      const updated = await repo.updateRefund(trx, row.uuid, {
         provider_reference: reference,
         next_check_at: new Date(at.getTime() + timing.pollIntervalMs),
         updated_at: at,
       })
+      return { row: updated, committedMinor }
     }
     if (outcome.status === 'failed') {
       await ledger.post(trx, refundPosting(row, 'refund_reversed', tx.settlement_currency, at))
-      return repo.updateRefund(trx, row.uuid, {
+      const failed = await repo.updateRefund(trx, row.uuid, {
         status: 'failed',
         failed_at: at,
         message: outcome.message,
@@ -59,6 +62,7 @@ export async function settleRefund(
         next_check_at: null,
         updated_at: at,
       })
+      return { row: failed, committedMinor: committedMinor - row.amount_minor }
     }
     const settled = await repo.updateRefund(trx, row.uuid, {
       status: 'succeeded',
@@ -68,8 +72,8 @@ export async function settleRefund(
       next_check_at: null,
       updated_at: at,
     })
-    await transactions.markRefunded(trx, tx, await repo.succeededMinor(trx, tx.uuid), at, row.uuid)
-    return settled
+    await transactions.markRefunded(trx, tx, succeededMinor + row.amount_minor, at, row.uuid)
+    return { row: settled, committedMinor }
   })
 }
 
@@ -87,7 +91,7 @@ export async function checkDueRefunds(
   for (const row of claimed) {
     const outcome = await askProviderToRefund(deps, row)
     // Unreachable: asked again when the lease runs out.
-    if (outcome) await settleRefund(deps, row.uuid, outcome)
+    if (outcome) await settleRefund(deps, row, outcome)
   }
   return claimed.length
 }
