@@ -15,6 +15,7 @@ import * as refundList from './migrations/0009_refund_list.ts'
 import * as dashboardUsers from './migrations/0010_dashboard_users.ts'
 import * as dashboardTotp from './migrations/0011_dashboard_totp.ts'
 import * as apiKeyLastUsed from './migrations/0012_api_key_last_used.ts'
+import * as webhookConfigTarget from './migrations/0013_webhook_config_target.ts'
 import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -271,8 +272,9 @@ export function connect(options: {
     : connectPglite(options.dataDir)
 }
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({
+/** The service's migrations, by name, in order. */
+export const migrator = (db: Db) =>
+  new Migrator({
     db,
     provider: {
       getMigrations: async () => ({
@@ -288,10 +290,13 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
         '0010_dashboard_users': dashboardUsers,
         '0011_dashboard_totp': dashboardTotp,
         '0012_api_key_last_used': apiKeyLastUsed,
+        '0013_webhook_config_target': webhookConfigTarget,
       }),
     },
   })
-  const { error, results } = await migrator.migrateToLatest()
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const { error, results } = await migrator(db).migrateToLatest()
   if (error) throw error
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
 }

@@ -197,6 +197,8 @@ export interface WebhookConfigsTable {
   merchant_uuid: string
   mode: Mode
   url: string | null
+  /** The URL's host (`new URL(url).host`): its deliveries' target. */
+  target: Generated<string | null>
   enabled: boolean
   events: Json<string[]>
   secret_sealed: string

@@ -60,6 +60,7 @@ export async function updateConfig(
   const enabled = input.enabled ?? true
   const updated = await repo.updateConfig(deps.db, scope, {
     url: input.url,
+    ...(input.url !== undefined && { target: input.url === null ? null : new URL(input.url).host }),
     enabled,
     events: JSON.stringify(input.events ?? [...EVENT_NAMES]),
     disabled_reason: null,

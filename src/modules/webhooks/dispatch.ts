@@ -97,27 +97,31 @@ export async function sendAttempt(
   }
 }
 
-/** Records finished attempts in one database transaction (the dispatcher batches them). */
+/**
+ * Records finished attempts (the dispatcher batches them): one statement, or, when an endpoint answered 410, one
+ * database transaction that also switches its configuration off.
+ */
 export async function recordOutcomes(deps: Pick<WebhookDeps, 'db'>, outcomes: AttemptOutcome[]) {
-  await deps.db.transaction().execute(async (trx) => {
-    await repo.recordAttempts(
-      trx,
-      outcomes.map((o) => o.record),
-    )
-    for (const o of outcomes)
-      deliveryOutcomes.inc({ outcome: o.record.next.status === 'pending' ? 'retry' : o.record.next.status })
-    for (const o of outcomes.filter((x) => x.disable)) {
-      await repo.updateConfig(
-        trx,
-        { merchantUuid: o.delivery.merchant_uuid, mode: o.delivery.mode },
-        {
-          enabled: false,
-          disabled_reason: `The endpoint answered 410 Gone at ${o.record.startedAt.toISOString()}; deliveries were switched off. Update the webhook to switch them on again.`,
-          updated_at: new Date(),
-        },
-      )
-    }
-  })
+  const records = outcomes.map((o) => o.record)
+  const gone = outcomes.filter((o) => o.disable)
+  if (gone.length === 0) await repo.recordAttempts(deps.db, records)
+  else
+    await deps.db.transaction().execute(async (trx) => {
+      await repo.recordAttempts(trx, records)
+      for (const o of gone) {
+        await repo.updateConfig(
+          trx,
+          { merchantUuid: o.delivery.merchant_uuid, mode: o.delivery.mode },
+          {
+            enabled: false,
+            disabled_reason: `The endpoint answered 410 Gone at ${o.record.startedAt.toISOString()}; deliveries were switched off. Update the webhook to switch them on again.`,
+            updated_at: new Date(),
+          },
+        )
+      }
+    })
+  for (const o of outcomes)
+    deliveryOutcomes.inc({ outcome: o.record.next.status === 'pending' ? 'retry' : o.record.next.status })
 }
 
 /** Sends and records one attempt at once (test deliveries). */

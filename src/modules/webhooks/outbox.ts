@@ -47,31 +47,21 @@ export async function recordEvent(trx: Executor, input: RecordEventInput): Promi
     occurred_at: input.occurredAt,
     refund_uuid: input.refundUuid ?? null,
   }
-  let url = input.callbackUrl
-  if (!url) {
-    const cfg = await repo.findConfig(trx, { merchantUuid: input.merchantUuid, mode: input.mode })
-    if (cfg?.url && cfg.enabled && (cfg.events as string[]).includes(input.event)) url = cfg.url
-  }
-  if (!url) {
-    await repo.insertEvent(trx, event)
-    return eventId
-  }
-  // The event, its delivery and the dispatchers' wake-up together.
-  await repo.insertEventWithDelivery(trx, event, {
+  const delivery = {
     uuid: newId(),
-    event_id: eventId,
-    merchant_uuid: input.merchantUuid,
+    eventId,
+    merchantUuid: input.merchantUuid,
     mode: input.mode,
     event: input.event,
-    url,
-    target: new URL(url).host,
-    body,
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: input.occurredAt,
-    is_test: false,
-    created_at: input.occurredAt,
-    updated_at: input.occurredAt,
-  })
+    at: input.occurredAt,
+  }
+  // The event, its delivery (if it has a target) and the dispatchers' wake-up together.
+  if (input.callbackUrl)
+    await repo.insertEventWithDelivery(trx, event, {
+      ...delivery,
+      url: input.callbackUrl,
+      target: new URL(input.callbackUrl).host,
+    })
+  else await repo.insertEventForConfigured(trx, event, delivery)
   return eventId
 }

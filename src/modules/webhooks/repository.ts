@@ -4,6 +4,7 @@ import { type KeysetColumns, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
 import type {
   EventsTable,
+  Mode,
   WebhookConfigsTable,
   WebhookDeliveriesTable,
   WebhookDelivery,
@@ -92,24 +93,117 @@ export async function notifyDispatchers(trx: Executor): Promise<void> {
   await sql`SELECT ${wakeDispatchers()}`.execute(trx)
 }
 
-export const insertEvent = (db: Executor, row: Insertable<EventsTable>) =>
-  db.insertInto('events').values(row).execute()
+/** An outbox delivery of an event: pending, due when the event occurred, with the event's body. */
+export interface OutboxDelivery {
+  uuid: string
+  eventId: string
+  merchantUuid: string
+  mode: Mode
+  event: string
+  at: Date
+}
 
 /**
- * An event and its delivery in one statement, with the NOTIFY that wakes the dispatchers on commit: one round
- * trip in the caller's transaction where three were.
+ * An event and its delivery to `url` in one statement, with the NOTIFY that wakes the dispatchers on commit: one
+ * round trip in the caller's transaction where three were.
  */
 export const insertEventWithDelivery = (
   trx: Executor,
   event: Insertable<EventsTable>,
-  delivery: Insertable<WebhookDeliveriesTable>,
+  delivery: OutboxDelivery & { url: string; target: string },
 ) =>
   trx
-    .with('event', (db) => db.insertInto('events').values(event).returning('uuid'))
-    .with('delivery', (db) => db.insertInto('webhook_deliveries').values(delivery).returning('uuid'))
+    .with('event', (db) => db.insertInto('events').values(event).returning('body'))
+    .with('delivery', (db) =>
+      db
+        .insertInto('webhook_deliveries')
+        .columns([...DELIVERY_COLUMNS, 'url', 'target'])
+        .expression((eb) =>
+          eb
+            .selectFrom('event')
+            .select([
+              ...deliveryValues(delivery),
+              sql<string>`${delivery.url}::text`.as('url'),
+              sql<string>`${delivery.target}::text`.as('target'),
+            ]),
+        )
+        .returning('uuid'),
+    )
     .selectFrom('delivery')
     .select(wakeDispatchers().as('notified'))
     .execute()
+
+/**
+ * An event, and its delivery to the merchant's configured URL when the configuration is enabled and subscribed
+ * to it, in one statement with the NOTIFY (made only when a delivery was written): the statement reads the
+ * configuration itself, one round trip where two were.
+ */
+export const insertEventForConfigured = (
+  trx: Executor,
+  event: Insertable<EventsTable>,
+  delivery: OutboxDelivery,
+) =>
+  trx
+    .with('config', (db) =>
+      db
+        .selectFrom('webhook_configs')
+        .select(['url', 'target'])
+        .where('merchant_uuid', '=', delivery.merchantUuid)
+        .where('mode', '=', delivery.mode)
+        .where('enabled', '=', true)
+        .where('url', 'is not', null)
+        .where(sql<boolean>`events @> ${JSON.stringify([delivery.event])}::jsonb`),
+    )
+    .with('event', (db) => db.insertInto('events').values(event).returning('body'))
+    .with('delivery', (db) =>
+      db
+        .insertInto('webhook_deliveries')
+        .columns([...DELIVERY_COLUMNS, 'url', 'target'])
+        .expression((eb) =>
+          eb.selectFrom(['event', 'config']).select([
+            ...deliveryValues(delivery),
+            sql<string>`config.url`.as('url'),
+            // A configuration written before its host was kept beside it: its URL groups its deliveries.
+            sql<string>`coalesce(config.target, config.url)`.as('target'),
+          ]),
+        )
+        .returning('uuid'),
+    )
+    .selectFrom('delivery')
+    .select(wakeDispatchers().as('notified'))
+    .execute()
+
+/** What an outbox delivery's INSERT … SELECT writes besides its URL and target, in deliveryValues' order. */
+const DELIVERY_COLUMNS = [
+  'uuid',
+  'event_id',
+  'merchant_uuid',
+  'mode',
+  'event',
+  'body',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'is_test',
+  'created_at',
+  'updated_at',
+] as const
+
+/** The values, typed (a SELECT's parameters have none of their own); the body is the event's, as written. */
+const deliveryValues = (d: OutboxDelivery) => [
+  sql<string>`${d.uuid}::uuid`.as('uuid'),
+  sql<string>`${d.eventId}::uuid`.as('event_id'),
+  sql<string>`${d.merchantUuid}::uuid`.as('merchant_uuid'),
+  sql<Mode>`${d.mode}::text`.as('mode'),
+  sql<string>`${d.event}::text`.as('event'),
+  sql<string>`event.body`.as('body'),
+  sql<'pending'>`'pending'`.as('status'),
+  sql<number>`0`.as('attempts'),
+  sql<Date>`${d.at}::timestamptz`.as('next_attempt_at'),
+  sql<boolean>`false`.as('is_test'),
+  sql<Date>`${d.at}::timestamptz`.as('created_at'),
+  sql<Date>`${d.at}::timestamptz`.as('updated_at'),
+]
 
 export const insertDelivery = (db: Executor, row: Insertable<WebhookDeliveriesTable>) =>
   db.insertInto('webhook_deliveries').values(row).returningAll().executeTakeFirstOrThrow()
@@ -210,39 +304,32 @@ export interface AttemptRecord {
 }
 
 /**
- * Records finished attempts, many at once: one INSERT of the attempts and one UPDATE of their deliveries.
- * A delivery whose claim this worker no longer holds (its lease ran out and another worker took it) is
- * left to that worker; its attempt is still logged.
+ * Records finished attempts, many at once, in one statement (atomic by itself): the attempts' INSERT and their
+ * deliveries' UPDATE. A delivery whose claim this worker no longer holds (its lease ran out and another worker
+ * took it) is left to that worker; its attempt is still logged.
  */
 export async function recordAttempts(db: Executor, records: AttemptRecord[]): Promise<void> {
   if (records.length === 0) return
-  await db
-    .insertInto('webhook_attempts')
-    .values(
-      records.map((r) => ({
-        uuid: r.uuid,
-        delivery_uuid: r.deliveryUuid,
-        attempt: r.attempt,
-        worker: r.worker,
-        started_at: r.startedAt,
-        duration_ms: r.durationMs,
-        response_status: r.status,
-        response_body: r.body,
-        error: r.error,
-      })),
-    )
-    .execute()
-  const rows = records.map(
+  const attempts = records.map(
+    (r) =>
+      sql`(${r.uuid}::uuid, ${r.deliveryUuid}::uuid, ${r.attempt}::int, ${r.worker}::text, ${r.startedAt}::timestamptz,
+        ${r.durationMs}::int, ${r.status}::int, ${r.body}::text, ${r.error}::text)`,
+  )
+  const outcomes = records.map(
     (r) =>
       sql`(${r.deliveryUuid}::uuid, ${r.worker}::text, ${r.attempt}::int, ${r.next.status}::text, ${r.next.nextAttemptAt}::timestamptz,
         ${r.startedAt}::timestamptz, ${r.status}::int, ${r.body}::text, ${r.durationMs}::int, ${r.error}::text)`,
   )
   await sql`
+    WITH logged AS (
+      INSERT INTO webhook_attempts (uuid, delivery_uuid, attempt, worker, started_at, duration_ms, response_status, response_body, error)
+      VALUES ${sql.join(attempts)}
+    )
     UPDATE webhook_deliveries d SET
       attempts = v.attempt, status = v.status, next_attempt_at = v.next_attempt_at, last_attempt_at = v.started_at,
       response_status = v.response_status, response_body = v.response_body, duration_ms = v.duration_ms, error = v.error,
       locked_until = NULL, locked_by = NULL, updated_at = now()
-    FROM (VALUES ${sql.join(rows)}) AS v(uuid, worker, attempt, status, next_attempt_at, started_at, response_status, response_body, duration_ms, error)
+    FROM (VALUES ${sql.join(outcomes)}) AS v(uuid, worker, attempt, status, next_attempt_at, started_at, response_status, response_body, duration_ms, error)
     WHERE d.uuid = v.uuid AND d.locked_by = v.worker`.execute(db)
 }
 

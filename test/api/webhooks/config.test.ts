@@ -282,6 +282,30 @@ for (const backend of backends()) {
         [['https://shop.example/live', 'live']],
       )
     })
+
+    it("a delivery's target is its URL's host, changed with the configured URL; its body is the event's", async () => {
+      const merchant = await ctx.newMerchant()
+      const deliveredTo = async (overrides: Record<string, unknown> = {}) => {
+        const tx = await createTx(ctx, overrides, { merchant })
+        await simulate(ctx, tx.uuid, 'paid', { merchant })
+        const [event] = await eventRows(ctx, tx.uuid)
+        const deliveries = await deliveryRows(ctx, tx.uuid)
+        assert.equal(deliveries.length, 1)
+        assert.equal(deliveries[0]?.body, event?.body, 'the delivery sends the event as recorded')
+        return deliveries.map((d) => [d.url, d.target, d.status, d.attempts, d.is_test])
+      }
+      await putConfig(ctx, { url: 'https://Shop.Example:443/h' }, { merchant })
+      assert.deepEqual(await deliveredTo(), [
+        ['https://Shop.Example:443/h', 'shop.example', 'pending', 0, false],
+      ])
+      await putConfig(ctx, { url: 'https://hooks.example:8443/h' }, { merchant })
+      assert.deepEqual(await deliveredTo(), [
+        ['https://hooks.example:8443/h', 'hooks.example:8443', 'pending', 0, false],
+      ])
+      assert.deepEqual(await deliveredTo({ callback_url: 'https://cb.example/x' }), [
+        ['https://cb.example/x', 'cb.example', 'pending', 0, false],
+      ])
+    })
   })
 
   describe(`where events go: callback_url, then the configured URL (${backend})`, () => {

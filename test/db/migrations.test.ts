@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import { type DbHandle, migrateToLatest, migrator } from '../../src/db/index.ts'
+import { backends, freshDatabase } from '../helpers/harness.ts'
+
+for (const backend of backends()) {
+  describe(`migrations over existing rows (${backend})`, () => {
+    let fresh: { handle: DbHandle; drop(): Promise<void> }
+    before(async () => {
+      fresh = await freshDatabase(backend)
+    })
+    after(() => fresh.drop())
+
+    it("0013 keeps each configured webhook URL's host beside it; a configuration without a URL has none", async () => {
+      const { db } = fresh.handle
+      const { error } = await migrator(db).migrateTo('0012_api_key_last_used')
+      if (error) throw error
+      const at = new Date('2026-11-01T00:00:00.000Z')
+      await sql`INSERT INTO merchants (uuid, name, created_at, updated_at) VALUES
+        ('00000000-0000-4000-8000-000000000001', 'A', ${at}, ${at}),
+        ('00000000-0000-4000-8000-000000000002', 'B', ${at}, ${at})`.execute(db)
+      await sql`INSERT INTO webhook_configs (merchant_uuid, mode, url, events, secret_sealed, updated_at) VALUES
+        ('00000000-0000-4000-8000-000000000001', 'test', 'https://Hooks.Example:443/in', '[]', 's', ${at}),
+        ('00000000-0000-4000-8000-000000000001', 'live', 'https://hooks.example:8443/in', '[]', 's', ${at}),
+        ('00000000-0000-4000-8000-000000000002', 'test', NULL, '[]', 's', ${at})`.execute(db)
+
+      assert.deepEqual(await migrateToLatest(db), ['0013_webhook_config_target'])
+      const rows = await db
+        .selectFrom('webhook_configs')
+        .select(['merchant_uuid', 'mode', 'url', 'target'])
+        .orderBy('merchant_uuid')
+        .orderBy('mode')
+        .execute()
+      assert.deepEqual(
+        rows.map((r) => [r.mode, r.url, r.target]),
+        [
+          ['live', 'https://hooks.example:8443/in', 'hooks.example:8443'],
+          ['test', 'https://Hooks.Example:443/in', 'hooks.example'],
+          ['test', null, null],
+        ],
+      )
+    })
+  })
+}
