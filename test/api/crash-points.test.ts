@@ -343,6 +343,17 @@ for (const backend of backends()) {
         await ctx.db.deleteFrom('idempotency_keys').where('key', '=', key).execute()
         assertReplay(await post(m, REFUND, body, key), first.json().uuid)
         assert.equal((await refundsOf(tx)).length, 1)
+
+        // Used again, once purged, for another payment: the answer is the refund the key made, with its own
+        // payment's amounts, and the other payment is not refunded.
+        const other = await paidTransaction(m, 54321)
+        await ctx.db.deleteFrom('idempotency_keys').where('key', '=', key).execute()
+        const reused = await post(m, REFUND, { transaction_uuid: other, amount_minor: 700 }, key)
+        assertReplay(reused, first.json().uuid)
+        assert.equal(reused.json().transaction_uuid, tx)
+        assert.equal(reused.json().transaction_amount_minor, first.json().transaction_amount_minor)
+        assert.equal(reused.json().cumulative_refunded_minor, 700)
+        assert.equal((await refundsOf(other)).length, 0)
       })
     })
 

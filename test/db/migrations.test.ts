@@ -40,6 +40,29 @@ for (const backend of backends()) {
           ['test', null, null],
         ],
       )
+
+      // An earlier version still running changes a URL without its target: the trigger takes the URL's host.
+      await sql`UPDATE webhook_configs SET url = 'https://user:pw@New.Example:8443/x?y=1#z'
+        WHERE mode = 'live'`.execute(db)
+      await sql`UPDATE webhook_configs SET url = 'http://first.example/h'
+        WHERE merchant_uuid = '00000000-0000-4000-8000-000000000002'`.execute(db)
+      // This version sets both: its own target stands, even when the host stays the same.
+      await sql`UPDATE webhook_configs SET url = 'https://Hooks.Example:443/other', target = 'hooks.example'
+        WHERE merchant_uuid = '00000000-0000-4000-8000-000000000001' AND mode = 'test'`.execute(db)
+      const after = await db
+        .selectFrom('webhook_configs')
+        .select(['mode', 'target'])
+        .orderBy('merchant_uuid')
+        .orderBy('mode')
+        .execute()
+      assert.deepEqual(
+        after.map((r) => [r.mode, r.target]),
+        [
+          ['live', 'new.example:8443'],
+          ['test', 'hooks.example'],
+          ['test', 'first.example'],
+        ],
+      )
     })
   })
 }

@@ -28,7 +28,8 @@ export async function openRefund(
   request: Request,
 ): Promise<{
   row: RefundRow
-  transactionAmount: number
+  /** The refunded payment's amount; undefined for a replay of another payment's refund. */
+  transactionAmount: number | undefined
   /** Pending and succeeded refunds of the payment with this one; null for a replay. */
   committedMinor: number | null
   replayed: boolean
@@ -46,7 +47,12 @@ export async function openRefund(
       tx.uuid,
       request.idempotencyKey,
     )
-    if (earlier) return { row: earlier, transactionAmount: tx.amount, committedMinor: null, replayed: true }
+    if (earlier) {
+      // The earlier refund may be another payment's (a key used again after its record was purged): its own
+      // payment's amount is read with the view.
+      const amount = earlier.transaction_uuid === tx.uuid ? tx.amount : undefined
+      return { row: earlier, transactionAmount: amount, committedMinor: null, replayed: true }
+    }
     if (tx.status !== 'paid' && tx.status !== 'partially_refunded') {
       throw new AppError(
         'invalid_state',
@@ -106,8 +112,8 @@ export async function createRefund(
     return { refund: await refundView(deps, earlier), replayed: true }
   }
   const { row, transactionAmount, replayed } = opened
-  // A replay's amounts are read now (the earlier refund may be another payment's); a new one's were read with it.
-  if (replayed || opened.committedMinor === null)
+  // A replay's amounts are read now; a new refund's were read with it, under its payment's lock.
+  if (opened.committedMinor === null || transactionAmount === undefined)
     return { refund: await refundView(deps, row, transactionAmount), replayed }
   const pending = refundFields(row, {
     transactionAmountMinor: transactionAmount,

@@ -54,7 +54,7 @@ export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
  * payment's other refunds cannot change meanwhile), with what its payment's refunds sum to: pending and
  * succeeded (`committed`), and succeeded.
  */
-export async function lockRefund(db: Executor, uuid: string) {
+export async function lockRefund(db: Executor, uuid: string, transactionUuid: string) {
   const row = await db
     .selectFrom('refunds as r')
     .selectAll('r')
@@ -63,6 +63,8 @@ export async function lockRefund(db: Executor, uuid: string) {
       sumOf(eb, ['succeeded']).as('succeeded_minor'),
     ])
     .where('r.uuid', '=', uuid)
+    // Only with the payment whose lock the caller holds.
+    .where('r.transaction_uuid', '=', transactionUuid)
     .forUpdate('r')
     .executeTakeFirst()
   if (!row) return undefined
@@ -83,7 +85,7 @@ const sumOf = (
 
 /**
  * A payment's refunds together with the one made with `key` (which may belong to another payment, should a
- * key be used again after its record was purged): one query where two were, as the payment's lock is taken.
+ * key be used again after its record was purged): one query where two were, under the payment's lock.
  */
 export async function refundsOfOrByKey(db: Executor, scope: Scope, transactionUuid: string, key: string) {
   const rows = await db

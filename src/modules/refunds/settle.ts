@@ -38,7 +38,7 @@ export async function settleRefund(
   return deps.db.transaction().execute(async (trx) => {
     // A refund's payment never changes: the caller's row names the payment to lock first.
     const tx = await transactions.lock(trx, refund.transaction_uuid)
-    const locked = await repo.lockRefund(trx, refund.uuid)
+    const locked = await repo.lockRefund(trx, refund.uuid, tx.uuid)
     if (!locked) throw notFound('refund')
     const { row, committedMinor, succeededMinor } = locked
     if (row.status !== 'pending') return { row, committedMinor }

@@ -163,7 +163,7 @@ export const insertEventForConfigured = (
           eb.selectFrom(['event', 'config']).select([
             ...deliveryValues(delivery),
             sql<string>`config.url`.as('url'),
-            // A configuration written before its host was kept beside it: its URL groups its deliveries.
+            // Every configured URL has its host (migration 0013); should one not, its URL groups its deliveries.
             sql<string>`coalesce(config.target, config.url)`.as('target'),
           ]),
         )
