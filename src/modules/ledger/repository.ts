@@ -10,78 +10,103 @@ import { type Cursor, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { AccountKind, Mode } from '../../db/types.ts'
 
-/** A journal entry with its lines, as `postEntry` writes it. */
+/** A journal entry with its lines, as `postEntries` writes it. */
 export interface EntryToPost {
   uuid: string
-  merchantUuid: string
-  mode: Mode
   kind: JournalEntryKind
   referenceType: JournalReferenceType
   referenceUuid: string
-  currency: string
-  at: Date
   /** What each account's balance moves by (one per account). */
   moves: { kind: AccountKind; amount: number }[]
   /** The lines in the order they are written (each line's account must have a move). */
   lines: { uuid: string; kind: AccountKind; amount: number }[]
 }
 
+/** Where the entries go: one merchant's accounts in one mode and currency, at one time. */
+export interface EntriesTarget {
+  merchantUuid: string
+  mode: Mode
+  currency: string
+  at: Date
+}
+
 /**
- * One journal entry in one statement: the entry is inserted unless one exists for the same cause (reference and
- * kind); when it is, all of the merchant's accounts in the currency are locked in kind order, the balances move
- * and the lines are written. The accounts must exist (`ensureAccounts`). Answers the entry's uuid (null: posted
- * before; then nothing was locked or moved) and each moved account's new balance.
+ * Journal entries of one merchant, mode and currency (each of its own kind) in one statement: each entry is
+ * inserted unless one exists for the same cause (reference and kind); when any is, all of the merchant's
+ * accounts in the currency are locked in kind order, the balances move by the inserted entries' moves and
+ * their lines are written. The accounts must exist (`ensureAccounts`). Answers the uuid of each entry inserted,
+ * by kind (an entry posted before is absent: nothing of it moved), and each moved account's new balance.
  *
  * One statement, because the accounts stay locked until the commit and every payment and refund of the
- * merchant waits on them: no round trip to the application happens while they are held but the commit's.
+ * merchant waits on them: no round trip to the application happens while they are held but the commit's (a
+ * payment received and settled at once is two entries of one statement).
  *
  * Row locks on every account, not one advisory lock on the set (which would write no WAL for the accounts a
  * posting does not move): during a rolling upgrade the running versions lock these rows in kind order, and a
- * posting that held only the rows it moved across two postings (a payment received, then settled) could
- * deadlock with them.
+ * posting that held only the rows it moved across two postings could deadlock with them.
  */
-export async function postEntry(
+export async function postEntries(
   db: Executor,
-  entry: EntryToPost,
-): Promise<{ entryUuid: string | null; balances: Map<AccountKind, number> }> {
-  const { merchantUuid, mode, currency, at } = entry
-  const moves = sql.join(entry.moves.map((m) => sql`(${m.kind}::text, ${m.amount}::bigint)`))
+  target: EntriesTarget,
+  entries: EntryToPost[],
+): Promise<{ posted: Map<JournalEntryKind, string>; balances: Map<AccountKind, number> }> {
+  const { merchantUuid, mode, currency, at } = target
+  if (new Set(entries.map((e) => e.kind)).size !== entries.length)
+    throw new Error('postEntries: one entry of each kind in a statement')
+  const values = sql.join(
+    entries.map(
+      (e) =>
+        sql`(${e.uuid}::uuid, ${merchantUuid}::uuid, ${mode}::text, ${e.kind}::text, ${e.referenceType}::text, ${e.referenceUuid}::uuid, ${at}::timestamptz)`,
+    ),
+  )
+  const moves = sql.join(
+    entries.flatMap((e) => e.moves.map((m) => sql`(${e.kind}::text, ${m.kind}::text, ${m.amount}::bigint)`)),
+  )
   const lines = sql.join(
-    entry.lines.map((l, n) => sql`(${l.uuid}::uuid, ${l.kind}::text, ${l.amount}::bigint, ${n}::int)`),
+    entries
+      .flatMap((e) => e.lines.map((l) => ({ entry: e.kind, ...l })))
+      .map(
+        (l, n) => sql`(${l.uuid}::uuid, ${l.entry}::text, ${l.kind}::text, ${l.amount}::bigint, ${n}::int)`,
+      ),
   )
   const result = await sql<{
-    entry_uuid: string | null
+    entries: { uuid: string; kind: JournalEntryKind }[] | null
     balances: { kind: AccountKind; balance: number }[] | null
   }>`
     WITH entry AS (
       INSERT INTO journal_entries (uuid, merchant_uuid, mode, kind, reference_type, reference_uuid, created_at)
-      VALUES (${entry.uuid}, ${merchantUuid}, ${mode}, ${entry.kind}, ${entry.referenceType}, ${entry.referenceUuid}, ${at})
+      VALUES ${values}
       ON CONFLICT (reference_type, reference_uuid, kind) DO NOTHING
-      RETURNING uuid
+      RETURNING uuid, kind
     ), locked AS (
       SELECT a.uuid, a.kind FROM ledger_accounts AS a
       WHERE a.merchant_uuid = ${merchantUuid} AND a.mode = ${mode} AND a.currency = ${currency}
         AND EXISTS (SELECT 1 FROM entry)
       ORDER BY a.kind
       FOR UPDATE
+    ), delta AS (
+      SELECT v.kind, sum(v.amount)::bigint AS amount
+      FROM (VALUES ${moves}) AS v(entry_kind, kind, amount) JOIN entry AS e ON e.kind = v.entry_kind
+      GROUP BY v.kind
     ), moved AS (
-      UPDATE ledger_accounts AS a SET balance = a.balance + v.amount, updated_at = ${at}
-      FROM locked AS l JOIN (VALUES ${moves}) AS v(kind, amount) ON v.kind = l.kind
+      UPDATE ledger_accounts AS a SET balance = a.balance + d.amount, updated_at = ${at}
+      FROM locked AS l JOIN delta AS d ON d.kind = l.kind
       WHERE a.uuid = l.uuid
       RETURNING a.uuid, a.kind, a.balance
     ), written AS (
       INSERT INTO journal_lines (uuid, entry_uuid, account_uuid, amount, merchant_uuid, mode, currency, account_kind, created_at)
       SELECT x.uuid, e.uuid, m.uuid, x.amount, ${merchantUuid}, ${mode}, ${currency}, x.kind, ${at}
-      FROM (VALUES ${lines}) AS x(uuid, kind, amount, n) JOIN moved AS m ON m.kind = x.kind CROSS JOIN entry AS e
+      FROM (VALUES ${lines}) AS x(uuid, entry_kind, kind, amount, n)
+        JOIN entry AS e ON e.kind = x.entry_kind JOIN moved AS m ON m.kind = x.kind
       ORDER BY x.n
     )
-    SELECT (SELECT uuid FROM entry) AS entry_uuid,
+    SELECT (SELECT json_agg(json_build_object('uuid', uuid, 'kind', kind)) FROM entry) AS entries,
       (SELECT json_agg(json_build_object('kind', kind, 'balance', balance)) FROM moved) AS balances`.execute(
     db,
   )
   const row = result.rows[0]
   return {
-    entryUuid: row?.entry_uuid ?? null,
+    posted: new Map((row?.entries ?? []).map((e) => [e.kind, e.uuid])),
     balances: new Map((row?.balances ?? []).map((b) => [b.kind, Number(b.balance)])),
   }
 }

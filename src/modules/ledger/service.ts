@@ -58,6 +58,8 @@ export function createLedgerService(deps: LedgerDeps) {
   const committed = committedAccounts()
   return {
     post: (trx: Executor, posting: Posting) => postJournalEntry(trx, posting, committed),
+    /** Entries of one merchant, mode and currency in one statement (see postJournalEntries). */
+    postTogether: (trx: Executor, postings: Posting[]) => postJournalEntries(trx, postings, committed),
     balances: (merchantUuid: string, mode: Mode) => merchantBalances(db, merchantUuid, mode),
     balancesView: (merchant: Merchant, mode: Mode) => balancesView(db, merchant, mode),
     listBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
@@ -91,9 +93,31 @@ export async function postJournalEntry(
   posting: Posting,
   committed?: CommittedAccounts,
 ): Promise<boolean> {
-  const sum = posting.lines.reduce((total, line) => total + line.amount, 0)
-  if (sum !== 0) throw new Error(`unbalanced journal entry ${posting.kind}: lines sum to ${sum}`)
-  const { merchantUuid, mode, currency, at } = posting
+  const [posted] = await postJournalEntries(trx, [posting], committed)
+  return posted === true
+}
+
+/**
+ * Posts entries of one merchant, mode and currency (each of its own kind) in one statement, each unless it
+ * was posted before for the same cause; returns whether each posted. Only a single posting may name accounts
+ * that must stay non-negative.
+ */
+export async function postJournalEntries(
+  trx: Executor,
+  postings: Posting[],
+  committed?: CommittedAccounts,
+): Promise<boolean[]> {
+  const [first] = postings
+  if (!first) return []
+  const { merchantUuid, mode, currency, at } = first
+  for (const posting of postings) {
+    const sum = posting.lines.reduce((total, line) => total + line.amount, 0)
+    if (sum !== 0) throw new Error(`unbalanced journal entry ${posting.kind}: lines sum to ${sum}`)
+    if (posting.merchantUuid !== merchantUuid || posting.mode !== mode || posting.currency !== currency)
+      throw new Error('entries posted together move one merchant, mode and currency')
+    if (postings.length > 1 && posting.mustStayNonNegative?.length)
+      throw new Error('a posting with accounts that must stay non-negative is posted alone')
+  }
   // The accounts first, outside the lock: made only when one is missing (the merchant's first posting in a
   // currency), all in kind order, before the posting locks them.
   const key = `${merchantUuid}|${mode}|${currency}`
@@ -116,37 +140,46 @@ export async function postJournalEntry(
   // Every posting locks all of the merchant's accounts in this currency, in one order, in its one statement;
   // a database transaction that posts several entries (or settles several merchants, in merchant order) cannot
   // deadlock.
-  const moves = new Map<AccountKind, number>()
-  for (const line of posting.lines) moves.set(line.account, (moves.get(line.account) ?? 0) + line.amount)
-  // The lines in account order, as every version wrote them (a movement's lines are listed in that order).
-  const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))
-  const { entryUuid, balances } = await repo.postEntry(trx, {
-    uuid: newId(),
-    merchantUuid,
-    mode,
-    kind: posting.kind,
-    referenceType: posting.reference.type,
-    referenceUuid: posting.reference.uuid,
-    currency,
-    at,
-    moves: [...moves].map(([kind, amount]) => ({ kind, amount })),
-    lines: ordered.map((line) => ({ uuid: newId(), kind: line.account, amount: line.amount })),
+  const entries = postings.map((posting) => {
+    const moves = new Map<AccountKind, number>()
+    for (const line of posting.lines) moves.set(line.account, (moves.get(line.account) ?? 0) + line.amount)
+    // The lines in account order, as every version wrote them (a movement's lines are listed in that order).
+    const ordered = [...posting.lines].sort((a, b) => a.account.localeCompare(b.account))
+    return {
+      posting,
+      moves,
+      entry: {
+        uuid: newId(),
+        kind: posting.kind,
+        referenceType: posting.reference.type,
+        referenceUuid: posting.reference.uuid,
+        moves: [...moves].map(([kind, amount]) => ({ kind, amount })),
+        lines: ordered.map((line) => ({ uuid: newId(), kind: line.account, amount: line.amount })),
+      },
+    }
   })
-  if (!entryUuid) return false
-  const unmoved = [...moves.keys()].filter((kind) => !balances.has(kind))
-  if (unmoved.length > 0)
-    throw new Error(`journal entry ${posting.kind}: no ${unmoved.join(', ')} account to post to`)
-  for (const kind of posting.mustStayNonNegative ?? []) {
-    const amount = moves.get(kind)
-    const balance = balances.get(kind)
-    if (amount === undefined || balance === undefined || balance >= 0) continue
-    throw new AppError('insufficient_balance', `The ${kind} balance does not cover this.`, {
-      [`${kind}_minor`]: balance - amount,
-      required_minor: -amount,
-      currency,
-    })
-  }
-  return true
+  const { posted, balances } = await repo.postEntries(
+    trx,
+    { merchantUuid, mode, currency, at },
+    entries.map((e) => e.entry),
+  )
+  return entries.map(({ posting, moves }) => {
+    if (!posted.has(posting.kind)) return false
+    const unmoved = [...moves.keys()].filter((kind) => !balances.has(kind))
+    if (unmoved.length > 0)
+      throw new Error(`journal entry ${posting.kind}: no ${unmoved.join(', ')} account to post to`)
+    for (const kind of posting.mustStayNonNegative ?? []) {
+      const amount = moves.get(kind)
+      const balance = balances.get(kind)
+      if (amount === undefined || balance === undefined || balance >= 0) continue
+      throw new AppError('insufficient_balance', `The ${kind} balance does not cover this.`, {
+        [`${kind}_minor`]: balance - amount,
+        required_minor: -amount,
+        currency,
+      })
+    }
+    return true
+  })
 }
 
 /** The merchant's balances per currency in one mode: available, pending, reserved and their total. */

@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
+import type { Posting } from '../ledger/service.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
 
@@ -11,38 +12,48 @@ const money = (row: TransactionRow) => ({
 })
 
 /** A paid transaction credits the merchant's pending balance by its settlement amount. */
+const paymentReceived = (row: TransactionRow, at: Date): Posting => ({
+  ...money(row),
+  kind: 'payment_received',
+  lines: [
+    { account: 'provider_clearing', amount: -row.settlement_amount },
+    { account: 'pending', amount: row.settlement_amount },
+  ],
+  at,
+})
+
+/** At settle_available_at the amount moves from pending to available. */
+const paymentSettled = (row: TransactionRow, at: Date): Posting => ({
+  ...money(row),
+  kind: 'payment_settled',
+  lines: [
+    { account: 'pending', amount: -row.settlement_amount },
+    { account: 'available', amount: row.settlement_amount },
+  ],
+  at,
+})
+
 export const postPaymentReceived = (
   deps: Pick<TransactionDeps, 'ledger'>,
   trx: Executor,
   row: TransactionRow,
   at: Date,
-) =>
-  deps.ledger.post(trx, {
-    ...money(row),
-    kind: 'payment_received',
-    lines: [
-      { account: 'provider_clearing', amount: -row.settlement_amount },
-      { account: 'pending', amount: row.settlement_amount },
-    ],
-    at,
-  })
+) => deps.ledger.post(trx, paymentReceived(row, at))
 
-/** At settle_available_at the amount moves from pending to available. */
+/** A payment without a hold: received and settled at once, the two entries in one statement. */
+export const postPaymentReceivedAndSettled = (
+  deps: Pick<TransactionDeps, 'ledger'>,
+  trx: Executor,
+  row: TransactionRow,
+  at: Date,
+) => deps.ledger.postTogether(trx, [paymentReceived(row, at), paymentSettled(row, at)])
+
 export const postPaymentSettled = (
   deps: Pick<TransactionDeps, 'ledger'>,
   trx: Executor,
   row: TransactionRow,
   at: Date,
-) =>
-  deps.ledger.post(trx, {
-    ...money(row),
-    kind: 'payment_settled',
-    lines: [
-      { account: 'pending', amount: -row.settlement_amount },
-      { account: 'available', amount: row.settlement_amount },
-    ],
-    at,
-  })
+) => deps.ledger.post(trx, paymentSettled(row, at))
 
 /** Moves paid money whose hold has ended from pending to available; safe with several workers. */
 export async function settleDueTransactions(

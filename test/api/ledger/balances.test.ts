@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { newId } from '../../../src/lib/ids.ts'
+import type { Posting } from '../../../src/modules/ledger/service.ts'
 import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
 
 for (const backend of backends()) {
@@ -109,6 +111,76 @@ for (const backend of backends()) {
       await pay('test', {}, 'failed', m)
       await pay('test', {}, 'expired', m)
       assert.equal((await balances('test', m))[0]?.total, 0)
+    })
+
+    it('entries posted together: each once, and one posted before is left out while the other moves', async () => {
+      const merchant = await ctx.newMerchant('Posted together')
+      const at = new Date()
+      const entries = (reference: string, amount: number): Posting[] => [
+        {
+          merchantUuid: merchant.uuid,
+          mode: 'test',
+          kind: 'payment_received',
+          reference: { type: 'transaction', uuid: reference },
+          currency: 'USDT',
+          lines: [
+            { account: 'provider_clearing', amount: -amount },
+            { account: 'pending', amount },
+          ],
+          at,
+        },
+        {
+          merchantUuid: merchant.uuid,
+          mode: 'test',
+          kind: 'payment_settled',
+          reference: { type: 'transaction', uuid: reference },
+          currency: 'USDT',
+          lines: [
+            { account: 'pending', amount: -amount },
+            { account: 'available', amount },
+          ],
+          at,
+        },
+      ]
+      const together = (postings: Posting[]) =>
+        ctx.db.transaction().execute((trx) => ctx.services.ledger.postTogether(trx, postings))
+      const money = async () => {
+        const [usdt] = await ctx.services.ledger.balances(merchant.uuid, 'test')
+        return [usdt?.available, usdt?.pending]
+      }
+      const lines = (reference: string) =>
+        ctx.db
+          .selectFrom('journal_entries as e')
+          .innerJoin('journal_lines as l', 'l.entry_uuid', 'e.uuid')
+          .select(['e.kind', 'l.account_kind', 'l.amount'])
+          .where('e.reference_uuid', '=', reference)
+          .orderBy('l.uuid')
+          .execute()
+
+      const first = newId()
+      assert.deepEqual(await together(entries(first, 500)), [true, true])
+      assert.deepEqual(await money(), [500, 0])
+      assert.deepEqual(await together(entries(first, 500)), [false, false])
+      assert.deepEqual(await money(), [500, 0])
+      assert.deepEqual(
+        (await lines(first)).map((l) => [l.kind, l.account_kind, l.amount]),
+        [
+          ['payment_received', 'pending', 500],
+          ['payment_received', 'provider_clearing', -500],
+          ['payment_settled', 'available', 500],
+          ['payment_settled', 'pending', -500],
+        ],
+      )
+
+      // Received alone first (a payment with a hold), then both together: only the settlement moves.
+      const second = newId()
+      const [received, settled] = entries(second, 70)
+      await ctx.db.transaction().execute((trx) => ctx.services.ledger.post(trx, received as Posting))
+      assert.deepEqual(await money(), [500, 70])
+      assert.deepEqual(await together([received as Posting, settled as Posting]), [false, true])
+      assert.deepEqual(await money(), [570, 0])
+      assert.equal((await lines(second)).length, 4)
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
     it('every entry balances and every balance equals its journal (ledger verify)', async () => {
