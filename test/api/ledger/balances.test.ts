@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import type { AccountKind } from '../../../src/db/types.ts'
 import { newId } from '../../../src/lib/ids.ts'
 import type { Posting } from '../../../src/modules/ledger/service.ts'
 import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
@@ -116,31 +117,28 @@ for (const backend of backends()) {
     it('entries posted together: each once, and one posted before is left out while the other moves', async () => {
       const merchant = await ctx.newMerchant('Posted together')
       const at = new Date()
-      const entries = (reference: string, amount: number): Posting[] => [
-        {
-          merchantUuid: merchant.uuid,
-          mode: 'test',
-          kind: 'payment_received',
-          reference: { type: 'transaction', uuid: reference },
-          currency: 'USDT',
-          lines: [
-            { account: 'provider_clearing', amount: -amount },
-            { account: 'pending', amount },
-          ],
-          at,
-        },
-        {
-          merchantUuid: merchant.uuid,
-          mode: 'test',
-          kind: 'payment_settled',
-          reference: { type: 'transaction', uuid: reference },
-          currency: 'USDT',
-          lines: [
-            { account: 'pending', amount: -amount },
-            { account: 'available', amount },
-          ],
-          at,
-        },
+      const posting = (
+        kind: Posting['kind'],
+        reference: string,
+        from: AccountKind,
+        to: AccountKind,
+        amount: number,
+      ): Posting => ({
+        merchantUuid: merchant.uuid,
+        mode: 'test',
+        kind,
+        reference: { type: 'transaction', uuid: reference },
+        currency: 'USDT',
+        lines: [
+          { account: from, amount: -amount },
+          { account: to, amount },
+        ],
+        at,
+      })
+      // A payment received and settled, as a payment without a hold is.
+      const entries = (reference: string, amount: number) => [
+        posting('payment_received', reference, 'provider_clearing', 'pending', amount),
+        posting('payment_settled', reference, 'pending', 'available', amount),
       ]
       const together = (postings: Posting[]) =>
         ctx.db.transaction().execute((trx) => ctx.services.ledger.postTogether(trx, postings))
