@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/index.ts'
-import type { TransactionRow } from '../../db/types.ts'
+import type { AccountKind, TransactionRow } from '../../db/types.ts'
 import type { Posting } from '../ledger/service.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -11,27 +11,30 @@ const money = (row: TransactionRow) => ({
   currency: row.settlement_currency,
 })
 
-/** A paid transaction credits the merchant's pending balance by its settlement amount. */
-const paymentReceived = (row: TransactionRow, at: Date): Posting => ({
+/** The settlement amount moving from one of the merchant's accounts to another. */
+const move = (
+  row: TransactionRow,
+  at: Date,
+  kind: Posting['kind'],
+  from: AccountKind,
+  to: AccountKind,
+): Posting => ({
   ...money(row),
-  kind: 'payment_received',
+  kind,
   lines: [
-    { account: 'provider_clearing', amount: -row.settlement_amount },
-    { account: 'pending', amount: row.settlement_amount },
+    { account: from, amount: -row.settlement_amount },
+    { account: to, amount: row.settlement_amount },
   ],
   at,
 })
 
+/** A paid transaction credits the merchant's pending balance by its settlement amount. */
+const paymentReceived = (row: TransactionRow, at: Date) =>
+  move(row, at, 'payment_received', 'provider_clearing', 'pending')
+
 /** At settle_available_at the amount moves from pending to available. */
-const paymentSettled = (row: TransactionRow, at: Date): Posting => ({
-  ...money(row),
-  kind: 'payment_settled',
-  lines: [
-    { account: 'pending', amount: -row.settlement_amount },
-    { account: 'available', amount: row.settlement_amount },
-  ],
-  at,
-})
+const paymentSettled = (row: TransactionRow, at: Date) =>
+  move(row, at, 'payment_settled', 'pending', 'available')
 
 export const postPaymentReceived = (
   deps: Pick<TransactionDeps, 'ledger'>,

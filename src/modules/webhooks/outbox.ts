@@ -56,12 +56,7 @@ export async function recordEvent(trx: Executor, input: RecordEventInput): Promi
     at: input.occurredAt,
   }
   // The event, its delivery (if it has a target) and the dispatchers' wake-up together.
-  if (input.callbackUrl)
-    await repo.insertEventWithDelivery(trx, event, {
-      ...delivery,
-      url: input.callbackUrl,
-      target: new URL(input.callbackUrl).host,
-    })
-  else await repo.insertEventForConfigured(trx, event, delivery)
+  const to = input.callbackUrl ? { url: input.callbackUrl, target: new URL(input.callbackUrl).host } : null
+  await repo.insertEventWithDelivery(trx, event, delivery, to)
   return eventId
 }

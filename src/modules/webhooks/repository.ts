@@ -104,55 +104,32 @@ export interface OutboxDelivery {
 }
 
 /**
- * An event and its delivery to `url` in one statement, with the NOTIFY that wakes the dispatchers on commit: one
- * round trip in the caller's transaction where three were.
+ * An event, and its delivery when it has a target, in one statement with the NOTIFY that wakes the dispatchers
+ * on commit (made only when a delivery was written): one round trip in the caller's transaction. The target is
+ * `to` (a resource's own callback_url and its host), else the merchant's configured URL when the configuration
+ * is enabled and subscribed to the event, which the statement reads itself.
  */
 export const insertEventWithDelivery = (
   trx: Executor,
   event: Insertable<EventsTable>,
-  delivery: OutboxDelivery & { url: string; target: string },
-) =>
-  trx
-    .with('event', (db) => db.insertInto('events').values(event).returning('body'))
-    .with('delivery', (db) =>
-      db
-        .insertInto('webhook_deliveries')
-        .columns([...DELIVERY_COLUMNS, 'url', 'target'])
-        .expression((eb) =>
-          eb
-            .selectFrom('event')
-            .select([
-              ...deliveryValues(delivery),
-              sql<string>`${delivery.url}::text`.as('url'),
-              sql<string>`${delivery.target}::text`.as('target'),
-            ]),
-        )
-        .returning('uuid'),
-    )
-    .selectFrom('delivery')
-    .select(wakeDispatchers().as('notified'))
-    .execute()
-
-/**
- * An event, and its delivery to the merchant's configured URL when the configuration is enabled and subscribed
- * to it, in one statement with the NOTIFY (made only when a delivery was written): the statement reads the
- * configuration itself, one round trip where two were.
- */
-export const insertEventForConfigured = (
-  trx: Executor,
-  event: Insertable<EventsTable>,
   delivery: OutboxDelivery,
+  to: { url: string; target: string } | null,
 ) =>
   trx
     .with('config', (db) =>
-      db
-        .selectFrom('webhook_configs')
-        .select(['url', 'target'])
-        .where('merchant_uuid', '=', delivery.merchantUuid)
-        .where('mode', '=', delivery.mode)
-        .where('enabled', '=', true)
-        .where('url', 'is not', null)
-        .where(sql<boolean>`events @> ${JSON.stringify([delivery.event])}::jsonb`),
+      to
+        ? db.selectNoFrom([
+            sql<string | null>`${to.url}::text`.as('url'),
+            sql<string | null>`${to.target}::text`.as('target'),
+          ])
+        : db
+            .selectFrom('webhook_configs')
+            .select(['url', 'target'])
+            .where('merchant_uuid', '=', delivery.merchantUuid)
+            .where('mode', '=', delivery.mode)
+            .where('enabled', '=', true)
+            .where('url', 'is not', null)
+            .where(sql<boolean>`events @> ${JSON.stringify([delivery.event])}::jsonb`),
     )
     .with('event', (db) => db.insertInto('events').values(event).returning('body'))
     .with('delivery', (db) =>
