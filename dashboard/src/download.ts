@@ -1,4 +1,4 @@
-import { ApiError, type ApiErrorBody, type Mode } from './api/client'
+import { apiErrorOf, type Mode, sessionHeaders } from './api/client'
 
 /**
  * A list as CSV, the API's own streamed export (`Accept: text/csv`, the list's filters, every matching row),
@@ -14,11 +14,10 @@ export async function downloadCsv(
     Object.entries(query).filter((e): e is [string, string] => Boolean(e[1])),
   )
   const response = await fetch(`${path}${params.size ? `?${params}` : ''}`, {
-    headers: { accept: 'text/csv', 'x-dashboard-mode': mode },
+    headers: { accept: 'text/csv', ...sessionHeaders('GET', mode) },
     credentials: 'same-origin',
   })
-  if (!response.ok)
-    throw new ApiError(response.status, (await response.json().catch(() => null)) as ApiErrorBody | null)
+  if (!response.ok) throw await apiErrorOf(response)
   const url = URL.createObjectURL(await response.blob())
   const link = document.createElement('a')
   link.href = url

@@ -42,9 +42,21 @@ let csrfToken = ''
 export const setCsrfToken = (token: string) => {
   csrfToken = token
 }
-export const getCsrfToken = () => csrfToken
 
 const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+/** A session call's own headers: the mode it is about (when it names one), and the CSRF token on a change. */
+export function sessionHeaders(method: string, mode?: Mode): Record<string, string> {
+  const headers: Record<string, string> = {}
+  if (mode) headers['x-dashboard-mode'] = mode
+  if (CHANGES.has(method)) headers['x-csrf-token'] = csrfToken
+  return headers
+}
+
+/** The ApiError of an answer that is not ok, with its envelope when the body is JSON. */
+export async function apiErrorOf(response: Response): Promise<ApiError> {
+  return new ApiError(response.status, (await response.json().catch(() => null)) as ApiErrorBody | null)
+}
 
 /**
  * The merchant API, typed from its own OpenAPI document (schema.d.ts is generated from it), called with the
@@ -55,8 +67,8 @@ function apiFor(mode: Mode) {
   const client = createClient<paths>({ baseUrl: window.location.origin, credentials: 'same-origin' })
   const session: Middleware = {
     onRequest({ request }) {
-      request.headers.set('x-dashboard-mode', mode)
-      if (CHANGES.has(request.method)) request.headers.set('x-csrf-token', csrfToken)
+      for (const [name, value] of Object.entries(sessionHeaders(request.method, mode)))
+        request.headers.set(name, value)
       return request
     },
   }

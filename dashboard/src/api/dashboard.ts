@@ -1,4 +1,4 @@
-import { ApiError, type ApiErrorBody, getCsrfToken, type Mode } from './client'
+import { apiErrorOf, type Mode, sessionHeaders } from './client'
 
 /*
  * The dashboard's own endpoints (/dashboard/api/…): sessions, people, the audit log and the home page's figures.
@@ -72,10 +72,8 @@ export async function dashboardApi<T>(
   body?: unknown,
   mode?: Mode,
 ): Promise<T> {
-  const headers: Record<string, string> = {}
+  const headers = sessionHeaders(method, mode)
   if (body !== undefined) headers['content-type'] = 'application/json'
-  if (method !== 'GET') headers['x-csrf-token'] = getCsrfToken()
-  if (mode) headers['x-dashboard-mode'] = mode
   const response = await fetch(`/dashboard/api${path}`, {
     method,
     headers,
@@ -83,9 +81,8 @@ export async function dashboardApi<T>(
     body: body === undefined ? undefined : JSON.stringify(body),
   })
   if (response.status === 204) return undefined as T
-  const json = await response.json().catch(() => null)
-  if (!response.ok) throw new ApiError(response.status, json as ApiErrorBody | null)
-  return json as T
+  if (!response.ok) throw await apiErrorOf(response)
+  return (await response.json().catch(() => null)) as T
 }
 
 export interface ApiKey {
