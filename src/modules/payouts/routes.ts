@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
-import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
+import { errorResponses } from '../../http/errors.ts'
+import { keptKeyCreate } from '../../http/kept-key.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import {
   CreatePayoutRequest,
@@ -16,11 +16,13 @@ import type { PayoutService } from './service.ts'
 import { PAYOUT_CSV_COLUMNS, PAYOUT_CSV_FIELDS } from './view.ts'
 
 const tags = ['Payouts']
-const locationOf = (uuid: string) => `/integration/payouts/${uuid}`
 const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = sharedSchemas(
   async (app, { payouts }) => {
+    const created = keptKeyCreate('payout', '/integration/payouts', (scope, key) =>
+      payouts.findByIdempotencyKey(scope, key),
+    )
     for (const schema of [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage])
       app.addSchema(schema)
     app.get(
@@ -47,14 +49,7 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
     app.post(
       '/integration/payouts',
       {
-        config: {
-          auth: 'signature',
-          idempotency: 'required',
-          committedAnswer: async (scope, key) => {
-            const payout = await payouts.findByIdempotencyKey(scope, key)
-            return payout && { status: 201, headers: { location: locationOf(payout.uuid) }, body: payout }
-          },
-        },
+        config: created.config,
         schema: {
           operationId: 'createPayout',
           summary: 'Pay out USDT to a wallet, or to a card',
@@ -62,43 +57,24 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
             'Moves money: X-Signature and Idempotency-Key are mandatory. The total (amount in USDT plus the fee) is reserved from the available USDT balance at once, then the payout is handed to the provider. Card numbers are Luhn-checked and kept only masked.',
           tags,
           security: [{ Signature: [] }],
-          // Declared optional so that a missing key gets its own 400 idempotency_key_required, not a 422.
-          headers: Type.Object({
-            'idempotency-key': Type.Optional(
-              Type.String({ description: 'Required: 1-255 printable ASCII characters.' }),
-            ),
-          }),
+          headers: created.headers,
           body: CreatePayoutRequest,
           response: {
-            201: Ref(PayoutResponse, {
-              description:
-                'The payout, as the provider left it (usually processing). `Location` names it. A retry of a key whose payout was made answers that payout as it stands, with `Idempotent-Replayed: true`.',
-              headers: {
-                location: { type: 'string', description: 'The payout: /integration/payouts/{uuid}.' },
-              },
-            }),
             ...errorResponses(400, 401, 409, 413, 415, 422, 503),
-            // The payout was made but its answer could not be stored (the database went away): Location names it.
-            503: errorResponse(503, {
-              location: {
-                type: 'string',
-                description:
-                  'When present, the payout was made: /integration/payouts/{uuid}. Retry with the same Idempotency-Key.',
-              },
-            }),
+            ...created.responses(
+              PayoutResponse,
+              'The payout, as the provider left it (usually processing). `Location` names it. A retry of a key whose payout was made answers that payout as it stands, with `Idempotent-Replayed: true`.',
+            ),
           },
         },
       },
       async (request, reply) => {
-        const claim = request.idempotency
-        if (!claim)
-          throw new AppError('idempotency_key_required', 'This operation needs an Idempotency-Key header.')
-        const { payout, replayed } = await payouts.create(authOf(request), request.body, {
-          idempotencyKey: claim.key,
-          actionRequestId: claim.owner,
-        })
-        if (replayed) reply.header('idempotent-replayed', 'true')
-        return reply.code(201).header('location', locationOf(payout.uuid)).send(payout)
+        const { payout, replayed } = await payouts.create(
+          authOf(request),
+          request.body,
+          created.claim(request),
+        )
+        return created.send(reply, payout, replayed)
       },
     )
 

@@ -1,30 +1,25 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
-import { AppError, errorResponse, errorResponses } from '../../http/errors.ts'
+import { errorResponses } from '../../http/errors.ts'
+import { keptKeyCreate } from '../../http/kept-key.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import { CreateRefundRequest, ListRefundsQuery, RefundCursorPage, RefundResponse } from './schemas.ts'
 import type { RefundService } from './service.ts'
 import { REFUND_CSV_COLUMNS, REFUND_CSV_FIELDS } from './view.ts'
 
 const tags = ['Refunds']
-const locationOf = (uuid: string) => `/integration/refunds/${uuid}`
 
 export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }> = sharedSchemas(
   async (app, { refunds }) => {
+    const created = keptKeyCreate('refund', '/integration/refunds', (scope, key) =>
+      refunds.findByIdempotencyKey(scope, key),
+    )
     for (const schema of [CreateRefundRequest, RefundResponse, RefundCursorPage]) app.addSchema(schema)
     app.post(
       '/integration/refunds',
       {
-        config: {
-          auth: 'signature',
-          idempotency: 'required',
-          committedAnswer: async (scope, key) => {
-            const refund = await refunds.findByIdempotencyKey(scope, key)
-            return refund && { status: 201, headers: { location: locationOf(refund.uuid) }, body: refund }
-          },
-        },
+        config: created.config,
         schema: {
           operationId: 'createRefund',
           summary: 'Refund a paid transaction',
@@ -32,43 +27,24 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
             'Moves money: X-Signature and Idempotency-Key are mandatory. The refund is debited from the available balance (ceil of the amount at the transaction rate); fees are not returned. The sum of pending and succeeded refunds never exceeds the amount.',
           tags,
           security: [{ Signature: [] }],
-          // Declared optional so that a missing key gets its own 400 idempotency_key_required, not a 422.
-          headers: Type.Object({
-            'idempotency-key': Type.Optional(
-              Type.String({ description: 'Required: 1-255 printable ASCII characters.' }),
-            ),
-          }),
+          headers: created.headers,
           body: CreateRefundRequest,
           response: {
-            201: Ref(RefundResponse, {
-              description:
-                'The refund (the sandbox provider answers at once). `Location` names it. A retry of a key whose refund was made answers that refund, with `Idempotent-Replayed: true`.',
-              headers: {
-                location: { type: 'string', description: 'The refund: /integration/refunds/{uuid}.' },
-              },
-            }),
             ...errorResponses(400, 401, 404, 409, 413, 415, 422),
-            // The refund was made but its answer could not be stored (the database went away): Location names it.
-            503: errorResponse(503, {
-              location: {
-                type: 'string',
-                description:
-                  'When present, the refund was made: /integration/refunds/{uuid}. Retry with the same Idempotency-Key.',
-              },
-            }),
+            ...created.responses(
+              RefundResponse,
+              'The refund (the sandbox provider answers at once). `Location` names it. A retry of a key whose refund was made answers that refund, with `Idempotent-Replayed: true`.',
+            ),
           },
         },
       },
       async (request, reply) => {
-        const claim = request.idempotency
-        if (!claim)
-          throw new AppError('idempotency_key_required', 'This operation needs an Idempotency-Key header.')
-        const { refund, replayed } = await refunds.create(authOf(request), request.body, {
-          idempotencyKey: claim.key,
-          actionRequestId: claim.owner,
-        })
-        if (replayed) reply.header('idempotent-replayed', 'true')
-        return reply.code(201).header('location', locationOf(refund.uuid)).send(refund)
+        const { refund, replayed } = await refunds.create(
+          authOf(request),
+          request.body,
+          created.claim(request),
+        )
+        return created.send(reply, refund, replayed)
       },
     )
 
