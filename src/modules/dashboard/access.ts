@@ -5,6 +5,7 @@ import { type AuthContext, DASHBOARD_MODE_HEADER, type SessionAccess } from '../
 import { AppError } from '../../http/errors.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import { type AuditEntry, recordAudit } from '../users/audit.ts'
+import { dashboardActor } from '../users/deps.ts'
 import type { Permission } from '../users/roles.ts'
 import { fromOf, requirePermission, selfOf, sessionGuards } from '../users/routes.ts'
 import type { UserService } from '../users/service.ts'
@@ -164,7 +165,7 @@ export function registerDashboardAnswers(app: FastifyInstance, db: Db): void {
     await recordAudit(db, {
       action: 'api_operation',
       merchantUuid: session.user.merchant_uuid,
-      actor: { via: 'dashboard', userUuid: session.user.uuid, ...fromOf(request) },
+      actor: dashboardActor(session.user.uuid, fromOf(request)),
       target: targetOf(payload),
       mode: request.auth?.mode ?? null,
       details: {

@@ -7,6 +7,7 @@ import { registerValidators } from '../../http/validation.ts'
 import { iso } from '../../lib/time.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import { recordAudit } from '../users/audit.ts'
+import { dashboardActor } from '../users/deps.ts'
 import { fromOf, requirePermission, sessionGuards } from '../users/routes.ts'
 import type { UserService } from '../users/service.ts'
 
@@ -81,7 +82,7 @@ export const dashboardKeyRoutes: FastifyPluginAsyncTypebox<DashboardKeyOptions> 
         recordAudit(trx, {
           action: 'api_key_created',
           merchantUuid: session.user.merchant_uuid,
-          actor: { via: 'dashboard', userUuid: session.user.uuid, ...fromOf(request) },
+          actor: dashboardActor(session.user.uuid, fromOf(request)),
           target: { type: 'api_key', id: made.key_id },
           mode: made.mode,
           at: made.created_at,
@@ -107,7 +108,7 @@ export const dashboardKeyRoutes: FastifyPluginAsyncTypebox<DashboardKeyOptions> 
         recordAudit(trx, {
           action: 'api_key_revoked',
           merchantUuid: session.user.merchant_uuid,
-          actor: { via: 'dashboard', userUuid: session.user.uuid, ...fromOf(request) },
+          actor: dashboardActor(session.user.uuid, fromOf(request)),
           target: { type: 'api_key', id: key.key_id },
           mode: key.mode,
           at: key.revoked_at,

@@ -23,3 +23,10 @@ export type Actor =
   | { via: 'cli'; userUuid?: undefined; ip?: undefined; userAgent?: undefined }
 
 export const CLI: Actor = { via: 'cli' }
+
+/** A dashboard user as the actor of what they do, from where they are. */
+export const dashboardActor = (userUuid: string, from: From): Actor => ({
+  via: 'dashboard',
+  userUuid,
+  ...from,
+})

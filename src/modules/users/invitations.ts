@@ -5,7 +5,7 @@ import { sha256Hex } from '../../lib/crypto.ts'
 import { isUuid, newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
 import { hashPassword } from '../../lib/passwords.ts'
 import { recordAudit } from './audit.ts'
-import type { Actor, From, UserDeps } from './deps.ts'
+import { type Actor, dashboardActor, type From, type UserDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import { mayManageRole } from './roles.ts'
 
@@ -136,7 +136,7 @@ export async function acceptInvitation(
     await recordAudit(trx, {
       action: 'invitation_accepted',
       merchantUuid: invitation.merchant_uuid,
-      actor: { via: 'dashboard', userUuid: invitation.user_uuid, ...from },
+      actor: dashboardActor(invitation.user_uuid, from),
       target: { type: 'user', id: invitation.user_uuid },
       at: now,
     })

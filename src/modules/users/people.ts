@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { iso } from '../../lib/time.ts'
 import { recordAudit } from './audit.ts'
-import type { Actor, From, UserDeps } from './deps.ts'
+import { type Actor, dashboardActor, type From, type UserDeps } from './deps.ts'
 import { ownersOnly } from './invitations.ts'
 import * as repo from './repository.ts'
 import { mayManageRole } from './roles.ts'
@@ -60,12 +60,6 @@ export interface Manager {
   from: From
 }
 
-const actorOf = (manager: Manager): Actor => ({
-  via: 'dashboard',
-  userUuid: manager.userUuid,
-  ...manager.from,
-})
-
 /**
  * Locks what a change to a person needs, owners first (always in one order, repository.lockSignInOwners), then
  * the person; refuses what nobody may do to themselves, and what only an owner may do.
@@ -97,7 +91,12 @@ export async function disableMember(deps: UserDeps, manager: Manager, userUuid: 
     if (target.status === 'disabled')
       throw new AppError('invalid_state', `${target.email} is already disabled.`)
     if (lastOwner) throw new AppError('invalid_state', `${target.email} ${LAST_OWNER}`)
-    const { user, sessionsRevoked } = await disableLocked(trx, target, actorOf(manager), now)
+    const { user, sessionsRevoked } = await disableLocked(
+      trx,
+      target,
+      dashboardActor(manager.userUuid, manager.from),
+      now,
+    )
     return { user: { ...user, password_set: target.password_set }, sessionsRevoked }
   })
 }
@@ -124,7 +123,7 @@ export async function changeRole(deps: UserDeps, manager: Manager, userUuid: str
     await recordAudit(trx, {
       action: 'user_role_changed',
       merchantUuid: manager.merchantUuid,
-      actor: actorOf(manager),
+      actor: dashboardActor(manager.userUuid, manager.from),
       target: { type: 'user', id: target.uuid },
       details: { email: target.email, from: target.role, to: role },
       at: now,

@@ -4,7 +4,7 @@ import { AppError } from '../../http/errors.ts'
 import { registerValidators } from '../../http/validation.ts'
 import { constantTimeEqual } from '../../lib/crypto.ts'
 import { iso } from '../../lib/time.ts'
-import type { From } from './deps.ts'
+import { dashboardActor, type From } from './deps.ts'
 import type { Manager } from './people.ts'
 import { can, type Permission } from './roles.ts'
 import {
@@ -258,7 +258,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
       requirePermission(session, 'manage_users')
       const invitation = await users.invite(
         { merchantUuid: session.user.merchant_uuid, email: request.body.email, role: request.body.role },
-        { via: 'dashboard', userUuid: session.user.uuid, ...fromOf(request) },
+        dashboardActor(session.user.uuid, fromOf(request)),
         session.user.role,
       )
       return reply.code(201).send({

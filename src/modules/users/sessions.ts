@@ -4,7 +4,7 @@ import { hmacSha256Hex, sha256Hex } from '../../lib/crypto.ts'
 import { newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
 import { verifyPassword } from '../../lib/passwords.ts'
 import { recordAudit } from './audit.ts'
-import type { From, UserDeps } from './deps.ts'
+import { dashboardActor, type From, type UserDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import { type Permission, ROLE_PERMISSIONS } from './roles.ts'
 import { acceptTotpCode } from './totp.ts'
@@ -117,7 +117,7 @@ export async function login(
       await recordAudit(deps.db, {
         action: 'login_failed',
         merchantUuid: user.merchant_uuid,
-        actor: { via: 'dashboard', userUuid: user.uuid, ...from },
+        actor: dashboardActor(user.uuid, from),
         target: { type: 'email', id: email },
         details: { reason: 'totp_code' },
         at: now,
@@ -153,7 +153,7 @@ export async function login(
     await recordAudit(trx, {
       action: 'login_succeeded',
       merchantUuid: user.merchant_uuid,
-      actor: { via: 'dashboard', userUuid: user.uuid, ...from },
+      actor: dashboardActor(user.uuid, from),
       target: { type: 'session', id: uuid },
       at: now,
     })
@@ -221,7 +221,7 @@ export async function logout(deps: UserDeps, session: DashboardSession, from: Fr
     await recordAudit(trx, {
       action: 'logout',
       merchantUuid: session.user.merchant_uuid,
-      actor: { via: 'dashboard', userUuid: session.user.uuid, ...from },
+      actor: dashboardActor(session.user.uuid, from),
       target: { type: 'session', id: session.uuid },
       at: now,
     })
@@ -240,7 +240,7 @@ export async function logoutEverywhere(
     await recordAudit(trx, {
       action: 'logout_everywhere',
       merchantUuid: session.user.merchant_uuid,
-      actor: { via: 'dashboard', userUuid: session.user.uuid, ...from },
+      actor: dashboardActor(session.user.uuid, from),
       target: { type: 'user', id: session.user.uuid },
       details: { sessions_revoked: ended },
       at: now,

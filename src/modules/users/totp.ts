@@ -3,7 +3,7 @@ import { AppError, validationError } from '../../http/errors.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
 import { newTotpSecret, totpCodeStep, totpUri } from '../../lib/totp.ts'
 import { recordAudit } from './audit.ts'
-import type { From, UserDeps } from './deps.ts'
+import { dashboardActor, type From, type UserDeps } from './deps.ts'
 import * as repo from './repository.ts'
 
 /** What the authenticator app shows as the account's issuer. */
@@ -19,8 +19,6 @@ export interface Self {
   email: string
   from: From
 }
-
-const actorOf = (self: Self) => ({ via: 'dashboard' as const, userUuid: self.userUuid, ...self.from })
 
 /**
  * Whether `code` is a current code of the user's secret not used before; if so its step becomes the last used,
@@ -62,7 +60,7 @@ async function rejectCode(deps: UserDeps, self: Self, now: Date, doing: string):
   await recordAudit(deps.db, {
     action: 'totp_code_rejected',
     merchantUuid: self.merchantUuid,
-    actor: actorOf(self),
+    actor: dashboardActor(self.userUuid, self.from),
     target: { type: 'user', id: self.userUuid },
     details: { while: doing },
     at: now,
@@ -87,7 +85,7 @@ export async function startTotpEnrolment(deps: UserDeps, self: Self) {
     await recordAudit(trx, {
       action: 'totp_enrolment_started',
       merchantUuid: self.merchantUuid,
-      actor: actorOf(self),
+      actor: dashboardActor(self.userUuid, self.from),
       target: { type: 'user', id: self.userUuid },
       at: now,
     })
@@ -112,7 +110,7 @@ export async function confirmTotp(deps: UserDeps, self: Self, code: string) {
     await recordAudit(trx, {
       action: 'totp_enabled',
       merchantUuid: self.merchantUuid,
-      actor: actorOf(self),
+      actor: dashboardActor(self.userUuid, self.from),
       target: { type: 'user', id: self.userUuid },
       at: now,
     })
@@ -138,7 +136,7 @@ export async function removeTotp(deps: UserDeps, self: Self, code: string) {
     await recordAudit(trx, {
       action: 'totp_disabled',
       merchantUuid: self.merchantUuid,
-      actor: actorOf(self),
+      actor: dashboardActor(self.userUuid, self.from),
       target: { type: 'user', id: self.userUuid },
       at: now,
     })
@@ -173,7 +171,7 @@ export async function verifyStepUp(deps: UserDeps, self: Self, code: string | un
   await recordAudit(deps.db, {
     action: 'totp_code_rejected',
     merchantUuid: self.merchantUuid,
-    actor: actorOf(self),
+    actor: dashboardActor(self.userUuid, self.from),
     target: { type: 'user', id: self.userUuid },
     details: { while: 'step_up', operation },
     at: now,
@@ -210,7 +208,7 @@ export async function setRequireTotp(deps: UserDeps, self: Self, requireTotp: bo
       await recordAudit(trx, {
         action: 'merchant_security_changed',
         merchantUuid: self.merchantUuid,
-        actor: actorOf(self),
+        actor: dashboardActor(self.userUuid, self.from),
         target: { type: 'merchant', id: self.merchantUuid },
         details: { require_totp: requireTotp },
         at: now,
