@@ -12,23 +12,16 @@ export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
 export const updateRefund = (db: Executor, uuid: string, changes: Partial<Insertable<RefundsTable>>) =>
   db.updateTable('refunds').set(changes).where('uuid', '=', uuid).returningAll().executeTakeFirstOrThrow()
 
-async function sumMinor(
-  db: Executor,
-  transactionUuid: string,
-  statuses: RefundsTable['status'][],
-): Promise<number> {
+/** Pending and succeeded refunds of a transaction: what is already spoken for. */
+export async function committedMinor(db: Executor, transactionUuid: string): Promise<number> {
   const row = await db
     .selectFrom('refunds')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('amount_minor'), eb.lit(0)).as('total'))
     .where('transaction_uuid', '=', transactionUuid)
-    .where('status', 'in', statuses)
+    .where('status', 'in', ['pending', 'succeeded'])
     .executeTakeFirstOrThrow()
   return Number(row.total)
 }
-
-/** Pending and succeeded refunds of a transaction: what is already spoken for. */
-export const committedMinor = (db: Executor, transactionUuid: string) =>
-  sumMinor(db, transactionUuid, ['pending', 'succeeded'])
 
 export const findRefund = (db: Executor, scope: Scope, uuid: string) =>
   db
