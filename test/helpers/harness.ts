@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -94,6 +94,24 @@ export async function migratedDatabase(
 }
 
 let template: Promise<Blob> | null = null
+const TEMPLATE_PREFIX = 'mg-pglite-template-'
+
+/**
+ * Templates of other versions left in the temporary directory, made over an hour ago: each is a whole migrated
+ * database, and a suite of another checkout that still uses one finds it gone and makes it again.
+ */
+function removeStaleTemplates(current: string) {
+  const hourAgo = Date.now() - 3_600_000
+  for (const name of readdirSync(tmpdir())) {
+    const path = join(tmpdir(), name)
+    if (!name.startsWith(TEMPLATE_PREFIX) || path === current) continue
+    try {
+      if (statSync(path).mtimeMs < hourAgo) rmSync(path, { force: true })
+    } catch {
+      // Removed by another suite meanwhile.
+    }
+  }
+}
 
 /**
  * A migrated embedded database's files: made once and kept in the temporary directory, where every suite's
@@ -108,8 +126,9 @@ function pgliteTemplate(remake = false): Promise<Blob> {
     for (const name of readdirSync(migrations).sort())
       hash.update(name).update(readFileSync(new URL(name, migrations)))
     hash.update(readFileSync(new URL('src/db/index.ts', root)))
-    hash.update(readFileSync(new URL('node_modules/@electric-sql/pglite/package.json', root)))
-    const file = join(tmpdir(), `mg-pglite-template-${hash.digest('hex').slice(0, 16)}.tar`)
+    for (const pkg of ['@electric-sql/pglite', 'kysely'])
+      hash.update(readFileSync(new URL(`node_modules/${pkg}/package.json`, root)))
+    const file = join(tmpdir(), `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 16)}.tar`)
     try {
       if (remake) throw new Error('made again')
       return new Blob([readFileSync(file)])
@@ -122,6 +141,7 @@ function pgliteTemplate(remake = false): Promise<Blob> {
       const partial = `${file}.${process.pid}`
       writeFileSync(partial, Buffer.from(await dump.arrayBuffer()))
       renameSync(partial, file)
+      removeStaleTemplates(file)
       return dump
     }
   })()
