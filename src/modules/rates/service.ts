@@ -124,15 +124,17 @@ export async function merchantRate(
   }
 }
 
-/** Every currency with a usable rate against `settlement`, the merchant's markup applied; stale ones left out. */
+/**
+ * Every currency with a usable rate against `settlement`, the merchant's markup applied; stale ones left out.
+ * The currencies come from the same snapshot as their rates (a currency listed fresh but priced from an older
+ * snapshot would drop out of the view).
+ */
 export async function merchantRates(
   deps: RateDeps,
   settlement: string,
   markupBps: number,
 ): Promise<MerchantRate[]> {
-  const currencies = [
-    ...new Set([...(await repo.listMarketRates(deps.db)).map((r) => r.currency), QUOTE_CURRENCY]),
-  ]
+  const currencies = [...new Set([...(await marketRates(deps)).map((r) => r.currency), QUOTE_CURRENCY])]
   const out: MerchantRate[] = []
   for (const currency of currencies.filter((c) => c !== settlement).sort()) {
     try {
