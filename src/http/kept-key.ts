@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type TSchema, Type } from 'typebox'
-import type { Mode } from '../db/types.ts'
+import type { Scope } from '../db/scope.ts'
 import { AppError, errorResponse } from './errors.ts'
 import { Ref } from './schemas.ts'
 
@@ -12,14 +12,14 @@ import { Ref } from './schemas.ts'
 export function keptKeyCreate<O extends { uuid: string }>(
   noun: string,
   path: string,
-  find: (scope: { merchantUuid: string; mode: Mode }, key: string) => Promise<O | null>,
+  find: (scope: Scope, key: string) => Promise<O | null>,
 ) {
   const locationOf = (uuid: string) => `${path}/${uuid}`
   return {
     config: {
       auth: 'signature' as const,
       idempotency: 'required' as const,
-      committedAnswer: async (scope: { merchantUuid: string; mode: Mode }, key: string) => {
+      committedAnswer: async (scope: Scope, key: string) => {
         const made = await find(scope, key)
         return made && { status: 201, headers: { location: locationOf(made.uuid) }, body: made }
       },

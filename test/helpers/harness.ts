@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { createHash, randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -95,16 +95,19 @@ export async function migratedDatabase(
 
 let template: Promise<Blob> | null = null
 const TEMPLATE_PREFIX = 'mg-pglite-template-'
+/** A template's name, or that of one being written (`.<pid>` after it). */
+const TEMPLATE_FILE = /^mg-pglite-template-[0-9a-f]{16}\.tar(\.\d+)?$/
 
 /**
- * Templates of other versions left in the temporary directory, made over an hour ago: each is a whole migrated
- * database, and a suite of another checkout that still uses one finds it gone and makes it again.
+ * Templates of other versions (and files a writer left half-written) unused for an hour: each is a whole migrated
+ * database. A process touches the template it starts from, so one that another checkout's suite uses stays; one
+ * removed under a suite all the same is made again by it.
  */
 function removeStaleTemplates(current: string) {
   const hourAgo = Date.now() - 3_600_000
   for (const name of readdirSync(tmpdir())) {
     const path = join(tmpdir(), name)
-    if (!name.startsWith(TEMPLATE_PREFIX) || path === current) continue
+    if (!TEMPLATE_FILE.test(name) || path === current) continue
     try {
       if (statSync(path).mtimeMs < hourAgo) rmSync(path, { force: true })
     } catch {
@@ -115,7 +118,7 @@ function removeStaleTemplates(current: string) {
 
 /**
  * A migrated embedded database's files: made once and kept in the temporary directory, where every suite's
- * process finds it, under a name that changes with the migrations' sources and PGlite's version.
+ * process finds it, under a name that changes with the migrations' sources and PGlite's and Kysely's versions.
  */
 function pgliteTemplate(remake = false): Promise<Blob> {
   if (remake) template = null
@@ -131,7 +134,10 @@ function pgliteTemplate(remake = false): Promise<Blob> {
     const file = join(tmpdir(), `${TEMPLATE_PREFIX}${hash.digest('hex').slice(0, 16)}.tar`)
     try {
       if (remake) throw new Error('made again')
-      return new Blob([readFileSync(file)])
+      const kept = new Blob([readFileSync(file)])
+      // In use: another checkout's suite that makes its own template leaves this one alone (removeStaleTemplates).
+      utimesSync(file, new Date(), new Date())
+      return kept
     } catch {
       const handle = await connectPglite(null)
       await migrateToLatest(handle.db)

@@ -20,9 +20,7 @@ const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = sharedSchemas(
   async (app, { payouts }) => {
-    const created = keptKeyCreate('payout', '/integration/payouts', (scope, key) =>
-      payouts.findByIdempotencyKey(scope, key),
-    )
+    const created = keptKeyCreate('payout', '/integration/payouts', payouts.findByIdempotencyKey)
     for (const schema of [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage])
       app.addSchema(schema)
     app.get(
@@ -69,11 +67,8 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
         },
       },
       async (request, reply) => {
-        const { payout, replayed } = await payouts.create(
-          authOf(request),
-          request.body,
-          created.claim(request),
-        )
+        const claim = created.claim(request)
+        const { payout, replayed } = await payouts.create(authOf(request), request.body, claim)
         return created.send(reply, payout, replayed)
       },
     )

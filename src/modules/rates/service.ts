@@ -126,8 +126,8 @@ export async function merchantRate(
 
 /**
  * Every currency with a usable rate against `settlement`, the merchant's markup applied; stale ones left out.
- * The currencies come from the same snapshot as their rates (a currency listed fresh but priced from an older
- * snapshot would drop out of the view).
+ * The currencies come from the process's snapshot of market rates, as their rates do (the table is not read for
+ * the list on every call).
  */
 export async function merchantRates(
   deps: RateDeps,

@@ -12,9 +12,7 @@ const tags = ['Refunds']
 
 export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }> = sharedSchemas(
   async (app, { refunds }) => {
-    const created = keptKeyCreate('refund', '/integration/refunds', (scope, key) =>
-      refunds.findByIdempotencyKey(scope, key),
-    )
+    const created = keptKeyCreate('refund', '/integration/refunds', refunds.findByIdempotencyKey)
     for (const schema of [CreateRefundRequest, RefundResponse, RefundCursorPage]) app.addSchema(schema)
     app.post(
       '/integration/refunds',
@@ -39,11 +37,8 @@ export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }>
         },
       },
       async (request, reply) => {
-        const { refund, replayed } = await refunds.create(
-          authOf(request),
-          request.body,
-          created.claim(request),
-        )
+        const claim = created.claim(request)
+        const { refund, replayed } = await refunds.create(authOf(request), request.body, claim)
         return created.send(reply, refund, replayed)
       },
     )
