@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import type { Db } from '../../src/db/index.ts'
-import { insertReturning } from '../../src/db/insert.ts'
+import { insertReturning, selectOneBy } from '../../src/db/insert.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 // The helper is typed by the service's tables; this table stands in for one of them.
@@ -79,6 +79,24 @@ for (const backend of backends()) {
         n: number
       }>`SELECT count(*)::int AS n FROM insert_probe WHERE id = 30`.execute(db)
       assert.equal(rows[0]?.n, 0)
+    })
+
+    it('selectOneBy reads the row by a key column, as Kysely reads it, with the same statement each time', async () => {
+      const by = (column: string, value: string) =>
+        selectOneBy(db, TABLE, column as never, value) as Promise<Row | undefined>
+      for (const id of [1, 2, 3]) {
+        const kysely = await db
+          .selectFrom(TABLE)
+          .selectAll()
+          .where('id' as never, '=', String(id) as never)
+          .executeTakeFirst()
+        assert.deepEqual(await by('id', String(id)), kysely)
+        assert.equal((await by('id', String(id)))?.label, `row ${id}`)
+      }
+      // Another column is a statement of its own; a value that matches nothing is undefined.
+      assert.equal((await by('label', 'row 2'))?.id, 2)
+      assert.equal(await by('id', '999'), undefined)
+      assert.equal(await by('label', 'no such label'), undefined)
     })
   })
 }

@@ -1,7 +1,7 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { PaymentMethod, TransactionStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
-import { insertReturning } from '../../db/insert.ts'
+import { insertReturning, selectOneBy } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdate } from '../../db/types.ts'
@@ -45,7 +45,7 @@ const scoped = (db: Executor, scope: Scope) =>
  * and mode beside it, a planner with stale statistics was seen walking a merchant's whole index instead.
  */
 export async function findByUuid(db: Executor, scope: Scope, uuid: string) {
-  const row = await db.selectFrom('transactions').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+  const row = await selectOneBy(db, 'transactions', 'uuid', uuid)
   return row && row.merchant_uuid === scope.merchantUuid && row.mode === scope.mode ? row : undefined
 }
 
