@@ -2,8 +2,24 @@ import { CompiledQuery, type Insertable, type Selectable } from 'kysely'
 import type { Executor } from './index.ts'
 import type { Database } from './types.ts'
 
-/** Statement texts by table and columns; null where Kysely's statement did not take the values as given. */
+/**
+ * Statement texts by their shape (an insert's table, columns and returned columns; a select's table and column);
+ * null where Kysely's statement did not take the values as given.
+ */
 const texts = new Map<string, string | null>()
+
+/**
+ * Keeps the text of `compiled`, the first statement of shape `key` Kysely built, and returns it; or keeps and
+ * returns null if its parameters are not `values`, unchanged and in order, so that every statement of that
+ * shape goes through Kysely.
+ */
+const remember = (key: string, compiled: CompiledQuery, values: readonly unknown[]): string | null => {
+  const same =
+    compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i])
+  const text = same ? compiled.sql : null
+  texts.set(key, text)
+  return text
+}
 
 /** A value Kysely sends as a parameter as it is (an object may be an SQL expression, a function builds one). */
 const isPlainValue = (value: unknown): boolean =>
@@ -65,15 +81,9 @@ async function insertOne<T extends keyof Database & string>(
     plain &&= isPlainValue(value)
   }
   if (!plain) return viaKysely(db, table, row, returning)
-  const key = `${table}(${columns.join(',')}) ${returning === '*' ? '*' : returning.join(',')}`
+  const key = `insert ${table}(${columns.join(',')}) ${returning === '*' ? '*' : returning.join(',')}`
   let text = texts.get(key)
-  if (text === undefined) {
-    const compiled = compile(db, table, row, returning)
-    const same =
-      compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i])
-    text = same ? compiled.sql : null
-    texts.set(key, text)
-  }
+  if (text === undefined) text = remember(key, compile(db, table, row, returning), values)
   if (text === null) return viaKysely(db, table, row, returning)
   const { rows } = await db.executeQuery(CompiledQuery.raw(text, values))
   const inserted = rows[0]
@@ -96,8 +106,14 @@ export const insertReturning = async <
 ): Promise<Pick<Selectable<Database[T]>, C>> =>
   (await insertOne(db, table, row, returning)) as Pick<Selectable<Database[T]>, C>
 
-/** `SELECT * FROM <table> WHERE <column> = $1` texts by table and column; null where Kysely's took more. */
-const selectTexts = new Map<string, string | null>()
+const selectQuery = <T extends keyof Database & string>(
+  db: Executor,
+  table: T,
+  column: keyof Selectable<Database[T]> & string,
+  value: string,
+) =>
+  // biome-ignore lint/suspicious/noExplicitAny: the table and column are the caller's, checked by its signature
+  (db as any).selectFrom(table).selectAll().where(column, '=', value)
 
 /**
  * The row of `table` whose `column` is `value` (a key: at most one row), or undefined: the statement Kysely
@@ -111,16 +127,10 @@ export async function selectOneBy<T extends keyof Database & string>(
   column: keyof Selectable<Database[T]> & string,
   value: string,
 ): Promise<Selectable<Database[T]> | undefined> {
-  // biome-ignore lint/suspicious/noExplicitAny: the table and column are the caller's, checked by its signature
-  const query = () => (db as any).selectFrom(table).selectAll().where(column, '=', value)
-  const key = `${table}.${column}`
-  let text = selectTexts.get(key)
-  if (text === undefined) {
-    const compiled: CompiledQuery = query().compile()
-    text = compiled.parameters.length === 1 && compiled.parameters[0] === value ? compiled.sql : null
-    selectTexts.set(key, text)
-  }
-  if (text === null) return query().executeTakeFirst()
+  const key = `select ${table}.${column}`
+  let text = texts.get(key)
+  if (text === undefined) text = remember(key, selectQuery(db, table, column, value).compile(), [value])
+  if (text === null) return selectQuery(db, table, column, value).executeTakeFirst()
   const { rows } = await db.executeQuery<Selectable<Database[T]>>(CompiledQuery.raw(text, [value]))
   return rows[0]
 }
