@@ -5,6 +5,7 @@
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:api -- \
  *     [--duration 20] [--warmup 3] [--connections 50] [--list-connections 10] [--rows 1000000] \
  *     [--only create,get,list] [--max-load 1.5] [--load-wait 600] [--no-readme] [--profile] [--keep-database]
+ *     [--node-flags='--trace-gc ...'] (V8 flags for the API, after npm start's)
  *     [--source]
  *
  * 1. create: POST /integration/transactions (X-Api-Key, a unique external_id per request) vs the baseline's
@@ -58,6 +59,7 @@ const { values } = parseArgs({
     profile: { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
     source: { type: 'boolean', default: false },
+    'node-flags': { type: 'string', default: '' },
   },
 })
 const DURATION = Number(values.duration)
@@ -154,6 +156,8 @@ interface Measured {
   errors: number
   serverCpuMsPerRequest: number
   postgresCpuMsPerRequest: number
+  /** Checkpoints PostgreSQL began during the measured window. */
+  checkpoints: number
 }
 
 function fire(target: Target, seconds: number, onLatency?: (ms: number, status: number) => void) {
@@ -183,17 +187,38 @@ function fire(target: Target, seconds: number, onLatency?: (ms: number, status: 
 /** Monotonic microseconds, the clock V8's CPU profiles are stamped with. */
 const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
 
+/**
+ * The runner's own connection to the database. Each run starts right after a CHECKPOINT: the create runs
+ * write about 250 MB of WAL each, and a checkpoint PostgreSQL starts for WAL volume (every ~530 MB at the
+ * default max_wal_size) would otherwise fall into whichever server's window it happens to, with the full-page
+ * images after it; from a checkpoint of its own each run writes its own first-touch images and none falls
+ * within it.
+ */
+let control: pg.Client | undefined
+const checkpointsSoFar = async (): Promise<number> =>
+  control
+    ? Number(
+        (
+          await control.query<{ n: string }>(
+            'SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter',
+          )
+        ).rows[0]?.n ?? 0,
+      )
+    : 0
+
 async function measure(
   label: string,
   target: Target,
   hooks: { before?: () => Promise<void>; after?: () => Promise<void> } = {},
 ): Promise<Measured & { fromUs: number; toUs: number }> {
+  await control?.query('CHECKPOINT')
   const { load, settled } = await settledLoad(`${label} / ${target.server.name}`)
   const pid = target.server.child.pid as number
   await fire(target, WARMUP)
   const latencies: number[] = []
   let non2xx = 0
   await hooks.before?.()
+  const checkpointsBefore = await checkpointsSoFar()
   const serverCpu = cpuSeconds(pid)
   const pgCpu = postgresCpuSeconds()
   const fromUs = monotonicUs()
@@ -206,6 +231,7 @@ async function measure(
   const toUs = monotonicUs()
   const serverCpuUsed = cpuSeconds(pid) - serverCpu
   const pgCpuUsed = postgresCpuSince(pgCpu)
+  const checkpoints = (await checkpointsSoFar()) - checkpointsBefore
   await hooks.after?.()
   const requests = latencies.length
   const perRequest = (cpu: number) => round((cpu * 1000) / Math.max(1, requests), 3)
@@ -226,12 +252,13 @@ async function measure(
     errors: result.errors + result.timeouts,
     serverCpuMsPerRequest: perRequest(serverCpuUsed),
     postgresCpuMsPerRequest: perRequest(pgCpuUsed),
+    checkpoints,
     fromUs,
     toUs,
   }
   log(
     `${label} / ${target.server.name}: ${measured.rps} req/s, p50 ${measured.p50} ms, p99 ${measured.p99} ms, ` +
-      `non-2xx ${non2xx}, errors ${measured.errors}, load at start ${load}`,
+      `non-2xx ${non2xx}, errors ${measured.errors}, load at start ${load}, checkpoints in it ${checkpoints}`,
   )
   return measured
 }
@@ -349,18 +376,19 @@ function report(
     `Settings: ${DURATION} s measured after ${WARMUP} s of warm-up per run; ${CONNECTIONS} connections for create and get, ` +
       `${LIST_CONNECTIONS} for list; the API with \`LOG_LEVEL=warn\`, \`RATE_LIMIT_PER_SECOND=${RATE_LIMIT}\` and ` +
       `\`RATE_LIMIT_BURST=${RATE_LIMIT}\` (the limit raised out of the way), its default pool of 10 connections; ` +
-      'the baselines with a pool of 10 too. Load generator, servers and PostgreSQL share the machine.',
+      'the baselines with a pool of 10 too. Load generator, servers and PostgreSQL share the machine. Each run ' +
+      'starts right after a CHECKPOINT (the last column counts the checkpoints PostgreSQL began within its window).',
   )
   lines.push('')
   lines.push(
-    '| benchmark | server | conns | req/s | p50 ms | p90 ms | p99 ms | max ms | non-2xx | server CPU ms/req | PostgreSQL CPU ms/req | load at start |',
+    '| benchmark | server | conns | req/s | p50 ms | p90 ms | p99 ms | max ms | non-2xx | server CPU ms/req | PostgreSQL CPU ms/req | load at start | checkpoints in it |',
   )
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|')
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
   for (const r of runs) {
     lines.push(
       `| ${r.label} | ${r.server} | ${r.connections} | ${fmt(r.rps)} | ${fmt(r.p50, 2)} | ${fmt(r.p90, 2)} | ${fmt(r.p99, 2)} | ` +
         `${fmt(r.max, 1)} | ${r.non2xx + r.errors} | ${fmt(r.serverCpuMsPerRequest, 3)} | ${fmt(r.postgresCpuMsPerRequest, 3)} | ` +
-        `${r.load.toFixed(2)}${r.loadSettled ? '' : ' (did not settle)'} |`,
+        `${r.load.toFixed(2)}${r.loadSettled ? '' : ' (did not settle)'} | ${r.checkpoints} |`,
     )
   }
   lines.push('')
@@ -410,14 +438,16 @@ async function main() {
     const env = benchEnv(databaseUrl, masterKey)
     const { merchant, keys } = await benchMerchant(env, 'Bench')
     await client.connect()
+    control = client
     await client.query('CREATE TABLE baseline_transactions (LIKE transactions INCLUDING ALL)')
     const apiKey = { 'x-api-key': keys.test.secret }
 
     // The API as production runs it, compiled (`npm run build`), unless --source asks for tsx.
+    const nodeFlags = (values['node-flags'] ?? '').split(' ').filter(Boolean)
     const startApi = (nodeArgs: string[] = [], extraEnv: Record<string, string> = {}) =>
       startServer(
         'API',
-        serveArgs('api', { source: values.source, nodeArgs }),
+        serveArgs('api', { source: values.source, nodeArgs: [...nodeFlags, ...nodeArgs] }),
         { ...env, ...extraEnv },
         '/integration/health',
       )
