@@ -29,8 +29,28 @@ export interface RateDeps {
   db: Db
   config: Config
   now: () => Date
-  snapshot: { rows: Awaited<ReturnType<typeof repo.listMarketRates>>; at: number } | null
+  snapshot: Snapshot | null
 }
+
+interface Snapshot {
+  rows: Awaited<ReturnType<typeof repo.listMarketRates>>
+  at: number
+  /**
+   * Merchant rates derived from these rows, by currency, settlement currency and markup (null: no rate), so
+   * that a payment does not parse, divide and format the same decimals again; their age is still checked on
+   * every use.
+   */
+  derived: Map<string, Derived | null>
+}
+
+interface Derived {
+  rate: MerchantRate
+  /** The market rates it comes from, with when each was set (USDT, the quote currency, has none). */
+  sources: readonly (readonly [currency: string, updatedAt: Date])[]
+}
+
+/** Derived rates one snapshot keeps at most (currency pairs times the markups merchants have). */
+const MAX_DERIVED = 1_000
 
 export type RateService = ReturnType<typeof createRateService>
 
@@ -55,8 +75,8 @@ export function createRateService(input: { db: Db; config: Config; now?: () => D
 // elsewhere (the operator command, another process) within rateCacheMs.
 async function marketRates(deps: RateDeps) {
   if (!deps.snapshot || Date.now() - deps.snapshot.at >= deps.config.rateCacheMs)
-    deps.snapshot = { rows: await repo.listMarketRates(deps.db), at: Date.now() }
-  return deps.snapshot.rows
+    deps.snapshot = { rows: await repo.listMarketRates(deps.db), at: Date.now(), derived: new Map() }
+  return deps.snapshot
 }
 
 function assertFresh(deps: RateDeps, updatedAt: Date, currency: string): void {
@@ -69,29 +89,31 @@ function assertFresh(deps: RateDeps, updatedAt: Date, currency: string): void {
   }
 }
 
-/** Market rate of `currency` per 1 unit of `settlement`, with its age; null when either has no rate. */
-async function marketRate(
-  deps: RateDeps,
+/**
+ * Market rate of `currency` per 1 unit of `settlement` in the snapshot, with its age and the rates it comes
+ * from; null when either has no rate.
+ */
+function marketRate(
+  rows: Snapshot['rows'],
   currency: string,
   settlement: string,
-): Promise<{ rate: string; updated_at: Date } | null> {
-  const wanted = [currency, settlement].filter((c) => c !== QUOTE_CURRENCY)
-  const rows = wanted.length ? (await marketRates(deps)).filter((r) => wanted.includes(r.currency)) : []
+  now: () => Date,
+): { rate: string; updated_at: Date; sources: Derived['sources'] } | null {
   const of = (c: string) =>
     c === QUOTE_CURRENCY ? { market_rate: '1', updated_at: null } : rows.find((r) => r.currency === c)
   const a = of(currency)
   const b = of(settlement)
   if (!a || !b) return null
-  const dates = [a.updated_at, b.updated_at].filter((d): d is Date => d !== null)
+  const sources = (
+    [
+      [currency, a.updated_at],
+      [settlement, b.updated_at],
+    ] as const
+  ).filter((s): s is readonly [string, Date] => s[1] !== null)
   // The older of the two rates decides the age of the cross rate.
-  const updatedAt = dates.length ? new Date(Math.min(...dates.map((d) => d.getTime()))) : deps.now()
-  for (const [c, row] of [
-    [currency, a],
-    [settlement, b],
-  ] as const)
-    if (row.updated_at) assertFresh(deps, row.updated_at, c)
+  const updatedAt = sources.length ? new Date(Math.min(...sources.map(([, d]) => d.getTime()))) : now()
   const rate = settlement === QUOTE_CURRENCY ? a.market_rate : divideRates(a.market_rate, b.market_rate)
-  return { rate, updated_at: updatedAt }
+  return { rate, updated_at: updatedAt, sources }
 }
 
 /**
@@ -106,8 +128,8 @@ export async function merchantRate(
   markupBps: number,
 ): Promise<MerchantRate> {
   if (currency === settlement) return { currency, pay_in_rate: '1', payout_rate: '1', updated_at: deps.now() }
-  const market = isKnownCurrency(currency) ? await marketRate(deps, currency, settlement) : null
-  if (!market) {
+  const derived = isKnownCurrency(currency) ? await derivedRate(deps, currency, settlement, markupBps) : null
+  if (!derived) {
     throw new AppError(
       'unsupported_currency',
       `${currency} is not a supported currency: there is no rate for it.`,
@@ -116,12 +138,33 @@ export async function merchantRate(
       },
     )
   }
-  return {
-    currency,
-    pay_in_rate: applyMarkupUp(market.rate, markupBps),
-    payout_rate: applyMarkupDown(market.rate, markupBps),
-    updated_at: market.updated_at,
+  for (const [c, updatedAt] of derived.sources) assertFresh(deps, updatedAt, c)
+  return derived.rate
+}
+
+/** The merchant rate from this process's snapshot, derived once per snapshot (see Snapshot). */
+async function derivedRate(
+  deps: RateDeps,
+  currency: string,
+  settlement: string,
+  markupBps: number,
+): Promise<Derived | null> {
+  const snapshot = await marketRates(deps)
+  const key = `${currency}/${settlement}/${markupBps}`
+  const known = snapshot.derived.get(key)
+  if (known !== undefined) return known
+  const market = marketRate(snapshot.rows, currency, settlement, deps.now)
+  const derived: Derived | null = market && {
+    rate: Object.freeze({
+      currency,
+      pay_in_rate: applyMarkupUp(market.rate, markupBps),
+      payout_rate: applyMarkupDown(market.rate, markupBps),
+      updated_at: market.updated_at,
+    }),
+    sources: market.sources,
   }
+  if (snapshot.derived.size < MAX_DERIVED) snapshot.derived.set(key, derived)
+  return derived
 }
 
 /**
@@ -134,7 +177,7 @@ export async function merchantRates(
   settlement: string,
   markupBps: number,
 ): Promise<MerchantRate[]> {
-  const currencies = [...new Set([...(await marketRates(deps)).map((r) => r.currency), QUOTE_CURRENCY])]
+  const currencies = [...new Set([...(await marketRates(deps)).rows.map((r) => r.currency), QUOTE_CURRENCY])]
   const out: MerchantRate[] = []
   for (const currency of currencies.filter((c) => c !== settlement).sort()) {
     try {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { AppError } from '../../../src/http/errors.ts'
+import { createRateService } from '../../../src/modules/rates/service.ts'
 import {
   backends,
   call,
@@ -40,6 +42,41 @@ for (const backend of backends()) {
       await eventually(async () => (await eurRate(ctx)) === '0.5', 3000, 50)
       await ctx.services.rates.setMarketRate('EUR', '0.8')
       assert.equal(await eurRate(ctx), '0.8')
+    })
+  })
+
+  describe(`a merchant rate derived from a snapshot (${backend})`, () => {
+    let ctx: TestContext
+    before(async () => {
+      ctx = await createTestContext(backend)
+    })
+    after(() => ctx.close())
+
+    it('is derived per markup, and its age is checked on every use, not only when it is derived', async () => {
+      let clock = Date.now()
+      // One snapshot for the whole test: the rates are not read again, and what was derived is reused.
+      const rates = createRateService({
+        db: ctx.db,
+        config: { ...ctx.config, rateCacheMs: 3_600_000, fxMaxAgeSeconds: 600 },
+        now: () => new Date(clock),
+      })
+      await ctx.services.rates.setMarketRate('EUR', '0.92')
+      const plain = await rates.merchantRate('EUR', 'USDT', 0)
+      const marked = await rates.merchantRate('EUR', 'USDT', 100)
+      assert.equal(plain.pay_in_rate, '0.92')
+      assert.equal(marked.pay_in_rate, '0.9292')
+      assert.equal(marked.payout_rate, '0.9108')
+      assert.equal((await rates.merchantRate('EUR', 'USDT', 0)).pay_in_rate, '0.92')
+      assert.equal((await rates.merchantRate('USDT', 'EUR', 0)).pay_in_rate, '1.086956521739')
+
+      clock += 601_000
+      for (const bps of [0, 100])
+        await assert.rejects(
+          rates.merchantRate('EUR', 'USDT', bps),
+          (error: unknown) => error instanceof AppError && error.code === 'fx_rate_unavailable',
+        )
+      // Rates that need no EUR are still usable.
+      assert.equal((await rates.merchantRate('USDT', 'USDT', 0)).pay_in_rate, '1')
     })
   })
 }
