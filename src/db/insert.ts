@@ -3,23 +3,13 @@ import type { Executor } from './index.ts'
 import type { Database } from './types.ts'
 
 /**
- * Statement texts by their shape (an insert's table, columns and returned columns; a select's table and column);
- * null where Kysely's statement did not take the values as given.
+ * The text of `compiled`, the first statement of its shape Kysely built, if its parameters are `values`
+ * unchanged and in order; otherwise null, and every statement of that shape goes through Kysely.
  */
-const texts = new Map<string, string | null>()
-
-/**
- * Keeps the text of `compiled`, the first statement of shape `key` Kysely built, and returns it; or keeps and
- * returns null if its parameters are not `values`, unchanged and in order, so that every statement of that
- * shape goes through Kysely.
- */
-const remember = (key: string, compiled: CompiledQuery, values: readonly unknown[]): string | null => {
-  const same =
-    compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i])
-  const text = same ? compiled.sql : null
-  texts.set(key, text)
-  return text
-}
+const checkedText = (compiled: CompiledQuery, values: readonly unknown[]): string | null =>
+  compiled.parameters.length === values.length && compiled.parameters.every((p, i) => p === values[i])
+    ? compiled.sql
+    : null
 
 /** A value Kysely sends as a parameter as it is (an object may be an SQL expression, a function builds one). */
 const isPlainValue = (value: unknown): boolean =>
@@ -57,13 +47,40 @@ const compile = <T extends keyof Database & string>(
       query.returning(returning as any).compile()
 }
 
+/** An insert's shape: the columns given a value, in order, and the columns returned; with its text. */
+interface InsertShape {
+  columns: readonly string[]
+  returning: Returning
+  text: string | null
+}
+
+/** Insert shapes by table; a table has as many as the code has distinct inserts into it, and at most this. */
+const MAX_SHAPES_PER_TABLE = 64
+const insertShapes = new Map<string, InsertShape[]>()
+
+/** Whether `row` and `returning` have the shape: compared column by column, nothing built for it. */
+function fits(shape: InsertShape, row: Record<string, unknown>, returning: Returning): boolean {
+  if (shape.returning !== returning) {
+    if (shape.returning === '*' || returning === '*' || shape.returning.length !== returning.length)
+      return false
+    for (let i = 0; i < returning.length; i++) if (shape.returning[i] !== returning[i]) return false
+  }
+  let i = 0
+  for (const column in row) {
+    if (row[column] === undefined) continue
+    if (shape.columns[i++] !== column) return false
+  }
+  return i === shape.columns.length
+}
+
 /**
  * `INSERT INTO <table> (<columns>) VALUES (…) RETURNING <returning>` of one row: the statement Kysely builds,
  * built once per table, set of columns and returned columns, then reused with the row's values as its
- * parameters (a hot insert's text was a tenth of its CPU time, built anew every time). A column whose value is
- * undefined is left out, as Kysely leaves it out. The first build checks that Kysely passes the values through
- * unchanged and in column order, and a row with a value that is not a plain one (an SQL expression, say) goes
- * through Kysely.
+ * parameters (a hot insert's text was a tenth of its CPU time, built anew every time; the row's shape is then
+ * matched column by column, as building a key of its 36 column names was a tenth of what a create allocated).
+ * A column whose value is undefined is left out, as Kysely leaves it out. The first build checks that Kysely
+ * passes the values through unchanged and in column order, and a row with a value that is not a plain one (an
+ * SQL expression, say) goes through Kysely.
  */
 async function insertOne<T extends keyof Database & string>(
   db: Executor,
@@ -71,21 +88,32 @@ async function insertOne<T extends keyof Database & string>(
   row: Insertable<Database[T]>,
   returning: Returning,
 ): Promise<unknown> {
-  const columns: string[] = []
+  const fields = row as Record<string, unknown>
   const values: unknown[] = []
   let plain = true
-  for (const [column, value] of Object.entries(row)) {
+  for (const column in fields) {
+    const value = fields[column]
     if (value === undefined) continue
-    columns.push(column)
     values.push(value)
     plain &&= isPlainValue(value)
   }
   if (!plain) return viaKysely(db, table, row, returning)
-  const key = `insert ${table}(${columns.join(',')}) ${returning === '*' ? '*' : returning.join(',')}`
-  let text = texts.get(key)
-  if (text === undefined) text = remember(key, compile(db, table, row, returning), values)
-  if (text === null) return viaKysely(db, table, row, returning)
-  const { rows } = await db.executeQuery(CompiledQuery.raw(text, values))
+  let shapes = insertShapes.get(table)
+  if (!shapes) {
+    shapes = []
+    insertShapes.set(table, shapes)
+  }
+  let shape = shapes.find((known) => fits(known, fields, returning))
+  if (!shape) {
+    shape = {
+      columns: Object.keys(fields).filter((column) => fields[column] !== undefined),
+      returning: returning === '*' ? '*' : [...returning],
+      text: checkedText(compile(db, table, row, returning), values),
+    }
+    if (shapes.length < MAX_SHAPES_PER_TABLE) shapes.push(shape)
+  }
+  if (shape.text === null) return viaKysely(db, table, row, returning)
+  const { rows } = await db.executeQuery(CompiledQuery.raw(shape.text, values))
   const inserted = rows[0]
   if (!inserted) throw new Error(`INSERT INTO ${table} returned no row`)
   return inserted
@@ -105,6 +133,9 @@ export const insertReturning = async <
   returning: readonly C[],
 ): Promise<Pick<Selectable<Database[T]>, C>> =>
   (await insertOne(db, table, row, returning)) as Pick<Selectable<Database[T]>, C>
+
+/** `SELECT * FROM <table> WHERE <column> = $1` texts by table and column; null where Kysely's took more. */
+const selectTexts = new Map<string, string | null>()
 
 const selectQuery = <T extends keyof Database & string>(
   db: Executor,
@@ -127,9 +158,12 @@ export async function selectOneBy<T extends keyof Database & string>(
   column: keyof Selectable<Database[T]> & string,
   value: string,
 ): Promise<Selectable<Database[T]> | undefined> {
-  const key = `select ${table}.${column}`
-  let text = texts.get(key)
-  if (text === undefined) text = remember(key, selectQuery(db, table, column, value).compile(), [value])
+  const key = `${table}.${column}`
+  let text = selectTexts.get(key)
+  if (text === undefined) {
+    text = checkedText(selectQuery(db, table, column, value).compile(), [value])
+    selectTexts.set(key, text)
+  }
   if (text === null) return selectQuery(db, table, column, value).executeTakeFirst()
   const { rows } = await db.executeQuery<Selectable<Database[T]>>(CompiledQuery.raw(text, [value]))
   return rows[0]

@@ -59,6 +59,25 @@ for (const backend of backends()) {
       assert.equal(row.note, 'n')
     })
 
+    it('gives a row with the same columns in another order, fewer of them or more, a statement of its own', async () => {
+      const at = new Date('2026-01-02T03:04:05.678Z')
+      assert.deepEqual(await insert(db, { note: 'n11', at, id: 11, label: 'eleven' }), {
+        id: 11,
+        label: 'eleven',
+        note: 'n11',
+        at,
+      })
+      const fewer = await insert(db, { id: 12, label: 'twelve' })
+      assert.equal(fewer.label, 'twelve')
+      assert.equal(fewer.note, null)
+      assert.equal((await insert(db, { id: 13 })).label, 'unnamed')
+      assert.deepEqual(await insert(db, { id: 14, label: 'fourteen', note: 'n14', at }, ['id', 'note']), {
+        id: 14,
+        note: 'n14',
+      })
+      assert.deepEqual(await insert(db, { id: 15, label: 'fifteen', note: 'n15', at }, ['id']), { id: 15 })
+    })
+
     it('goes through Kysely when a value is an SQL expression', async () => {
       for (const id of [20, 21]) {
         const row = await insert(db, { id, label: sql`upper(${'x'})`, note: null, at: sql`now()` })
