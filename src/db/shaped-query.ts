@@ -58,7 +58,26 @@ interface PgConnection {
 
 const require = createRequire(import.meta.url)
 const Result = require('pg/lib/result.js') as PgResultClass
-const { prepareValue } = require('pg/lib/utils.js') as { prepareValue: unknown }
+const { prepareValue } = require('pg/lib/utils.js') as {
+  prepareValue: (value: unknown, index: number) => unknown
+}
+
+/** 0001-01-01T00:00:00Z and 10000-01-01T00:00:00Z: the years toISOString writes as PostgreSQL reads them. */
+const ISO_FROM = -62_135_596_800_000
+const ISO_UNTIL = 253_402_300_800_000
+
+/**
+ * node-postgres' value mapping, but a Date goes as its ISO 8601 text in UTC, which V8 writes natively, instead
+ * of node-postgres' local-time text built piece by piece (`dateToString`: 3 % of what a create allocated). Every
+ * timestamp column is timestamptz, so both name the same instant.
+ */
+export const mapValue = (value: unknown, index: number): unknown => {
+  if (value instanceof Date) {
+    const time = value.getTime()
+    if (time >= ISO_FROM && time < ISO_UNTIL) return value.toISOString()
+  }
+  return prepareValue(value, index)
+}
 
 interface Shape {
   fields: Field[]
@@ -209,7 +228,7 @@ export class ShapedQuery extends pg.Query {
         statement: this.#statement,
         values: (self.values ?? []) as unknown[],
         binary: self.binary,
-        valueMapper: prepareValue,
+        valueMapper: mapValue,
       })
     } catch (error) {
       // Values that cannot be sent: nothing reached the server but this Sync, and the statement stays

@@ -3,6 +3,7 @@ import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
 import type { Db } from '../../src/db/index.ts'
+import { mapValue } from '../../src/db/shaped-query.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 /** Counts the Describe messages node-postgres sends, from now until stop(). */
@@ -164,6 +165,28 @@ for (const backend of backends()) {
           describes.count() >= 1 && describes.count() <= 4,
           `${describes.count()} Describe messages for 11 executions`,
         )
+    })
+
+    it('a Date parameter goes as its ISO text in UTC, the same instant; one outside years 1-9999 as node-postgres writes it', async () => {
+      const at = new Date('2026-01-02T03:04:05.678Z')
+      assert.equal(mapValue(at, 0), '2026-01-02T03:04:05.678Z')
+      const ancient = new Date(Date.UTC(-1, 0, 1))
+      assert.match(String(mapValue(ancient, 0)), / BC$/)
+      assert.equal(mapValue('text', 0), 'text')
+      assert.equal(mapValue(null, 0), null)
+      assert.equal(mapValue(12, 0), '12')
+
+      await sql`CREATE TABLE dated (id int PRIMARY KEY, at timestamptz NOT NULL)`.execute(db)
+      // Repeated, so that the later executions bind with the shape learned (and this mapping).
+      for (let id = 1; id <= 4; id++) {
+        const when = new Date(at.getTime() + id)
+        await sql`INSERT INTO dated VALUES (${id}, ${when})`.execute(db)
+        const { rows } = await sql<{
+          id: number
+          at: Date
+        }>`SELECT id, at FROM dated WHERE at = ${when}`.execute(db)
+        assert.deepEqual(rows, [{ id, at: when }])
+      }
     })
 
     it('a column whose type changes is read with its new type', async () => {
