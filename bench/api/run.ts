@@ -191,28 +191,32 @@ const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
  * The runner's own connection to the database. Each run starts right after a CHECKPOINT: the create runs
  * write about 250 MB of WAL each, and a checkpoint PostgreSQL starts for WAL volume (every ~530 MB at the
  * default max_wal_size) would otherwise fall into whichever server's window it happens to, with the full-page
- * images after it; from a checkpoint of its own each run writes its own first-touch images and none falls
- * within it.
+ * images after it. From a checkpoint of its own each run writes its own first-touch images, and a timed one
+ * (every checkpoint_timeout, 5 minutes by default) comes after a run shorter than that; the count of
+ * checkpoints begun within the window shows whether one fell into it all the same.
  */
 let control: pg.Client | undefined
-const checkpointsSoFar = async (): Promise<number> =>
-  control
-    ? Number(
-        (
-          await control.query<{ n: string }>(
-            'SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter',
-          )
-        ).rows[0]?.n ?? 0,
-      )
-    : 0
+let checkpointsQuery: string | undefined
+async function checkpointsSoFar(): Promise<number> {
+  if (!control) return 0
+  if (checkpointsQuery === undefined) {
+    const { rows } = await control.query<{ v: string }>("SELECT current_setting('server_version_num') AS v")
+    // PostgreSQL 17 moved the checkpointer's counts out of pg_stat_bgwriter.
+    checkpointsQuery =
+      Number(rows[0]?.v) >= 170000
+        ? 'SELECT num_timed + num_requested AS n FROM pg_stat_checkpointer'
+        : 'SELECT checkpoints_timed + checkpoints_req AS n FROM pg_stat_bgwriter'
+  }
+  return Number((await control.query<{ n: string }>(checkpointsQuery)).rows[0]?.n ?? 0)
+}
 
 async function measure(
   label: string,
   target: Target,
   hooks: { before?: () => Promise<void>; after?: () => Promise<void> } = {},
 ): Promise<Measured & { fromUs: number; toUs: number }> {
-  await control?.query('CHECKPOINT')
   const { load, settled } = await settledLoad(`${label} / ${target.server.name}`)
+  await control?.query('CHECKPOINT')
   const pid = target.server.child.pid as number
   await fire(target, WARMUP)
   const latencies: number[] = []

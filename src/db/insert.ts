@@ -67,7 +67,7 @@ function fits(shape: InsertShape, row: Record<string, unknown>, returning: Retur
   }
   let i = 0
   for (const column in row) {
-    if (row[column] === undefined) continue
+    if (!Object.hasOwn(row, column) || row[column] === undefined) continue
     if (shape.columns[i++] !== column) return false
   }
   return i === shape.columns.length
@@ -93,7 +93,8 @@ async function insertOne<T extends keyof Database & string>(
   let plain = true
   for (const column in fields) {
     const value = fields[column]
-    if (value === undefined) continue
+    // Own columns only, as Kysely reads them (Object.keys).
+    if (value === undefined || !Object.hasOwn(fields, column)) continue
     values.push(value)
     plain &&= isPlainValue(value)
   }

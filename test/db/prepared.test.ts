@@ -170,8 +170,14 @@ for (const backend of backends()) {
     it('a Date parameter goes as its ISO text in UTC, the same instant; one outside years 1-9999 as node-postgres writes it', async () => {
       const at = new Date('2026-01-02T03:04:05.678Z')
       assert.equal(mapValue(at, 0), '2026-01-02T03:04:05.678Z')
-      const ancient = new Date(Date.UTC(-1, 0, 1))
-      assert.match(String(mapValue(ancient, 0)), / BC$/)
+      // The years toISOString writes as PostgreSQL reads them, 1 to 9999; outside, node-postgres' text.
+      const first = Date.parse('0001-01-01T00:00:00.000Z')
+      const last = Date.parse('9999-12-31T23:59:59.999Z')
+      assert.equal(mapValue(new Date(first), 0), '0001-01-01T00:00:00.000Z')
+      assert.equal(mapValue(new Date(last), 0), '9999-12-31T23:59:59.999Z')
+      assert.match(String(mapValue(new Date(first - 1), 0)), / BC$/)
+      assert.doesNotMatch(String(mapValue(new Date(last + 1), 0)), /^\+/)
+      assert.match(String(mapValue(new Date(last + 1), 0)), /^10000-01-01/)
       assert.equal(mapValue('text', 0), 'text')
       assert.equal(mapValue(null, 0), null)
       assert.equal(mapValue(12, 0), '12')

@@ -44,7 +44,7 @@ interface Snapshot {
 }
 
 interface Derived {
-  rate: MerchantRate
+  rate: Readonly<MerchantRate>
   /** The market rates it comes from, with when each was set (USDT, the quote currency, has none). */
   sources: readonly (readonly [currency: string, updatedAt: Date])[]
 }
@@ -97,7 +97,6 @@ function marketRate(
   rows: Snapshot['rows'],
   currency: string,
   settlement: string,
-  now: () => Date,
 ): { rate: string; updated_at: Date; sources: Derived['sources'] } | null {
   const of = (c: string) =>
     c === QUOTE_CURRENCY ? { market_rate: '1', updated_at: null } : rows.find((r) => r.currency === c)
@@ -110,8 +109,9 @@ function marketRate(
       [settlement, b.updated_at],
     ] as const
   ).filter((s): s is readonly [string, Date] => s[1] !== null)
-  // The older of the two rates decides the age of the cross rate.
-  const updatedAt = sources.length ? new Date(Math.min(...sources.map(([, d]) => d.getTime()))) : now()
+  // The older of the two rates decides the age of the cross rate. (There is at least one: the two currencies
+  // differ, so one of them is not USDT.)
+  const updatedAt = new Date(Math.min(...sources.map(([, d]) => d.getTime())))
   const rate = settlement === QUOTE_CURRENCY ? a.market_rate : divideRates(a.market_rate, b.market_rate)
   return { rate, updated_at: updatedAt, sources }
 }
@@ -126,7 +126,7 @@ export async function merchantRate(
   currency: string,
   settlement: string,
   markupBps: number,
-): Promise<MerchantRate> {
+): Promise<Readonly<MerchantRate>> {
   if (currency === settlement) return { currency, pay_in_rate: '1', payout_rate: '1', updated_at: deps.now() }
   const derived = isKnownCurrency(currency) ? await derivedRate(deps, currency, settlement, markupBps) : null
   if (!derived) {
@@ -153,7 +153,7 @@ async function derivedRate(
   const key = `${currency}/${settlement}/${markupBps}`
   const known = snapshot.derived.get(key)
   if (known !== undefined) return known
-  const market = marketRate(snapshot.rows, currency, settlement, deps.now)
+  const market = marketRate(snapshot.rows, currency, settlement)
   const derived: Derived | null = market && {
     rate: Object.freeze({
       currency,
@@ -176,9 +176,9 @@ export async function merchantRates(
   deps: RateDeps,
   settlement: string,
   markupBps: number,
-): Promise<MerchantRate[]> {
+): Promise<Readonly<MerchantRate>[]> {
   const currencies = [...new Set([...(await marketRates(deps)).rows.map((r) => r.currency), QUOTE_CURRENCY])]
-  const out: MerchantRate[] = []
+  const out: Readonly<MerchantRate>[] = []
   for (const currency of currencies.filter((c) => c !== settlement).sort()) {
     try {
       out.push(await merchantRate(deps, currency, settlement, markupBps))

@@ -52,31 +52,41 @@ for (const backend of backends()) {
     })
     after(() => ctx.close())
 
-    it('is derived per markup, and its age is checked on every use, not only when it is derived', async () => {
+    it('is derived per currency, settlement currency and markup, and its age is checked on every use', async () => {
+      await ctx.services.rates.setMarketRate('EUR', '0.92')
+      await ctx.services.rates.setMarketRate('JPY', '151.2')
+      // The clock starts after the rates were set; one snapshot serves the whole test (the rates are not read
+      // again), and what was derived from it is reused.
       let clock = Date.now()
-      // One snapshot for the whole test: the rates are not read again, and what was derived is reused.
       const rates = createRateService({
         db: ctx.db,
         config: { ...ctx.config, rateCacheMs: 3_600_000, fxMaxAgeSeconds: 600 },
         now: () => new Date(clock),
       })
-      await ctx.services.rates.setMarketRate('EUR', '0.92')
-      const plain = await rates.merchantRate('EUR', 'USDT', 0)
-      const marked = await rates.merchantRate('EUR', 'USDT', 100)
-      assert.equal(plain.pay_in_rate, '0.92')
-      assert.equal(marked.pay_in_rate, '0.9292')
-      assert.equal(marked.payout_rate, '0.9108')
-      assert.equal((await rates.merchantRate('EUR', 'USDT', 0)).pay_in_rate, '0.92')
-      assert.equal((await rates.merchantRate('USDT', 'EUR', 0)).pay_in_rate, '1.086956521739')
+      const pay = async (currency: string, settlement: string, bps: number) =>
+        (await rates.merchantRate(currency, settlement, bps)).pay_in_rate
+      for (let round = 0; round < 2; round++) {
+        assert.equal(await pay('EUR', 'USDT', 0), '0.92')
+        assert.equal(await pay('EUR', 'USDT', 100), '0.9292')
+        assert.equal((await rates.merchantRate('EUR', 'USDT', 100)).payout_rate, '0.9108')
+        assert.equal(await pay('JPY', 'USDT', 0), '151.2')
+        assert.equal(await pay('USDT', 'EUR', 0), '1.086956521739')
+        assert.equal(await pay('EUR', 'JPY', 0), '0.006084656085')
+        assert.equal(await pay('JPY', 'EUR', 0), '164.347826086957')
+      }
 
       clock += 601_000
-      for (const bps of [0, 100])
+      for (const [currency, settlement, bps] of [
+        ['EUR', 'USDT', 0],
+        ['EUR', 'USDT', 100],
+        ['USDT', 'EUR', 0],
+        ['EUR', 'JPY', 0],
+      ] as const)
         await assert.rejects(
-          rates.merchantRate('EUR', 'USDT', bps),
+          rates.merchantRate(currency, settlement, bps),
           (error: unknown) => error instanceof AppError && error.code === 'fx_rate_unavailable',
+          `${currency}/${settlement} at ${bps} bps`,
         )
-      // Rates that need no EUR are still usable.
-      assert.equal((await rates.merchantRate('USDT', 'USDT', 0)).pay_in_rate, '1')
     })
   })
 }
