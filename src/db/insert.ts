@@ -21,20 +21,8 @@ const isPlainValue = (value: unknown): boolean =>
 /** Which columns an insert reads back: all of them, or the ones named. */
 type Returning = '*' | readonly string[]
 
-const viaKysely = async <T extends keyof Database & string>(
-  db: Executor,
-  table: T,
-  row: Insertable<Database[T]>,
-  returning: Returning,
-): Promise<unknown> => {
-  const query = db.insertInto(table).values(row)
-  return returning === '*'
-    ? query.returningAll().executeTakeFirstOrThrow()
-    : // biome-ignore lint/suspicious/noExplicitAny: the column names are the caller's, checked by its signature
-      query.returning(returning as any).executeTakeFirstOrThrow()
-}
-
-const compile = <T extends keyof Database & string>(
+/** Kysely's `INSERT … RETURNING` of the row. */
+const insertQuery = <T extends keyof Database & string>(
   db: Executor,
   table: T,
   row: Insertable<Database[T]>,
@@ -42,10 +30,17 @@ const compile = <T extends keyof Database & string>(
 ) => {
   const query = db.insertInto(table).values(row)
   return returning === '*'
-    ? query.returningAll().compile()
-    : // biome-ignore lint/suspicious/noExplicitAny: as above
-      query.returning(returning as any).compile()
+    ? query.returningAll()
+    : // biome-ignore lint/suspicious/noExplicitAny: the column names are the caller's, checked by its signature
+      query.returning(returning as any)
 }
+
+const viaKysely = <T extends keyof Database & string>(
+  db: Executor,
+  table: T,
+  row: Insertable<Database[T]>,
+  returning: Returning,
+): Promise<unknown> => insertQuery(db, table, row, returning).executeTakeFirstOrThrow()
 
 /** An insert's shape: the columns given a value, in order, and the columns returned; with its text. */
 interface InsertShape {
@@ -104,12 +99,17 @@ async function insertOne<T extends keyof Database & string>(
     shapes = []
     insertShapes.set(table, shapes)
   }
-  let shape = shapes.find((known) => fits(known, fields, returning))
+  let shape: InsertShape | undefined
+  for (const known of shapes)
+    if (fits(known, fields, returning)) {
+      shape = known
+      break
+    }
   if (!shape) {
     shape = {
       columns: Object.keys(fields).filter((column) => fields[column] !== undefined),
       returning: returning === '*' ? '*' : [...returning],
-      text: checkedText(compile(db, table, row, returning), values),
+      text: checkedText(insertQuery(db, table, row, returning).compile(), values),
     }
     if (shapes.length < MAX_SHAPES_PER_TABLE) shapes.push(shape)
   }
