@@ -162,6 +162,14 @@ export async function benchDatabase(adminUrl: string, prefix: string) {
     ?.v
   const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
   const info = machine(pgVersion ?? '?', autovacuum ?? '?')
+  // The server's settings that shape a long write load: its buffer cache, and when checkpoints come and what
+  // their full-page images cost.
+  const settings = (
+    await admin.query<{ line: string }>(
+      `SELECT name || ' ' || current_setting(name) AS line
+         FROM unnest(ARRAY['shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'wal_compression']) AS name`,
+    )
+  ).rows.map((r) => r.line)
   await admin.query(`CREATE DATABASE ${name}`)
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
@@ -170,6 +178,7 @@ export async function benchDatabase(adminUrl: string, prefix: string) {
     url: url.toString(),
     info,
     autovacuum,
+    settings,
     async close(keep: boolean) {
       if (!keep) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await admin.end()

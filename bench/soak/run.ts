@@ -6,14 +6,15 @@
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
  *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--ramp-seconds 60] [--merchants 1] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
- *     [--keep-database] [--mix create=12,get=24,list=2,paid=1,refund=1] [--profile <dir>]
+ *     [--keep-database] [--mix create=12,get=24,list=2,paid=1,refund=1] [--profile <dir>] [--trace <file>]
+ *     [--wal-compression lz4]
  *
  * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
- * throughput first, and the soak runs at --fraction of it (by default half).
+ * throughput first, for a merchant of its own, and the soak runs at --fraction of it (by default half).
  *
  * The traffic is an open model: requests are sent at the rate whatever the answers (an undici Pool with
- * keep-alive), and a request's latency counts from when it was due. By default (--mix), of every 20 requests:
- * 9 creates (POST /integration/transactions), 7 gets of a created transaction, 2 lists (first page of 25),
+ * keep-alive), and a request's latency counts from when it was due. By default (--mix), of every 40 requests:
+ * 12 creates (POST /integration/transactions), 24 gets of a created transaction, 2 lists (first page of 25),
  * 1 sandbox `paid` of a created pending card transaction (its event makes a webhook delivery the worker sends
  * to a receiver in this process) and 1 signed refund of 100 minor units of a paid transaction.
  *
@@ -64,6 +65,7 @@ const { values } = parseArgs({
     'keep-database': { type: 'boolean', default: false },
     profile: { type: 'string' },
     trace: { type: 'string' },
+    'wal-compression': { type: 'string' },
   },
 })
 const MINUTES = Number(values.minutes)
@@ -282,6 +284,8 @@ function errorKindOf(status: number, text: string): string {
 
 function report(input: {
   info: ReturnType<typeof machine>
+  /** PostgreSQL's settings that shape a long write load, as the run's sessions had them. */
+  settings: string[]
   rate: number
   rateNote: string
   minutes: Aggregate[]
@@ -311,6 +315,7 @@ function report(input: {
   lines.push(`| CPU (/proc/cpuinfo) | ${info.cpu} |`)
   lines.push(`| Node.js | ${info.node} |`)
   lines.push(`| PostgreSQL | ${info.postgres}, autovacuum ${info.autovacuum} |`)
+  lines.push(`| PostgreSQL settings | ${input.settings.join(', ')} |`)
   lines.push(`| server | ${COMPILED ? 'compiled (`node dist/main.js`)' : 'from the sources (tsx)'} |`)
   lines.push(`| commit measured | ${info.commit} |`)
   lines.push('')
@@ -437,6 +442,16 @@ async function main() {
 
   const database = await benchDatabase(adminUrl, 'mg_bench_soak')
   const { name, info, autovacuum } = database
+  // --wal-compression: set on the run's database only (its sessions compress the full-page images they write);
+  // the server's other databases keep theirs.
+  const walCompression = values['wal-compression']
+  if (walCompression !== undefined && !/^(pglz|lz4|zstd|on|off)$/.test(walCompression))
+    throw new Error(`--wal-compression must be pglz, lz4, zstd, on or off: ${walCompression}`)
+  const settings = database.settings.map((line) =>
+    walCompression !== undefined && line.startsWith('wal_compression ')
+      ? `wal_compression ${walCompression} (set on the run's database)`
+      : line,
+  )
   const databaseUrl = database.url
   log(`database ${name}`)
   const servers: Server[] = []
@@ -485,8 +500,9 @@ async function main() {
         paidNext: 0,
       })
     }
-    const first = shops[0] as Shop
     await maintenance.connect()
+    if (walCompression !== undefined)
+      await maintenance.query(`ALTER DATABASE ${name} SET wal_compression = '${walCompression}'`)
     // --trace <file>: a CSV line per second, the runner's figures beside PostgreSQL's.
     if (values.trace) trace = new PgTrace(databaseUrl, values.trace)
 
@@ -521,7 +537,15 @@ async function main() {
       rateNote = 'set with --rate'
     } else {
       log('measuring the create throughput: 20 s of autocannon at 50 connections after 3 s of warm-up')
-      const measured = await measureCreateThroughput(api.base, first.apiKey)
+      // A merchant of its own, without a webhook URL and with payments that outlive the run: the 80,000 or so
+      // payments it creates in 23 s would otherwise all expire in the run's last minutes, each an event and a
+      // delivery, a burst the soak's own traffic never makes.
+      const calibration = await benchMerchant(env, 'Bench soak calibration', (services, { merchant }) =>
+        services.merchants
+          .updateMerchant(merchant.uuid, { transactionTtlSeconds: DURATION_S + 3600 })
+          .then(() => undefined),
+      )
+      const measured = await measureCreateThroughput(api.base, { 'x-api-key': calibration.keys.test.secret })
       const fraction = Number(values.fraction)
       if (!(fraction > 0)) throw new Error(`--fraction must be a positive number: ${values.fraction}`)
       rate = Math.round(measured * fraction)
@@ -928,6 +952,7 @@ async function main() {
 
     const block = report({
       info,
+      settings,
       rate,
       rateNote,
       minutes,
