@@ -1,7 +1,7 @@
 /** What the benchmarks share: the machine they ran on, the server under test, its memory, seeded rows. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import pg from 'pg'
 import { createServices, type Services } from '../src/app.ts'
@@ -91,6 +91,49 @@ export const rssMiB = (pid: number): number => {
   } catch {
     return 0
   }
+}
+
+/** A process's CPU time so far (user and system, `/proc/<pid>/stat`), in ms; NaN once it is gone. */
+export const cpuMs = (pid: number): number => {
+  try {
+    // The command name (field 2) may hold spaces: the fields after it start past its closing parenthesis.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    // utime and stime are fields 14 and 15 of the line, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return Number.NaN
+  }
+}
+
+/** The CPU time of every process named `name` (`/proc/<pid>/comm`), in ms: PostgreSQL's server processes. */
+export function cpuMsNamed(name: string): number {
+  let total = 0
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue
+    } catch {
+      continue
+    }
+    const ms = cpuMs(Number(entry))
+    if (Number.isFinite(ms)) total += ms
+  }
+  return total
+}
+
+/**
+ * The machine's busy CPU time so far over all its cores (`/proc/stat`: every state but idle and iowait), in
+ * ms.
+ */
+export function machineBusyMs(): number {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number)
+  const all = fields.reduce((a, b) => a + b, 0)
+  return (all - (fields[3] ?? 0) - (fields[4] ?? 0)) * 10
 }
 
 /** Samples a process's VmRSS every `intervalMs` until stopped: the peak in MiB. */

@@ -36,8 +36,11 @@ import {
   benchDatabase,
   benchEnv,
   benchMerchant,
+  cpuMs,
+  cpuMsNamed,
   freePort,
   type machine,
+  machineBusyMs,
   round,
   rssMiB,
   type Server,
@@ -80,6 +83,11 @@ const MAX_RATIO = 1.1
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
 const log = (line: string) => process.stderr.write(`[bench:soak] ${line}\n`)
+/** The runner's own CPU time so far, in ms. */
+const runnerCpuMs = () => {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1000
+}
 
 // ---------------------------------------------------------------------------------------------- latencies
 
@@ -162,6 +170,13 @@ interface Second {
   inFlight: number
   /** The latest the runner's clock handed a request of this second to the pool after it was due, in ms. */
   lateMax: number
+  /** CPU time the API, the worker and the runner itself used in the second, in ms (1,000 is one core). */
+  apiCpu: number
+  workerCpu: number
+  runnerCpu: number
+  /** CPU time PostgreSQL's processes used in the second, and the whole machine over its cores, in ms. */
+  pgCpu: number
+  machineCpu: number
 }
 
 const newSecond = (): Second => ({
@@ -170,6 +185,11 @@ const newSecond = (): Second => ({
   histogram: new Uint32Array(BUCKETS),
   apiRss: Number.NaN,
   workerRss: Number.NaN,
+  apiCpu: Number.NaN,
+  workerCpu: Number.NaN,
+  runnerCpu: Number.NaN,
+  pgCpu: Number.NaN,
+  machineCpu: Number.NaN,
   apiEld: Number.NaN,
   workerEld: Number.NaN,
   deliveries: 0,
@@ -190,6 +210,14 @@ interface Aggregate {
   workerEld: number
   deliveries: number
   outboxMax: number
+  /** Mean CPU of the second, in ms per second (1,000: one core busy). */
+  apiCpu: number
+  workerCpu: number
+  runnerCpu: number
+  pgCpu: number
+  machineCpu: number
+  /** The API's CPU per request answered, in ms. */
+  apiCpuPerRequest: number
 }
 
 const mean = (xs: number[]) => {
@@ -213,6 +241,13 @@ function aggregate(seconds: Second[]): Aggregate {
     workerEld: mean(seconds.map((s) => s.workerEld)),
     deliveries: seconds.reduce((a, s) => a + s.deliveries, 0) / n,
     outboxMax: Math.max(...seconds.map((s) => (Number.isFinite(s.outboxDepth) ? s.outboxDepth : 0))),
+    apiCpu: mean(seconds.map((s) => s.apiCpu)),
+    workerCpu: mean(seconds.map((s) => s.workerCpu)),
+    runnerCpu: mean(seconds.map((s) => s.runnerCpu)),
+    pgCpu: mean(seconds.map((s) => s.pgCpu)),
+    machineCpu: mean(seconds.map((s) => s.machineCpu)),
+    apiCpuPerRequest:
+      mean(seconds.map((s) => s.apiCpu)) / Math.max(1, seconds.reduce((a, s) => a + s.done, 0) / n),
   }
 }
 
@@ -320,13 +355,14 @@ function report(input: {
   lines.push(`| commit measured | ${info.commit} |`)
   lines.push('')
   lines.push(
-    '| minute | req/s | errors | p50 ms | p99 ms | API RSS MiB | worker RSS MiB | API event-loop p99 ms | worker event-loop p99 ms | deliveries/s | outbox max |',
+    '| minute | req/s | errors | p50 ms | p99 ms | API RSS MiB | worker RSS MiB | API event-loop p99 ms | worker event-loop p99 ms | deliveries/s | outbox max | API CPU ms/req | worker CPU % | runner CPU % | PostgreSQL CPU % | machine CPU % |',
   )
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|')
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
   input.minutes.forEach((m, i) => {
     lines.push(
       `| ${i + 1} | ${fmt(m.rps)} | ${m.errors} | ${fmt(m.p50, 2)} | ${fmt(m.p99, 2)} | ${fmt(m.apiRss)} | ${fmt(m.workerRss)} | ` +
-        `${fmt(m.apiEld, 2)} | ${fmt(m.workerEld, 2)} | ${fmt(m.deliveries)} | ${fmt(m.outboxMax, 0)} |`,
+        `${fmt(m.apiEld, 2)} | ${fmt(m.workerEld, 2)} | ${fmt(m.deliveries)} | ${fmt(m.outboxMax, 0)} | ` +
+        `${fmt(m.apiCpuPerRequest, 3)} | ${fmt(m.workerCpu / 10)} | ${fmt(m.runnerCpu / 10)} | ${fmt(m.pgCpu / 10)} | ${fmt(m.machineCpu / 10)} |`,
     )
   })
   lines.push('')
@@ -787,10 +823,27 @@ async function main() {
     let failedAttempts = Number.NaN
     let retryAttempts = Number.NaN
     let sampled = 0
+    // CPU time at the previous sample, to take each second's share.
+    const cpuSample = () => ({
+      api: cpuMs(apiPid),
+      worker: cpuMs(workerPid),
+      runner: runnerCpuMs(),
+      pg: cpuMsNamed('postgres'),
+      machine: machineBusyMs(),
+    })
+    let cpuBefore = cpuSample()
     const sampleSecond = async (index: number) => {
       const second = seconds[index] as Second
       second.apiRss = rssMiB(apiPid)
       second.workerRss = rssMiB(workerPid)
+      const cpuNow = cpuSample()
+      second.apiCpu = cpuNow.api - cpuBefore.api
+      second.workerCpu = cpuNow.worker - cpuBefore.worker
+      second.runnerCpu = cpuNow.runner - cpuBefore.runner
+      // A backend that ended in the second takes its CPU time with it: never below 0.
+      second.pgCpu = Math.max(0, cpuNow.pg - cpuBefore.pg)
+      second.machineCpu = cpuNow.machine - cpuBefore.machine
+      cpuBefore = cpuNow
       second.deliveries = deliveriesNow
       totals.deliveries += deliveriesNow
       deliveriesNow = 0
@@ -859,6 +912,11 @@ async function main() {
           apiEld: s.apiEld,
           apiRss: s.apiRss,
           lateMax: s.lateMax,
+          apiCpu: s.apiCpu,
+          workerCpu: s.workerCpu,
+          runnerCpu: s.runnerCpu,
+          pgCpu: s.pgCpu,
+          machineCpu: s.machineCpu,
         })
       }
       sampled++
@@ -868,7 +926,9 @@ async function main() {
         log(
           `${round(sampled / 60, 2)} min: ${fmt(m.rps)} req/s, errors ${m.errors}, p50 ${fmt(m.p50, 2)} ms, ` +
             `p99 ${fmt(m.p99, 2)} ms, API RSS ${fmt(m.apiRss)} MiB, worker RSS ${fmt(m.workerRss)} MiB, ` +
-            `API event loop p99 ${fmt(m.apiEld, 2)} ms, ${fmt(m.deliveries)} deliveries/s, in flight ${inFlight}`,
+            `API event loop p99 ${fmt(m.apiEld, 2)} ms, ${fmt(m.deliveries)} deliveries/s, in flight ${inFlight}, ` +
+            `CPU: API ${fmt(m.apiCpu / 10)} % (${fmt(m.apiCpuPerRequest, 3)} ms a request), worker ${fmt(m.workerCpu / 10)} %, runner ${fmt(m.runnerCpu / 10)} %, ` +
+            `PostgreSQL ${fmt(m.pgCpu / 10)} %, machine ${fmt(m.machineCpu / 10)} % (of one core)`,
         )
       }
     }
@@ -921,6 +981,11 @@ async function main() {
       check('request latency p50', second.p50, last.p50, 'ms', true),
       check('requests/s', second.rps, last.rps, 'req/s', true),
       check('deliveries/s', second.deliveries, last.deliveries, '/s', true),
+      check('API CPU per request answered', second.apiCpuPerRequest, last.apiCpuPerRequest, 'ms', true),
+      check('worker CPU, mean', second.workerCpu / 10, last.workerCpu / 10, '% of a core', true),
+      check('runner CPU, mean', second.runnerCpu / 10, last.runnerCpu / 10, '% of a core', true),
+      check('PostgreSQL CPU, mean', second.pgCpu / 10, last.pgCpu / 10, '% of a core', true),
+      check('machine CPU busy, mean', second.machineCpu / 10, last.machineCpu / 10, '% of a core', true),
     ]
     const passed =
       ranSeconds === DURATION_S && totals.errors === 0 && checks.every((c) => c.information || c.met)

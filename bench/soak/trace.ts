@@ -37,6 +37,13 @@ export interface TraceRow {
   apiRss: number
   /** The latest the runner's clock handed a request to its pool after it was due, in ms. */
   lateMax: number
+  /** CPU time the API, the worker and the runner used in the second, in ms. */
+  apiCpu: number
+  workerCpu: number
+  runnerCpu: number
+  /** CPU time PostgreSQL's processes and the whole machine used in the second, in ms. */
+  pgCpu: number
+  machineCpu: number
 }
 
 export class PgTrace {
@@ -59,7 +66,7 @@ export class PgTrace {
     await this.client.connect()
     writeFileSync(
       this.file,
-      `${['second', 'done', 'errors', 'p50_ms', 'p99_ms', 'in_flight', 'api_eld_ms', 'api_rss_mib', 'runner_late_max_ms', ...Object.keys(COUNTERS), 'active_backends', 'waits'].join(',')}\n`,
+      `${['second', 'done', 'errors', 'p50_ms', 'p99_ms', 'in_flight', 'api_eld_ms', 'api_rss_mib', 'runner_late_max_ms', 'api_cpu_ms', 'worker_cpu_ms', 'runner_cpu_ms', 'pg_cpu_ms', 'machine_cpu_ms', ...Object.keys(COUNTERS), 'active_backends', 'waits'].join(',')}\n`,
     )
     this.previous = await this.counters()
     this.timer = setInterval(() => void this.sampleWaits(), 100)
@@ -118,6 +125,11 @@ export class PgTrace {
       r(row.apiEld, 2),
       r(row.apiRss),
       r(row.lateMax),
+      r(row.apiCpu, 0),
+      r(row.workerCpu, 0),
+      r(row.runnerCpu, 0),
+      r(row.pgCpu, 0),
+      r(row.machineCpu, 0),
       ...deltas,
       r(active, 2),
       `"${waitText}"`,
