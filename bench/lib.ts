@@ -93,47 +93,51 @@ export const rssMiB = (pid: number): number => {
   }
 }
 
-/** A process's CPU time so far (user and system, `/proc/<pid>/stat`), in ms; NaN once it is gone. */
-export const cpuMs = (pid: number): number => {
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
   try {
-    // The command name (field 2) may hold spaces: the fields after it start past its closing parenthesis.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    // utime and stime are fields 14 and 15 of the line, in clock ticks of 10 ms (USER_HZ is 100 on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10
+    return (Number(fields[11]) + Number(fields[12])) / 100
   } catch {
-    return Number.NaN
+    return 0
   }
 }
 
-/** The CPU time of every process named `name` (`/proc/<pid>/comm`), in ms: PostgreSQL's server processes. */
-export function cpuMsNamed(name: string): number {
-  let total = 0
+/** CPU seconds of every PostgreSQL process on the machine (other databases' work included), by pid. */
+export function postgresCpuSeconds(): Map<number, number> {
+  const byPid = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== name) continue
-    } catch {
-      continue
-    }
-    const ms = cpuMs(Number(entry))
-    if (Number.isFinite(ms)) total += ms
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres')
+        byPid.set(Number(entry), cpuSeconds(Number(entry)))
+    } catch {}
   }
+  return byPid
+}
+
+/** What PostgreSQL processes used between two snapshots; a process that ended meanwhile is not counted. */
+export const postgresCpuSince = (
+  before: Map<number, number>,
+  now: Map<number, number> = postgresCpuSeconds(),
+): number => {
+  let total = 0
+  for (const [pid, seconds] of now) total += seconds - (before.get(pid) ?? 0)
   return total
 }
 
 /**
- * The machine's busy CPU time so far over all its cores (`/proc/stat`: every state but idle and iowait), in
- * ms.
+ * The machine's busy CPU seconds so far over all its cores (`/proc/stat`: every state but idle and iowait).
  */
-export function machineBusyMs(): number {
+export function machineBusySeconds(): number {
   const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
     .trim()
     .split(/\s+/)
     .slice(1)
     .map(Number)
   const all = fields.reduce((a, b) => a + b, 0)
-  return (all - (fields[3] ?? 0) - (fields[4] ?? 0)) * 10
+  return (all - (fields[3] ?? 0) - (fields[4] ?? 0)) / 100
 }
 
 /** Samples a process's VmRSS every `intervalMs` until stopped: the peak in MiB. */

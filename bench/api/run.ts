@@ -32,7 +32,10 @@ import {
   benchDatabase,
   benchEnv,
   benchMerchant,
+  cpuSeconds,
   type machine,
+  postgresCpuSeconds,
+  postgresCpuSince,
   RATE_LIMIT,
   round,
   rssMiB,
@@ -98,37 +101,6 @@ async function settledLoad(what: string): Promise<{ load: number; waitedS: numbe
 }
 
 // ---------------------------------------------------------------------------------------------- processes
-
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return 0
-  }
-}
-
-/** CPU seconds of every PostgreSQL process on the machine (other databases' work included), by pid. */
-function postgresCpuSeconds(): Map<number, number> {
-  const byPid = new Map<number, number>()
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres')
-        byPid.set(Number(entry), cpuSeconds(Number(entry)))
-    } catch {}
-  }
-  return byPid
-}
-
-/** What PostgreSQL processes used between two snapshots; a process that ended meanwhile is not counted. */
-const postgresCpuSince = (before: Map<number, number>): number => {
-  let total = 0
-  for (const [pid, seconds] of postgresCpuSeconds()) total += seconds - (before.get(pid) ?? 0)
-  return total
-}
 
 // ---------------------------------------------------------------------------------------------- load runs
 

@@ -36,11 +36,12 @@ import {
   benchDatabase,
   benchEnv,
   benchMerchant,
-  cpuMs,
-  cpuMsNamed,
+  cpuSeconds,
   freePort,
   type machine,
-  machineBusyMs,
+  machineBusySeconds,
+  postgresCpuSeconds,
+  postgresCpuSince,
   round,
   rssMiB,
   type Server,
@@ -83,11 +84,6 @@ const MAX_RATIO = 1.1
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
 const log = (line: string) => process.stderr.write(`[bench:soak] ${line}\n`)
-/** The runner's own CPU time so far, in ms. */
-const runnerCpuMs = () => {
-  const { user, system } = process.cpuUsage()
-  return (user + system) / 1000
-}
 
 // ---------------------------------------------------------------------------------------------- latencies
 
@@ -229,9 +225,11 @@ function aggregate(seconds: Second[]): Aggregate {
   const histogram = new Uint32Array(BUCKETS)
   for (const s of seconds) merge(histogram, s.histogram)
   const n = Math.max(1, seconds.length)
+  const rps = seconds.reduce((a, s) => a + s.done, 0) / n
+  const apiCpu = mean(seconds.map((s) => s.apiCpu))
   return {
     seconds: seconds.length,
-    rps: seconds.reduce((a, s) => a + s.done, 0) / n,
+    rps,
     errors: seconds.reduce((a, s) => a + s.errors, 0),
     p50: percentileOf(histogram, 50),
     p99: percentileOf(histogram, 99),
@@ -241,13 +239,12 @@ function aggregate(seconds: Second[]): Aggregate {
     workerEld: mean(seconds.map((s) => s.workerEld)),
     deliveries: seconds.reduce((a, s) => a + s.deliveries, 0) / n,
     outboxMax: Math.max(...seconds.map((s) => (Number.isFinite(s.outboxDepth) ? s.outboxDepth : 0))),
-    apiCpu: mean(seconds.map((s) => s.apiCpu)),
+    apiCpu,
+    apiCpuPerRequest: apiCpu / Math.max(1, rps),
     workerCpu: mean(seconds.map((s) => s.workerCpu)),
     runnerCpu: mean(seconds.map((s) => s.runnerCpu)),
     pgCpu: mean(seconds.map((s) => s.pgCpu)),
     machineCpu: mean(seconds.map((s) => s.machineCpu)),
-    apiCpuPerRequest:
-      mean(seconds.map((s) => s.apiCpu)) / Math.max(1, seconds.reduce((a, s) => a + s.done, 0) / n),
   }
 }
 
@@ -825,11 +822,11 @@ async function main() {
     let sampled = 0
     // CPU time at the previous sample, to take each second's share.
     const cpuSample = () => ({
-      api: cpuMs(apiPid),
-      worker: cpuMs(workerPid),
-      runner: runnerCpuMs(),
-      pg: cpuMsNamed('postgres'),
-      machine: machineBusyMs(),
+      api: cpuSeconds(apiPid),
+      worker: cpuSeconds(workerPid),
+      runner: cpuSeconds(process.pid),
+      pg: postgresCpuSeconds(),
+      machine: machineBusySeconds(),
     })
     let cpuBefore = cpuSample()
     const sampleSecond = async (index: number) => {
@@ -837,12 +834,11 @@ async function main() {
       second.apiRss = rssMiB(apiPid)
       second.workerRss = rssMiB(workerPid)
       const cpuNow = cpuSample()
-      second.apiCpu = cpuNow.api - cpuBefore.api
-      second.workerCpu = cpuNow.worker - cpuBefore.worker
-      second.runnerCpu = cpuNow.runner - cpuBefore.runner
-      // A backend that ended in the second takes its CPU time with it: never below 0.
-      second.pgCpu = Math.max(0, cpuNow.pg - cpuBefore.pg)
-      second.machineCpu = cpuNow.machine - cpuBefore.machine
+      second.apiCpu = (cpuNow.api - cpuBefore.api) * 1000
+      second.workerCpu = (cpuNow.worker - cpuBefore.worker) * 1000
+      second.runnerCpu = (cpuNow.runner - cpuBefore.runner) * 1000
+      second.pgCpu = postgresCpuSince(cpuBefore.pg, cpuNow.pg) * 1000
+      second.machineCpu = (cpuNow.machine - cpuBefore.machine) * 1000
       cpuBefore = cpuNow
       second.deliveries = deliveriesNow
       totals.deliveries += deliveriesNow
