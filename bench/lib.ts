@@ -209,14 +209,24 @@ export async function benchDatabase(adminUrl: string, prefix: string) {
     ?.v
   const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]?.autovacuum
   const info = machine(pgVersion ?? '?', autovacuum ?? '?')
-  // The server's settings that shape a long write load: its buffer cache, and when checkpoints come and what
-  // their full-page images cost.
+  // The server's settings that shape a long write load: its buffer cache, when checkpoints come and what
+  // their full-page images cost, and how hard autovacuum is throttled.
   const settings = (
     await admin.query<{ line: string }>(
       `SELECT name || ' ' || current_setting(name) AS line
-         FROM unnest(ARRAY['shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'wal_compression']) AS name`,
+         FROM unnest(ARRAY['shared_buffers', 'max_wal_size', 'checkpoint_timeout', 'wal_compression',
+                           'autovacuum_vacuum_cost_delay', 'autovacuum_vacuum_cost_limit']) AS name`,
     )
   ).rows.map((r) => r.line)
+  // What an autovacuum worker's cost-based delay is: its own settings, or vacuum's where they are -1.
+  const throttle = (
+    await admin.query<{ delay: string; limit: string }>(
+      `SELECT CASE WHEN current_setting('autovacuum_vacuum_cost_delay') IN ('-1', '-1ms')
+                   THEN current_setting('vacuum_cost_delay') ELSE current_setting('autovacuum_vacuum_cost_delay') END AS delay,
+              CASE WHEN current_setting('autovacuum_vacuum_cost_limit') = '-1'
+                   THEN current_setting('vacuum_cost_limit') ELSE current_setting('autovacuum_vacuum_cost_limit') END AS limit`,
+    )
+  ).rows[0] ?? { delay: '2ms', limit: '200' }
   await admin.query(`CREATE DATABASE ${name}`)
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
@@ -226,6 +236,8 @@ export async function benchDatabase(adminUrl: string, prefix: string) {
     info,
     autovacuum,
     settings,
+    /** Autovacuum's cost-based delay on this server (vacuum_cost_delay and vacuum_cost_limit where it has -1). */
+    autovacuumThrottle: throttle,
     async close(keep: boolean) {
       if (!keep) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
       await admin.end()

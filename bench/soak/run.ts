@@ -474,7 +474,7 @@ async function main() {
   }
 
   const database = await benchDatabase(adminUrl, 'mg_bench_soak')
-  const { name, info, autovacuum } = database
+  const { name, info, autovacuum, autovacuumThrottle: throttle } = database
   // --wal-compression: set on the run's database only (its sessions compress the full-page images they write);
   // the server's other databases keep theirs.
   const walCompression = values['wal-compression']
@@ -856,32 +856,46 @@ async function main() {
     // With autovacuum off (as on some sandboxes), the runner does its work once a minute, by its default
     // thresholds (PostgreSQL 15's autovacuum_*): a table is vacuumed (and analysed) when its dead rows pass
     // 50 + 20 % of its rows or its rows inserted since its last vacuum pass 1,000 + 20 %, else analysed when
-    // its changes since its last analysis pass 50 + 10 %; throttled by vacuum_cost_delay as autovacuum is, and
-    // without parallel workers for the indexes, which autovacuum never uses (a manual VACUUM's would take
+    // its changes since its last analysis pass 50 + 10 %; throttled as this server's autovacuum is (its
+    // autovacuum_vacuum_cost_delay and _limit, or vacuum's where they are -1), and without parallel workers for the indexes, which autovacuum never uses (a manual VACUUM's would take
     // both cores for the length of a table's index pass).
     const vacuums: number[] = []
     const maintained = { vacuum: 0, analyze: 0 }
+    /** Each table's share of the rounds: how often it was vacuumed or analysed, and the seconds that took. */
+    const maintainedTables = new Map<string, { vacuum: number; analyze: number; seconds: number }>()
     let vacuuming = false
     const vacuum = async () => {
       if (vacuuming) return
       vacuuming = true
       const t0 = performance.now()
       try {
-        await maintenance.query("SET vacuum_cost_delay = '2ms'")
+        await maintenance.query(`SET vacuum_cost_delay = '${throttle.delay}'`)
+        await maintenance.query(`SET vacuum_cost_limit = ${Number(throttle.limit)}`)
         const { rows } = await maintenance.query<{ relname: string; work: 'vacuum' | 'analyze' | null }>(
           `SELECT relname,
              CASE WHEN n_dead_tup > 50 + 0.2 * n_live_tup OR n_ins_since_vacuum > 1000 + 0.2 * n_live_tup THEN 'vacuum'
                   WHEN n_mod_since_analyze > 50 + 0.1 * n_live_tup THEN 'analyze' END AS work
            FROM pg_stat_user_tables`,
         )
+        const took: string[] = []
         for (const { relname, work } of rows) {
           if (!work) continue
+          const t1 = performance.now()
           await maintenance.query(
             `${work === 'vacuum' ? 'VACUUM (ANALYZE, PARALLEL 0)' : 'ANALYZE'} "${relname}"`,
           )
+          const seconds = (performance.now() - t1) / 1000
           maintained[work]++
+          const table = maintainedTables.get(relname) ?? { vacuum: 0, analyze: 0, seconds: 0 }
+          table[work]++
+          table.seconds += seconds
+          maintainedTables.set(relname, table)
+          took.push(`${work === 'vacuum' ? 'vacuum' : 'analyze'} ${relname} ${fmt(seconds, 2)} s`)
         }
         vacuums.push((performance.now() - t0) / 1000)
+        log(
+          `maintenance at ${fmt(sampled / 60, 1)} min, ${fmt(vacuums.at(-1) ?? 0, 1)} s: ${took.join(', ') || 'nothing'}`,
+        )
       } catch (error) {
         log(`VACUUM failed: ${error instanceof Error ? error.message : String(error)}`)
       } finally {
@@ -995,9 +1009,19 @@ async function main() {
     if (autovacuum === 'off')
       notes.push(
         `autovacuum is off on this PostgreSQL: the runner ran ANALYZE before the load and, once a minute during it, ` +
-          `what autovacuum would have by its default thresholds (vacuum_cost_delay 2 ms, as autovacuum throttles): ` +
+          `what autovacuum would have by its default thresholds (throttled as this server's autovacuum is: vacuum_cost_delay ${throttle.delay}, vacuum_cost_limit ${throttle.limit}): ` +
           `${maintained.vacuum} table vacuums and ${maintained.analyze} analyses in ${vacuums.length} rounds of ` +
-          `${vacuums.length ? `${fmt(Math.min(...vacuums))}–${fmt(Math.max(...vacuums))} s` : 'none finished'}.`,
+          `${vacuums.length ? `${fmt(Math.min(...vacuums))}–${fmt(Math.max(...vacuums))} s` : 'none finished'}` +
+          (maintainedTables.size
+            ? `; by table, the seconds it took: ${[...maintainedTables]
+                .sort(([, a], [, b]) => b.seconds - a.seconds)
+                .map(
+                  ([name, t]) =>
+                    `${name} ${fmt(t.seconds, 1)} s (${t.vacuum} vacuums, ${t.analyze} analyses)`,
+                )
+                .join(', ')}`
+            : '') +
+          '.',
       )
     const errorRows = [...ops].flatMap(([op, s]) =>
       [...s.errorKinds].map(
