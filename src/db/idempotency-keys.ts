@@ -1,5 +1,6 @@
 import type { Db } from './index.ts'
 import type { Scope as KeyScope } from './scope.ts'
+import { compiledOnce } from './statement.ts'
 
 /** How long a key and its answer are kept (contract §4). */
 export const RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -15,38 +16,53 @@ export async function claimKey(
   claim: { fingerprint: string; owner: string; now: Date; leaseMs: number },
 ): Promise<boolean> {
   const { now } = claim
-  const claimed = await db
-    .insertInto('idempotency_keys')
-    .values({
-      merchant_uuid: scope.merchantUuid,
-      mode: scope.mode,
-      key,
-      fingerprint: claim.fingerprint,
-      state: 'running',
-      owner: claim.owner,
-      locked_until: new Date(now.getTime() + claim.leaseMs),
-      created_at: now,
-      expires_at: new Date(now.getTime() + RETENTION_MS),
-    })
-    .onConflict((oc) =>
-      oc
-        .columns(['merchant_uuid', 'mode', 'key'])
-        .doUpdateSet((eb) => ({
-          fingerprint: eb.ref('excluded.fingerprint'),
+  const values = [
+    scope.merchantUuid,
+    scope.mode,
+    key,
+    claim.fingerprint,
+    claim.owner,
+    new Date(now.getTime() + claim.leaseMs),
+    now,
+    new Date(now.getTime() + RETENTION_MS),
+  ] as const
+  const statement = compiledOnce(
+    db,
+    'idempotency_keys.claim',
+    values,
+    (merchantUuid, mode, key, fingerprint, owner, lockedUntil, createdAt, expiresAt) =>
+      db
+        .insertInto('idempotency_keys')
+        .values({
+          merchant_uuid: merchantUuid,
+          mode,
+          key,
+          fingerprint,
           state: 'running',
-          owner: eb.ref('excluded.owner'),
-          locked_until: eb.ref('excluded.locked_until'),
-          response_status: null,
-          response_headers: null,
-          response_body: null,
-          created_at: eb.ref('excluded.created_at'),
-          expires_at: eb.ref('excluded.expires_at'),
-        }))
-        .where('idempotency_keys.expires_at', '<', now),
-    )
-    .returning('key')
-    .executeTakeFirst()
-  return claimed !== undefined
+          owner,
+          locked_until: lockedUntil,
+          created_at: createdAt,
+          expires_at: expiresAt,
+        })
+        .onConflict((oc) =>
+          oc
+            .columns(['merchant_uuid', 'mode', 'key'])
+            .doUpdateSet((eb) => ({
+              fingerprint: eb.ref('excluded.fingerprint'),
+              state: 'running',
+              owner: eb.ref('excluded.owner'),
+              locked_until: eb.ref('excluded.locked_until'),
+              response_status: null,
+              response_headers: null,
+              response_body: null,
+              created_at: eb.ref('excluded.created_at'),
+              expires_at: eb.ref('excluded.expires_at'),
+            }))
+            .where('idempotency_keys.expires_at', '<', createdAt),
+        )
+        .returning('key'),
+  )
+  return (await db.executeQuery(statement)).rows.length > 0
 }
 
 /** The key's record, whoever holds it. */
@@ -101,19 +117,30 @@ export async function storeAnswer(
   owner: string,
   answer: { status: number; headers: Record<string, string>; body: string },
 ): Promise<void> {
-  await db
-    .updateTable('idempotency_keys')
-    .set({
-      state: 'done',
-      response_status: answer.status,
-      response_headers: JSON.stringify(answer.headers),
-      response_body: answer.body,
-    })
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
-    .where('key', '=', key)
-    .where('owner', '=', owner)
-    .execute()
+  const values = [
+    answer.status,
+    JSON.stringify(answer.headers),
+    answer.body,
+    scope.merchantUuid,
+    scope.mode,
+    key,
+    owner,
+  ] as const
+  await db.executeQuery(
+    compiledOnce(
+      db,
+      'idempotency_keys.storeAnswer',
+      values,
+      (status, headers, body, merchantUuid, mode, key, owner) =>
+        db
+          .updateTable('idempotency_keys')
+          .set({ state: 'done', response_status: status, response_headers: headers, response_body: body })
+          .where('merchant_uuid', '=', merchantUuid)
+          .where('mode', '=', mode)
+          .where('key', '=', key)
+          .where('owner', '=', owner),
+    ),
+  )
 }
 
 /** Removes keys past their 7-day retention. */

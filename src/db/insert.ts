@@ -135,6 +135,13 @@ export const insertReturning = async <
 ): Promise<Pick<Selectable<Database[T]>, C>> =>
   (await insertOne(db, table, row, returning)) as Pick<Selectable<Database[T]>, C>
 
+/** Inserts one row and reads the whole row back (see insertOne). */
+export const insertReturningAll = async <T extends keyof Database & string>(
+  db: Executor,
+  table: T,
+  row: Insertable<Database[T]>,
+): Promise<Selectable<Database[T]>> => (await insertOne(db, table, row, '*')) as Selectable<Database[T]>
+
 /** `SELECT * FROM <table> WHERE <column> = $1` texts by table and column; null where Kysely's took more. */
 const selectTexts = new Map<string, string | null>()
 

@@ -8,6 +8,7 @@ import {
 import type { Executor } from '../../db/index.ts'
 import { type Cursor, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
+import { compiledOnce } from '../../db/statement.ts'
 import type { AccountKind, Mode } from '../../db/types.ts'
 
 /** A journal entry with its lines, as `postEntries` writes it. */
@@ -50,9 +51,42 @@ export async function postEntries(
   target: EntriesTarget,
   entries: EntryToPost[],
 ): Promise<{ posted: Map<JournalEntryKind, string>; balances: Map<AccountKind, number> }> {
-  const { merchantUuid, mode, currency, at } = target
   if (new Set(entries.map((e) => e.kind)).size !== entries.length)
     throw new Error('postEntries: one entry of each kind in a statement')
+  // The statement's text depends only on how many entries, moves and lines there are: built once for each.
+  const counts = entries.map((e) => `${e.moves.length}.${e.lines.length}`)
+  const values: unknown[] = [target.merchantUuid, target.mode, target.currency, target.at]
+  for (const e of entries) {
+    values.push(e.uuid, e.kind, e.referenceType, e.referenceUuid)
+    for (const m of e.moves) values.push(m.kind, m.amount)
+    for (const l of e.lines) values.push(l.uuid, l.kind, l.amount)
+  }
+  const statement = compiledOnce(db, `journal.postEntries:${counts.join(',')}`, values, (...v) => {
+    let at = 4
+    const next = () => v[at++]
+    const rebuilt = entries.map((e) => ({
+      uuid: next(),
+      kind: next(),
+      referenceType: next(),
+      referenceUuid: next(),
+      moves: e.moves.map(() => ({ kind: next(), amount: next() })),
+      lines: e.lines.map(() => ({ uuid: next(), kind: next(), amount: next() })),
+    })) as EntryToPost[]
+    const [merchantUuid, mode, currency, when] = v as [string, Mode, string, Date]
+    const query = postEntriesQuery({ merchantUuid, mode, currency, at: when }, rebuilt)
+    return { compile: () => query.compile(db) }
+  })
+  const result = await db.executeQuery(statement)
+  const row = result.rows[0]
+  return {
+    posted: new Map((row?.entries ?? []).map((e) => [e.kind, e.uuid])),
+    balances: new Map((row?.balances ?? []).map((b) => [b.kind, Number(b.balance)])),
+  }
+}
+
+/** postEntries' statement. */
+function postEntriesQuery(target: EntriesTarget, entries: EntryToPost[]) {
+  const { merchantUuid, mode, currency, at } = target
   const values = sql.join(
     entries.map(
       (e) =>
@@ -69,7 +103,7 @@ export async function postEntries(
         (l, n) => sql`(${l.uuid}::uuid, ${l.entry}::text, ${l.kind}::text, ${l.amount}::bigint, ${n}::int)`,
       ),
   )
-  const result = await sql<{
+  return sql<{
     entries: { uuid: string; kind: JournalEntryKind }[] | null
     balances: { kind: AccountKind; balance: number }[] | null
   }>`
@@ -101,14 +135,7 @@ export async function postEntries(
       ORDER BY x.n
     )
     SELECT (SELECT json_agg(json_build_object('uuid', uuid, 'kind', kind)) FROM entry) AS entries,
-      (SELECT json_agg(json_build_object('kind', kind, 'balance', balance)) FROM moved) AS balances`.execute(
-    db,
-  )
-  const row = result.rows[0]
-  return {
-    posted: new Map((row?.entries ?? []).map((e) => [e.kind, e.uuid])),
-    balances: new Map((row?.balances ?? []).map((b) => [b.kind, Number(b.balance)])),
-  }
+      (SELECT json_agg(json_build_object('kind', kind, 'balance', balance)) FROM moved) AS balances`
 }
 
 /** Which of the merchant's accounts in this mode and currency exist (no lock). */

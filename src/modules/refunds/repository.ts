@@ -1,16 +1,35 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
 import type { RefundStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
+import { insertReturningAll } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
+import { compiledOnce } from '../../db/statement.ts'
 import type { Database, RefundsTable } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
 export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
-  db.insertInto('refunds').values(row).returningAll().executeTakeFirstOrThrow()
+  insertReturningAll(db, 'refunds', row)
 
-export const updateRefund = (db: Executor, uuid: string, changes: Partial<Insertable<RefundsTable>>) =>
-  db.updateTable('refunds').set(changes).where('uuid', '=', uuid).returningAll().executeTakeFirstOrThrow()
+/** Sets the columns `changes` gives a value (an undefined one is left as it is); the row as it is now. */
+export async function updateRefund(db: Executor, uuid: string, changes: Partial<Insertable<RefundsTable>>) {
+  const fields = changes as Record<string, unknown>
+  const columns = Object.keys(fields).filter((column) => fields[column] !== undefined)
+  const compiled = compiledOnce(
+    db,
+    `refunds.update:${columns.join(',')}`,
+    [uuid, ...columns.map((column) => fields[column])],
+    (u, ...values) =>
+      db
+        .updateTable('refunds')
+        .set(Object.fromEntries(columns.map((column, i) => [column, values[i]])))
+        .where('uuid', '=', u as string)
+        .returningAll(),
+  )
+  const row = (await db.executeQuery(compiled)).rows[0]
+  if (!row) throw new Error(`UPDATE refunds: no row ${uuid}`)
+  return row
+}
 
 /** Pending and succeeded refunds of a transaction: what is already spoken for. */
 export async function committedMinor(db: Executor, transactionUuid: string): Promise<number> {
@@ -48,18 +67,20 @@ export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
  * succeeded (`committed`), and succeeded.
  */
 export async function lockRefund(db: Executor, uuid: string, transactionUuid: string) {
-  const row = await db
-    .selectFrom('refunds as r')
-    .selectAll('r')
-    .select((eb) => [
-      sumOf(eb, ['pending', 'succeeded']).as('committed_minor'),
-      sumOf(eb, ['succeeded']).as('succeeded_minor'),
-    ])
-    .where('r.uuid', '=', uuid)
-    // Only with the payment whose lock the caller holds.
-    .where('r.transaction_uuid', '=', transactionUuid)
-    .forUpdate('r')
-    .executeTakeFirst()
+  const statement = compiledOnce(db, 'refunds.lock', [uuid, transactionUuid], (uuid, transactionUuid) =>
+    db
+      .selectFrom('refunds as r')
+      .selectAll('r')
+      .select((eb) => [
+        sumOf(eb, ['pending', 'succeeded']).as('committed_minor'),
+        sumOf(eb, ['succeeded']).as('succeeded_minor'),
+      ])
+      .where('r.uuid', '=', uuid)
+      // Only with the payment whose lock the caller holds.
+      .where('r.transaction_uuid', '=', transactionUuid)
+      .forUpdate('r'),
+  )
+  const row = (await db.executeQuery(statement)).rows[0]
   if (!row) return undefined
   const { committed_minor, succeeded_minor, ...refund } = row
   return { row: refund, committedMinor: Number(committed_minor), succeededMinor: Number(succeeded_minor) }
@@ -81,20 +102,27 @@ const sumOf = (
  * key be used again after its record was purged): one query where two were, under the payment's lock.
  */
 export async function refundsOfOrByKey(db: Executor, scope: Scope, transactionUuid: string, key: string) {
-  const rows = await db
-    .selectFrom('refunds')
-    .selectAll()
-    .where((eb) =>
-      eb.or([
-        eb('transaction_uuid', '=', transactionUuid),
-        eb.and([
-          eb('merchant_uuid', '=', scope.merchantUuid),
-          eb('mode', '=', scope.mode),
-          eb('idempotency_key', '=', key),
-        ]),
-      ]),
-    )
-    .execute()
+  const values = [transactionUuid, scope.merchantUuid, scope.mode, key] as const
+  const statement = compiledOnce(
+    db,
+    'refunds.ofOrByKey',
+    values,
+    (transactionUuid, merchantUuid, mode, key) =>
+      db
+        .selectFrom('refunds')
+        .selectAll()
+        .where((eb) =>
+          eb.or([
+            eb('transaction_uuid', '=', transactionUuid),
+            eb.and([
+              eb('merchant_uuid', '=', merchantUuid),
+              eb('mode', '=', mode),
+              eb('idempotency_key', '=', key),
+            ]),
+          ]),
+        ),
+  )
+  const { rows } = await db.executeQuery(statement)
   const earlier = rows.find(
     (r) => r.idempotency_key === key && r.merchant_uuid === scope.merchantUuid && r.mode === scope.mode,
   )

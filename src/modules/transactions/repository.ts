@@ -4,6 +4,7 @@ import type { Executor } from '../../db/index.ts'
 import { insertReturning, selectOneBy } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
+import { compiledOnce } from '../../db/statement.ts'
 import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdate } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
@@ -94,8 +95,14 @@ export const findAmount = (db: Executor, uuid: string) =>
   db.selectFrom('transactions').select('amount').where('uuid', '=', uuid).executeTakeFirstOrThrow()
 
 /** The transaction row, locked for the rest of the caller's transaction. */
-export const lockByUuid = (db: Executor, uuid: string) =>
-  db.selectFrom('transactions').selectAll().where('uuid', '=', uuid).forUpdate().executeTakeFirst()
+export const lockByUuid = async (db: Executor, uuid: string) =>
+  (
+    await db.executeQuery(
+      compiledOnce(db, 'transactions.lockByUuid', [uuid], (u) =>
+        db.selectFrom('transactions').selectAll().where('uuid', '=', u).forUpdate(),
+      ),
+    )
+  ).rows[0]
 
 /** Overdue pending transactions, locked; rows another worker holds are skipped, so workers never collide. */
 export const lockOverdue = (db: Executor, now: Date, limit: number) =>
@@ -110,16 +117,29 @@ export const lockOverdue = (db: Executor, now: Date, limit: number) =>
     .skipLocked()
     .execute()
 
-export const updateTransaction = (db: Executor, uuid: string, changes: TransactionUpdate) =>
-  db
-    .updateTable('transactions')
-    .set(changes)
-    .where('uuid', '=', uuid)
-    .returningAll()
-    .executeTakeFirstOrThrow()
+/** Sets the columns `changes` gives a value (an undefined one is left as it is); the row as it is now. */
+export async function updateTransaction(db: Executor, uuid: string, changes: TransactionUpdate) {
+  const fields = changes as Record<string, unknown>
+  const columns = Object.keys(fields).filter((column) => fields[column] !== undefined)
+  const compiled = compiledOnce(
+    db,
+    `transactions.update:${columns.join(',')}`,
+    [uuid, ...columns.map((column) => fields[column])],
+    (u, ...values) =>
+      db
+        .updateTable('transactions')
+        .set(Object.fromEntries(columns.map((column, i) => [column, values[i]])) as TransactionUpdate)
+        .where('uuid', '=', u as string)
+        .returningAll(),
+  )
+  const row = (await db.executeQuery(compiled)).rows[0]
+  if (!row) throw new Error(`UPDATE transactions: no row ${uuid}`)
+  return row
+}
 
-export const insertProviderCallback = (db: Executor, row: Insertable<ProviderCallbacksTable>) =>
-  db.insertInto('provider_callbacks').values(row).execute()
+export const insertProviderCallback = async (db: Executor, row: Insertable<ProviderCallbacksTable>) => {
+  await insertReturning(db, 'provider_callbacks', row, ['uuid'])
+}
 
 /** Paid transactions whose hold has ended and whose money is still pending, locked (others skipped). */
 export const lockSettlementDue = (db: Executor, now: Date, limit: number) =>

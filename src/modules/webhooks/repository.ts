@@ -2,6 +2,7 @@ import { type Insertable, sql } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { type KeysetColumns, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
+import { compiledOnce } from '../../db/statement.ts'
 import type {
   EventsTable,
   Mode,
@@ -109,11 +110,58 @@ export interface OutboxDelivery {
  * `to` (a resource's own callback_url and its host), else the merchant's configured URL when the configuration
  * is enabled and subscribed to the event, which the statement reads itself.
  */
-export const insertEventWithDelivery = (
+export async function insertEventWithDelivery(
   trx: Executor,
   event: Insertable<EventsTable>,
   delivery: OutboxDelivery,
   to: { url: string; target: string } | null,
+): Promise<void> {
+  const fields = event as Record<string, unknown>
+  const columns = Object.keys(fields).filter((column) => fields[column] !== undefined)
+  const d = delivery
+  const values = [
+    ...columns.map((column) => fields[column]),
+    ...[d.uuid, d.eventId, d.merchantUuid, d.mode, d.event, d.at, to?.url ?? null, to?.target ?? null],
+    // What a configuration subscribed to the event holds in its list.
+    JSON.stringify([d.event]),
+  ]
+  await trx.executeQuery(
+    compiledOnce(
+      trx,
+      `events.insertWithDelivery:${to ? 'to' : 'configured'}:${columns.join(',')}`,
+      values,
+      (...v) => {
+        const n = columns.length
+        const [uuid, eventId, merchantUuid, mode, name, at, url, target, subscribed] = v.slice(n) as [
+          string,
+          string,
+          string,
+          Mode,
+          string,
+          Date,
+          string,
+          string,
+          string,
+        ]
+        return eventWithDelivery(
+          trx,
+          Object.fromEntries(columns.map((column, i) => [column, v[i]])) as Insertable<EventsTable>,
+          { uuid, eventId, merchantUuid, mode, event: name, at },
+          to && { url, target },
+          subscribed,
+        )
+      },
+    ),
+  )
+}
+
+/** The statement of insertEventWithDelivery. */
+const eventWithDelivery = (
+  trx: Executor,
+  event: Insertable<EventsTable>,
+  delivery: OutboxDelivery,
+  to: { url: string; target: string } | null,
+  subscribed: string,
 ) =>
   trx
     .with('config', (db) =>
@@ -129,7 +177,7 @@ export const insertEventWithDelivery = (
             .where('mode', '=', delivery.mode)
             .where('enabled', '=', true)
             .where('url', 'is not', null)
-            .where(sql<boolean>`events @> ${JSON.stringify([delivery.event])}::jsonb`),
+            .where(sql<boolean>`events @> ${subscribed}::jsonb`),
     )
     .with('event', (db) => db.insertInto('events').values(event).returning('body'))
     .with('delivery', (db) =>
@@ -148,7 +196,6 @@ export const insertEventWithDelivery = (
     )
     .selectFrom('delivery')
     .select(wakeDispatchers().as('notified'))
-    .execute()
 
 /** What an outbox delivery's INSERT … SELECT writes besides its URL and target, in deliveryValues' order. */
 const DELIVERY_COLUMNS = [
