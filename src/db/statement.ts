@@ -1,5 +1,6 @@
-import { type Compilable, CompiledQuery } from 'kysely'
+import { type Compilable, CompiledQuery, type Selectable, type Updateable } from 'kysely'
 import type { Executor } from './index.ts'
+import type { Database } from './types.ts'
 
 /**
  * Stands for the value at `index` in the one extra build that finds where each value goes in a statement's
@@ -82,6 +83,35 @@ export function compiledOnce<V extends unknown[], O>(
     shapes.set(key, shapeOf(built, build(...slots).compile(), values))
   }
   return built
+}
+
+/**
+ * `UPDATE <table> SET … WHERE uuid = … RETURNING *` of the columns `changes` gives a value (an undefined one is
+ * left as it is), kept once per table and set of columns (see compiledOnce); the row as it is now.
+ */
+export async function updateByUuid<T extends keyof Database & string>(
+  db: Executor,
+  table: T,
+  uuid: string,
+  changes: Updateable<Database[T]>,
+): Promise<Selectable<Database[T]>> {
+  const fields = changes as Record<string, unknown>
+  const columns = Object.keys(fields).filter((column) => fields[column] !== undefined)
+  const compiled = compiledOnce(
+    db,
+    `${table}.update:${columns.join(',')}`,
+    [uuid, ...columns.map((column) => fields[column])],
+    (id, ...values) =>
+      // biome-ignore lint/suspicious/noExplicitAny: the table and its columns are the caller's, checked by its signature
+      (db as any)
+        .updateTable(table)
+        .set(Object.fromEntries(columns.map((column, i) => [column, values[i]])))
+        .where('uuid', '=', id)
+        .returningAll(),
+  )
+  const row = (await db.executeQuery(compiled)).rows[0]
+  if (!row) throw new Error(`UPDATE ${table}: no row ${uuid}`)
+  return row as Selectable<Database[T]>
 }
 
 /** Whether `key`'s statement is kept (for tests). */

@@ -4,7 +4,7 @@ import type { Executor } from '../../db/index.ts'
 import { insertReturningAll } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import { compiledOnce } from '../../db/statement.ts'
+import { compiledOnce, updateByUuid } from '../../db/statement.ts'
 import type { Database, RefundsTable } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
@@ -12,24 +12,8 @@ export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
   insertReturningAll(db, 'refunds', row)
 
 /** Sets the columns `changes` gives a value (an undefined one is left as it is); the row as it is now. */
-export async function updateRefund(db: Executor, uuid: string, changes: Partial<Insertable<RefundsTable>>) {
-  const fields = changes as Record<string, unknown>
-  const columns = Object.keys(fields).filter((column) => fields[column] !== undefined)
-  const compiled = compiledOnce(
-    db,
-    `refunds.update:${columns.join(',')}`,
-    [uuid, ...columns.map((column) => fields[column])],
-    (u, ...values) =>
-      db
-        .updateTable('refunds')
-        .set(Object.fromEntries(columns.map((column, i) => [column, values[i]])))
-        .where('uuid', '=', u as string)
-        .returningAll(),
-  )
-  const row = (await db.executeQuery(compiled)).rows[0]
-  if (!row) throw new Error(`UPDATE refunds: no row ${uuid}`)
-  return row
-}
+export const updateRefund = (db: Executor, uuid: string, changes: Partial<Insertable<RefundsTable>>) =>
+  updateByUuid(db, 'refunds', uuid, changes)
 
 /** Pending and succeeded refunds of a transaction: what is already spoken for. */
 export async function committedMinor(db: Executor, transactionUuid: string): Promise<number> {

@@ -4,7 +4,7 @@ import type { Executor } from '../../db/index.ts'
 import { insertReturning, selectOneBy } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import { compiledOnce } from '../../db/statement.ts'
+import { compiledOnce, updateByUuid } from '../../db/statement.ts'
 import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdate } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 
@@ -118,24 +118,8 @@ export const lockOverdue = (db: Executor, now: Date, limit: number) =>
     .execute()
 
 /** Sets the columns `changes` gives a value (an undefined one is left as it is); the row as it is now. */
-export async function updateTransaction(db: Executor, uuid: string, changes: TransactionUpdate) {
-  const fields = changes as Record<string, unknown>
-  const columns = Object.keys(fields).filter((column) => fields[column] !== undefined)
-  const compiled = compiledOnce(
-    db,
-    `transactions.update:${columns.join(',')}`,
-    [uuid, ...columns.map((column) => fields[column])],
-    (u, ...values) =>
-      db
-        .updateTable('transactions')
-        .set(Object.fromEntries(columns.map((column, i) => [column, values[i]])) as TransactionUpdate)
-        .where('uuid', '=', u as string)
-        .returningAll(),
-  )
-  const row = (await db.executeQuery(compiled)).rows[0]
-  if (!row) throw new Error(`UPDATE transactions: no row ${uuid}`)
-  return row
-}
+export const updateTransaction = (db: Executor, uuid: string, changes: TransactionUpdate) =>
+  updateByUuid(db, 'transactions', uuid, changes)
 
 export const insertProviderCallback = async (db: Executor, row: Insertable<ProviderCallbacksTable>) => {
   await insertReturning(db, 'provider_callbacks', row, ['uuid'])
