@@ -72,12 +72,13 @@ export function compiledOnce<V extends unknown[], O>(
   // a kept text would pass it by: with one, every statement is built and compiled.
   if (db.getExecutor().plugins.length > 0) return build(...values).compile()
   const shape = shapes.get(key)
-  if (shape) {
+  const plain = values.every(isPlainValue)
+  if (shape && plain) {
     const parameters = shape.sources.map((s) => ('value' in s ? values[s.value] : s.constant))
     return CompiledQuery.raw(shape.text, parameters) as CompiledQuery<O>
   }
   const built = build(...values).compile()
-  if (shape === null || !values.every(isPlainValue)) return built
+  if (shape !== undefined || !plain) return built
   if (shapes.size < MAX_SHAPES) {
     const slots = values.map((_, index) => new Slot(index)) as unknown as V
     shapes.set(key, shapeOf(built, build(...slots).compile(), values))

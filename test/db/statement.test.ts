@@ -61,6 +61,21 @@ for (const backend of backends()) {
       assert.deepEqual(await ids(again), [4])
       assert.deepEqual(await ids(labelled('one', 0)), [1])
       assert.deepEqual(await ids(labelled('three', 3)), [])
+      // A later call with an SQL expression for a value: built by Kysely, not sent as a parameter.
+      const expression = compiledOnce(
+        db,
+        key('labelled'),
+        [sql<string>`'t' || 'wo'`, 3] as const,
+        (label, above) =>
+          probe(db)
+            .selectFrom(TABLE)
+            .selectAll()
+            .where('label', '=', label)
+            .where('id', '>', above)
+            .orderBy('id'),
+      )
+      assert.deepEqual(expression.parameters, [3])
+      assert.deepEqual(await ids(expression), [4])
     })
 
     it('keeps a constant of the statement and puts a value used twice in both places', async () => {
