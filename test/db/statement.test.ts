@@ -31,27 +31,16 @@ for (const backend of backends()) {
     })
 
     /** Rows with this label and an id above `above`, by id: two values, in the order the statement takes them. */
-    const labelled = (label: string, above: number) =>
-      compiledOnce(db, key('labelled'), [label, above] as const, (label, above) =>
-        probe(db)
-          .selectFrom(TABLE)
-          .selectAll()
-          .where('label', '=', label)
-          .where('id', '>', above)
-          .orderBy('id'),
-      )
+    const labelledQuery = (label: unknown, above: unknown) =>
+      probe(db).selectFrom(TABLE).selectAll().where('label', '=', label).where('id', '>', above).orderBy('id')
+    const labelled = (label: unknown, above: number) =>
+      compiledOnce(db, key('labelled'), [label, above] as const, labelledQuery)
 
     it('builds the statement once and reuses its text with each call’s values, as Kysely would build it', async () => {
       const first = labelled('two', 0)
       assert.ok(isKept(key('labelled')))
       const again = labelled('two', 2)
-      const kysely = probe(db)
-        .selectFrom(TABLE)
-        .selectAll()
-        .where('label', '=', 'two')
-        .where('id', '>', 2)
-        .orderBy('id')
-        .compile()
+      const kysely = labelledQuery('two', 2).compile()
       assert.equal(again.sql, kysely.sql)
       assert.deepEqual(again.parameters, ['two', 2])
       assert.equal(again.sql, first.sql)
@@ -62,18 +51,7 @@ for (const backend of backends()) {
       assert.deepEqual(await ids(labelled('one', 0)), [1])
       assert.deepEqual(await ids(labelled('three', 3)), [])
       // A later call with an SQL expression for a value: built by Kysely, not sent as a parameter.
-      const expression = compiledOnce(
-        db,
-        key('labelled'),
-        [sql<string>`'t' || 'wo'`, 3] as const,
-        (label, above) =>
-          probe(db)
-            .selectFrom(TABLE)
-            .selectAll()
-            .where('label', '=', label)
-            .where('id', '>', above)
-            .orderBy('id'),
-      )
+      const expression = labelled(sql<string>`'t' || 'wo'`, 3)
       assert.deepEqual(expression.parameters, [3])
       assert.deepEqual(await ids(expression), [4])
     })
