@@ -16,6 +16,7 @@ import * as dashboardUsers from './migrations/0010_dashboard_users.ts'
 import * as dashboardTotp from './migrations/0011_dashboard_totp.ts'
 import * as apiKeyLastUsed from './migrations/0012_api_key_last_used.ts'
 import * as webhookConfigTarget from './migrations/0013_webhook_config_target.ts'
+import * as transactionListFilters from './migrations/0014_transaction_list_filters.ts'
 import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -291,6 +292,7 @@ export const migrator = (db: Db) =>
         '0011_dashboard_totp': dashboardTotp,
         '0012_api_key_last_used': apiKeyLastUsed,
         '0013_webhook_config_target': webhookConfigTarget,
+        '0014_transaction_list_filters': transactionListFilters,
       }),
     },
   })

@@ -25,7 +25,7 @@ for (const backend of backends()) {
         ('00000000-0000-4000-8000-000000000001', 'live', 'https://hooks.example:8443/in', '[]', 's', ${at}),
         ('00000000-0000-4000-8000-000000000002', 'test', NULL, '[]', 's', ${at})`.execute(db)
 
-      assert.deepEqual(await migrateToLatest(db), ['0013_webhook_config_target'])
+      assert.deepEqual(await migrateTo(db, '0013_webhook_config_target'), ['0013_webhook_config_target'])
       const rows = await db
         .selectFrom('webhook_configs')
         .select(['merchant_uuid', 'mode', 'url', 'target'])
@@ -64,5 +64,38 @@ for (const backend of backends()) {
         ],
       )
     })
+
+    it("0014 moves the list's payment-method and currency filters into the list's index, and back down", async () => {
+      const { db } = fresh.handle
+      const indexes = async () =>
+        (
+          await sql<{ indexname: string; indexdef: string }>`
+            SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions' ORDER BY indexname`.execute(
+            db,
+          )
+        ).rows
+      const listIndexes = async () =>
+        (await indexes())
+          .filter((i) => /\(merchant_uuid, mode, /.test(i.indexdef) && !/UNIQUE|lower/.test(i.indexdef))
+          .map((i) => `${i.indexname}: ${i.indexdef.replace(/^.*USING btree /, '')}`)
+      const before = await indexes()
+
+      assert.deepEqual(await migrateToLatest(db), ['0014_transaction_list_filters'])
+      assert.deepEqual(await listIndexes(), [
+        'transactions_list_filters_idx: (merchant_uuid, mode, created_at DESC, uuid DESC, payment_method, currency)',
+        'transactions_status_idx: (merchant_uuid, mode, status, created_at DESC, uuid DESC)',
+      ])
+      assert.equal((await indexes()).length, before.length - 2)
+
+      assert.deepEqual(await migrateTo(db, '0013_webhook_config_target'), ['0014_transaction_list_filters'])
+      assert.deepEqual(await indexes(), before)
+      assert.deepEqual(await migrateToLatest(db), ['0014_transaction_list_filters'])
+    })
   })
+}
+
+async function migrateTo(db: DbHandle['db'], name: string): Promise<string[]> {
+  const { error, results } = await migrator(db).migrateTo(name)
+  if (error) throw error
+  return (results ?? []).map((r) => r.migrationName)
 }
