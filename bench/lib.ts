@@ -3,6 +3,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
+import { loadavg } from 'node:os'
 import pg from 'pg'
 import { createServices, type Services } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
@@ -10,6 +11,30 @@ import { connectPostgres, migrateToLatest } from '../src/db/index.ts'
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
+
+/**
+ * Waits (polling every 15 s, up to `waitS` seconds) for the 1-minute load to be at most `maxLoad`, so a
+ * measurement does not start while an earlier build or run still holds the cores.
+ */
+export async function settledLoad(
+  what: string,
+  maxLoad: number,
+  waitS: number,
+  log: (line: string) => void,
+): Promise<{ load: number; waitedS: number; settled: boolean }> {
+  const started = Date.now()
+  for (;;) {
+    const load = loadavg()[0] ?? 0
+    const waitedS = Math.round((Date.now() - started) / 1000)
+    if (load <= maxLoad) return { load: round(load, 2), waitedS, settled: true }
+    if (waitedS >= waitS) {
+      log(`${what}: load ${load.toFixed(2)} still above ${maxLoad} after ${waitedS} s: running anyway`)
+      return { load: round(load, 2), waitedS, settled: false }
+    }
+    log(`${what}: 1-minute load ${load.toFixed(2)} > ${maxLoad}, waiting 15 s`)
+    await sleep(15_000)
+  }
+}
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8' }).trim()
 
 export function machine(pgVersion: string, autovacuum: string) {

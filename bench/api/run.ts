@@ -22,7 +22,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
@@ -45,6 +45,7 @@ import {
   serveArgs,
   sleep,
   startServer,
+  settledLoad as waitForLoad,
   writeReadme,
 } from '../lib.ts'
 
@@ -84,21 +85,8 @@ const log = (line: string) => process.stderr.write(`[bench:api] ${line}\n`)
 
 // ---------------------------------------------------------------------------------------------- load
 
-/** Waits (polling every 15 s, up to --load-wait) for the 1-minute load to be at most --max-load. */
-async function settledLoad(what: string): Promise<{ load: number; waitedS: number; settled: boolean }> {
-  const started = Date.now()
-  for (;;) {
-    const load = loadavg()[0] ?? 0
-    const waitedS = Math.round((Date.now() - started) / 1000)
-    if (load <= MAX_LOAD) return { load: round(load, 2), waitedS, settled: true }
-    if (waitedS >= LOAD_WAIT_S) {
-      log(`${what}: load ${load.toFixed(2)} still above ${MAX_LOAD} after ${waitedS} s: running anyway`)
-      return { load: round(load, 2), waitedS, settled: false }
-    }
-    log(`${what}: 1-minute load ${load.toFixed(2)} > ${MAX_LOAD}, waiting 15 s`)
-    await sleep(15_000)
-  }
-}
+/** Waits for the 1-minute load to be at most --max-load (up to --load-wait). */
+const settledLoad = (what: string) => waitForLoad(what, MAX_LOAD, LOAD_WAIT_S, log)
 
 // ---------------------------------------------------------------------------------------------- processes
 

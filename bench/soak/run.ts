@@ -7,10 +7,12 @@
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:soak -- \
  *     [--minutes 30] [--rate <req/s> | --fraction 0.5] [--ramp-seconds 60] [--merchants 1] [--window-minutes 5] [--connections 64] [--no-readme] [--source] \
  *     [--keep-database] [--mix create=12,get=24,list=2,paid=1,refund=1] [--profile <dir>] [--trace <file>]
- *     [--wal-compression lz4]
+ *     [--wal-compression lz4] [--max-load 1.5] [--load-wait 600]
  *
  * Without --rate, a 20 s autocannon run of creates at 50 connections (after 3 s of warm-up) measures the create
- * throughput first, for a merchant of its own, and the soak runs at --fraction of it (by default half).
+ * throughput first, for a merchant of its own, and the soak runs at --fraction of it (by default half). The
+ * measurement waits (up to --load-wait seconds) for the 1-minute load to be at most --max-load, as bench:api's
+ * runs do (one measurement started seconds after a build gave 2,082.6 creates/s; others 3,461.5 and 4,439.6).
  *
  * The traffic is an open model: requests are sent at the rate whatever the answers (an undici Pool with
  * keep-alive), and a request's latency counts from when it was due. By default (--mix), of every 40 requests:
@@ -46,6 +48,7 @@ import {
   rssMiB,
   type Server,
   serveArgs,
+  settledLoad,
   sleep,
   startServer,
   writeReadme,
@@ -70,6 +73,8 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     trace: { type: 'string' },
     'wal-compression': { type: 'string' },
+    'max-load': { type: 'string', default: '1.5' },
+    'load-wait': { type: 'string', default: '600' },
   },
 })
 const MINUTES = Number(values.minutes)
@@ -581,11 +586,17 @@ async function main() {
           .updateMerchant(merchant.uuid, { transactionTtlSeconds: DURATION_S + 3600 })
           .then(() => undefined),
       )
-      const measured = await measureCreateThroughput(api.base, { 'x-api-key': calibration.keys.test.secret })
       const fraction = Number(values.fraction)
       if (!(fraction > 0)) throw new Error(`--fraction must be a positive number: ${values.fraction}`)
+      const { load } = await settledLoad(
+        'create throughput',
+        Number(values['max-load']),
+        Number(values['load-wait']),
+        log,
+      )
+      const measured = await measureCreateThroughput(api.base, { 'x-api-key': calibration.keys.test.secret })
       rate = Math.round(measured * fraction)
-      rateNote = `${fraction} × the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections`
+      rateNote = `${fraction} × the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections, the 1-minute load ${fmt(load, 2)} at its start`
       log(`create throughput ${fmt(measured)} req/s: the soak runs at ${rate} req/s`)
     }
     if (!(rate > 0)) throw new Error(`no rate to run at: ${rate}`)
