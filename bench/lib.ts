@@ -35,6 +35,7 @@ export async function settledLoad(
     await sleep(15_000)
   }
 }
+
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8' }).trim()
 
 export function machine(pgVersion: string, autovacuum: string) {

@@ -43,9 +43,9 @@ import {
   sampleRss,
   seedTransactions,
   serveArgs,
+  settledLoad,
   sleep,
   startServer,
-  settledLoad as waitForLoad,
   writeReadme,
 } from '../lib.ts'
 
@@ -82,11 +82,6 @@ const masterKey = randomBytes(32).toString('hex')
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 const log = (line: string) => process.stderr.write(`[bench:api] ${line}\n`)
-
-// ---------------------------------------------------------------------------------------------- load
-
-/** Waits for the 1-minute load to be at most --max-load (up to --load-wait). */
-const settledLoad = (what: string) => waitForLoad(what, MAX_LOAD, LOAD_WAIT_S, log)
 
 // ---------------------------------------------------------------------------------------------- processes
 
@@ -175,7 +170,7 @@ async function measure(
   target: Target,
   hooks: { before?: () => Promise<void>; after?: () => Promise<void> } = {},
 ): Promise<Measured & { fromUs: number; toUs: number }> {
-  const { load, settled } = await settledLoad(`${label} / ${target.server.name}`)
+  const { load, settled } = await settledLoad(`${label} / ${target.server.name}`, MAX_LOAD, LOAD_WAIT_S, log)
   await control?.query('CHECKPOINT')
   const pid = target.server.child.pid as number
   await fire(target, WARMUP)

@@ -885,29 +885,35 @@ async function main() {
       try {
         await maintenance.query(`SET vacuum_cost_delay = '${throttle.delay}'`)
         await maintenance.query(`SET vacuum_cost_limit = ${Number(throttle.limit)}`)
-        const { rows } = await maintenance.query<{ relname: string; vacuum: boolean; analyze: boolean }>(
+        const { rows } = await maintenance.query<{
+          relname: string
+          vacuumDue: boolean
+          analyzeDue: boolean
+        }>(
           `SELECT relname,
-             n_dead_tup > 50 + 0.2 * n_live_tup OR n_ins_since_vacuum > 1000 + 0.2 * n_live_tup AS vacuum,
-             n_mod_since_analyze > 50 + 0.1 * n_live_tup AS analyze
+             n_dead_tup > 50 + 0.2 * n_live_tup OR n_ins_since_vacuum > 1000 + 0.2 * n_live_tup AS "vacuumDue",
+             n_mod_since_analyze > 50 + 0.1 * n_live_tup AS "analyzeDue"
            FROM pg_stat_user_tables`,
         )
         const took: string[] = []
-        for (const { relname, vacuum, analyze } of rows) {
-          if (!vacuum && !analyze) continue
+        for (const { relname, vacuumDue, analyzeDue } of rows) {
+          if (!vacuumDue && !analyzeDue) continue
           const t1 = performance.now()
           await maintenance.query(
-            vacuum ? `VACUUM (${analyze ? 'ANALYZE, ' : ''}PARALLEL 0) "${relname}"` : `ANALYZE "${relname}"`,
+            vacuumDue
+              ? `VACUUM (${analyzeDue ? 'ANALYZE, ' : ''}PARALLEL 0) "${relname}"`
+              : `ANALYZE "${relname}"`,
           )
           const seconds = (performance.now() - t1) / 1000
           const table = maintainedTables.get(relname) ?? { vacuum: 0, analyze: 0, seconds: 0 }
           for (const counts of [maintained, table]) {
-            if (vacuum) counts.vacuum++
-            if (analyze) counts.analyze++
+            if (vacuumDue) counts.vacuum++
+            if (analyzeDue) counts.analyze++
           }
           table.seconds += seconds
           maintainedTables.set(relname, table)
           took.push(
-            `${[vacuum && 'vacuum', analyze && 'analyze'].filter(Boolean).join(' + ')} ${relname} ${fmt(seconds, 2)} s`,
+            `${[vacuumDue && 'vacuum', analyzeDue && 'analyze'].filter(Boolean).join(' + ')} ${relname} ${fmt(seconds, 2)} s`,
           )
         }
         vacuums.push((performance.now() - t0) / 1000)
