@@ -995,8 +995,11 @@ async function main() {
     if (ranSeconds < DURATION_S) notes.push(`Interrupted after ${ranSeconds} s of ${DURATION_S}.`)
     const minutes: Aggregate[] = []
     for (let from = 0; from < ran.length; from += 60) minutes.push(aggregate(ran.slice(from, from + 60)))
-    const second = aggregate(ran.slice(WINDOW_S, 2 * WINDOW_S))
-    const last = aggregate(ran.slice(Math.max(0, ran.length - WINDOW_S)))
+    /** Where the second and the last window start, in seconds of the run. */
+    const windowStarts = { second: WINDOW_S, last: Math.max(0, ran.length - WINDOW_S) }
+    const windowOf = (from: number) => ran.slice(from, from + WINDOW_S)
+    const second = aggregate(windowOf(windowStarts.second))
+    const last = aggregate(windowOf(windowStarts.last))
     const check = (what: string, a: number, b: number, unit: string, information = false): Check => ({
       what,
       second: a,
@@ -1038,8 +1041,8 @@ async function main() {
       `Stalled seconds (more than ${STALL_IN_FLIGHT} requests in flight while the machine's CPU was under half its median ` +
         `of ${fmt(medianBusy / 10)} % of a core): ${stalled.length}` +
         (stalled.length
-          ? ` (at ${stalled.map((i) => `${fmt((i + 1) / 60, 1)} min`).join(', ')}); ${inWindow(WINDOW_S)} in the second window, ` +
-            `${inWindow(Math.max(0, ran.length - WINDOW_S))} in the last`
+          ? ` (at ${stalled.map((i) => `${fmt((i + 1) / 60, 1)} min`).join(', ')}); ${inWindow(windowStarts.second)} in the second window, ` +
+            `${inWindow(windowStarts.last)} in the last`
           : '') +
         '.',
     )
