@@ -600,6 +600,8 @@ async function main() {
       log(`create throughput ${fmt(measured)} req/s: the soak runs at ${rate} req/s`)
     }
     if (!(rate > 0)) throw new Error(`no rate to run at: ${rate}`)
+    // A signal during the set-up (the load wait, the measurement) ends the run here, before any load.
+    if (stopRequested) throw new Error('interrupted before the load')
 
     // What the requests draw from: created transactions (gets), pending ones (paid), paid ones (refunds).
     pool = new Pool(api.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
