@@ -21,12 +21,15 @@ export async function settledLoad(
   maxLoad: number,
   waitS: number,
   log: (line: string) => void,
+  /** Asked before every 15 s wait: true ends the wait at once (a signal to the runner), as not settled. */
+  stopped: () => boolean = () => false,
 ): Promise<{ load: number; waitedS: number; settled: boolean }> {
   const started = Date.now()
   for (;;) {
     const load = loadavg()[0] ?? 0
     const waitedS = Math.round((Date.now() - started) / 1000)
     if (load <= maxLoad) return { load: round(load, 2), waitedS, settled: true }
+    if (stopped()) return { load: round(load, 2), waitedS, settled: false }
     if (waitedS >= waitS) {
       log(`${what}: load ${load.toFixed(2)} still above ${maxLoad} after ${waitedS} s: running anyway`)
       return { load: round(load, 2), waitedS, settled: false }

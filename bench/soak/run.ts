@@ -504,7 +504,11 @@ async function main() {
   const onSignal = () => {
     if (stopRequested) return
     stopRequested = true
-    log('interrupted: ending the load, then cleaning up')
+    log('interrupted: ending the run, then cleaning up')
+  }
+  // A signal before the load (the load wait, the create measurement, the seeding) ends the run there.
+  const stopIfAsked = () => {
+    if (stopRequested) throw new Error('interrupted before the load')
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
@@ -593,15 +597,16 @@ async function main() {
         Number(values['max-load']),
         Number(values['load-wait']),
         log,
+        () => stopRequested,
       )
+      stopIfAsked()
       const measured = await measureCreateThroughput(api.base, { 'x-api-key': calibration.keys.test.secret })
       rate = Math.round(measured * fraction)
       rateNote = `${fraction} × the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections, the 1-minute load ${fmt(load, 2)} at its start`
       log(`create throughput ${fmt(measured)} req/s: the soak runs at ${rate} req/s`)
     }
     if (!(rate > 0)) throw new Error(`no rate to run at: ${rate}`)
-    // A signal during the set-up (the load wait, the measurement) ends the run here, before any load.
-    if (stopRequested) throw new Error('interrupted before the load')
+    stopIfAsked()
 
     // What the requests draw from: created transactions (gets), pending ones (paid), paid ones (refunds).
     pool = new Pool(api.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
@@ -698,6 +703,7 @@ async function main() {
 
     // A few transactions to draw from before the clock starts: 200 created, 50 of them paid, per merchant.
     for (let i = 0; i < 200 * shops.length; i++) {
+      stopIfAsked()
       const { created, pending, paid, apiKey } = shops[i % shops.length] as Shop
       const res = await http.request({
         method: 'POST',
@@ -737,6 +743,7 @@ async function main() {
     let inFlight = 0
     // The seeded transactions' deliveries are not the run's.
     await sleep(1000)
+    stopIfAsked()
     deliveriesNow = 0
     const start = performance.now()
     const secondAt = (now: number) => Math.min(DURATION_S - 1, Math.floor((now - start) / 1000))
