@@ -21,15 +21,15 @@ export async function settledLoad(
   maxLoad: number,
   waitS: number,
   log: (line: string) => void,
-  /** Asked before every 15 s wait: true ends the wait at once (a signal to the runner), as not settled. */
-  stopped: () => boolean = () => false,
+  /** Looked at before every 15 s wait: once aborted (a signal to the runner), the wait ends as not settled. */
+  signal?: AbortSignal,
 ): Promise<{ load: number; waitedS: number; settled: boolean }> {
   const started = Date.now()
   for (;;) {
     const load = loadavg()[0] ?? 0
     const waitedS = Math.round((Date.now() - started) / 1000)
     if (load <= maxLoad) return { load: round(load, 2), waitedS, settled: true }
-    if (stopped()) return { load: round(load, 2), waitedS, settled: false }
+    if (signal?.aborted) return { load: round(load, 2), waitedS, settled: false }
     if (waitedS >= waitS) {
       log(`${what}: load ${load.toFixed(2)} still above ${maxLoad} after ${waitedS} s: running anyway`)
       return { load: round(load, 2), waitedS, settled: false }

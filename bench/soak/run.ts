@@ -500,15 +500,14 @@ async function main() {
   maintenance.on('error', () => {})
   let pool: Pool | null = null
   let trace: PgTrace | null = null
-  let stopRequested = false
+  // A signal aborts the run: before the load (the load wait, the create measurement, the seeding) it ends
+  // there, with `throwIfAborted`; during the load the sampling loop stops and the summary covers what ran.
+  const interrupted = new AbortController()
+  const { signal } = interrupted
   const onSignal = () => {
-    if (stopRequested) return
-    stopRequested = true
+    if (signal.aborted) return
     log('interrupted: ending the run, then cleaning up')
-  }
-  // A signal before the load (the load wait, the create measurement, the seeding) ends the run there.
-  const stopIfAsked = () => {
-    if (stopRequested) throw new Error('interrupted before the load')
+    interrupted.abort(new Error('interrupted before the load'))
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
@@ -597,16 +596,16 @@ async function main() {
         Number(values['max-load']),
         Number(values['load-wait']),
         log,
-        () => stopRequested,
+        signal,
       )
-      stopIfAsked()
+      signal.throwIfAborted()
       const measured = await measureCreateThroughput(api.base, { 'x-api-key': calibration.keys.test.secret })
       rate = Math.round(measured * fraction)
       rateNote = `${fraction} × the ${fmt(measured)} creates/s measured first: 20 s of autocannon at 50 connections, the 1-minute load ${fmt(load, 2)} at its start`
       log(`create throughput ${fmt(measured)} req/s: the soak runs at ${rate} req/s`)
     }
     if (!(rate > 0)) throw new Error(`no rate to run at: ${rate}`)
-    stopIfAsked()
+    signal.throwIfAborted()
 
     // What the requests draw from: created transactions (gets), pending ones (paid), paid ones (refunds).
     pool = new Pool(api.base, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 })
@@ -703,7 +702,7 @@ async function main() {
 
     // A few transactions to draw from before the clock starts: 200 created, 50 of them paid, per merchant.
     for (let i = 0; i < 200 * shops.length; i++) {
-      stopIfAsked()
+      signal.throwIfAborted()
       const { created, pending, paid, apiKey } = shops[i % shops.length] as Shop
       const res = await http.request({
         method: 'POST',
@@ -743,7 +742,7 @@ async function main() {
     let inFlight = 0
     // The seeded transactions' deliveries are not the run's.
     await sleep(1000)
-    stopIfAsked()
+    signal.throwIfAborted()
     deliveriesNow = 0
     const start = performance.now()
     const secondAt = (now: number) => Math.min(DURATION_S - 1, Math.floor((now - start) / 1000))
@@ -938,7 +937,7 @@ async function main() {
 
     log(`soak: ${MINUTES} min at ${rate} req/s (${MIX.join(', ')})`)
     await trace?.start()
-    while (sampled < DURATION_S && !stopRequested) {
+    while (sampled < DURATION_S && !signal.aborted) {
       const next = start + (sampled + 1) * 1000
       await sleep(Math.max(0, next - performance.now()))
       await sampleSecond(sampled)
