@@ -17,6 +17,7 @@ import * as dashboardTotp from './migrations/0011_dashboard_totp.ts'
 import * as apiKeyLastUsed from './migrations/0012_api_key_last_used.ts'
 import * as webhookConfigTarget from './migrations/0013_webhook_config_target.ts'
 import * as transactionListFilters from './migrations/0014_transaction_list_filters.ts'
+import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_event.ts'
 import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -293,6 +294,7 @@ export const migrator = (db: Db) =>
         '0012_api_key_last_used': apiKeyLastUsed,
         '0013_webhook_config_target': webhookConfigTarget,
         '0014_transaction_list_filters': transactionListFilters,
+        '0015_delivery_body_from_event': deliveryBodyFromEvent,
       }),
     },
   })

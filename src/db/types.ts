@@ -216,7 +216,8 @@ export interface WebhookDeliveriesTable {
   event: string
   url: string
   target: string
-  body: string
+  /** The request body; NULL for an event's delivery, whose body is its event's (migration 0015). */
+  body: string | null
   status: DeliveryStatus
   attempts: number
   next_attempt_at: Timestamp | null

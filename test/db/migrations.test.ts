@@ -80,7 +80,9 @@ for (const backend of backends()) {
           .map((i) => `${i.indexname}: ${i.indexdef.replace(/^.*USING btree /, '')}`)
       const before = await indexes()
 
-      assert.deepEqual(await migrateToLatest(db), ['0014_transaction_list_filters'])
+      assert.deepEqual(await migrateTo(db, '0014_transaction_list_filters'), [
+        '0014_transaction_list_filters',
+      ])
       assert.deepEqual(await listIndexes(), [
         'transactions_list_filters_idx: (merchant_uuid, mode, created_at DESC, uuid DESC, payment_method, currency)',
         'transactions_status_idx: (merchant_uuid, mode, status, created_at DESC, uuid DESC)',
@@ -89,7 +91,82 @@ for (const backend of backends()) {
 
       assert.deepEqual(await migrateTo(db, '0013_webhook_config_target'), ['0014_transaction_list_filters'])
       assert.deepEqual(await indexes(), before)
-      assert.deepEqual(await migrateToLatest(db), ['0014_transaction_list_filters'])
+      assert.deepEqual(await migrateTo(db, '0014_transaction_list_filters'), [
+        '0014_transaction_list_filters',
+      ])
+    })
+
+    it("0015 lets an event's delivery read the event's body instead of a copy; down writes the copies back", async () => {
+      const { db } = fresh.handle
+      const at = new Date('2026-11-02T00:00:00.000Z')
+      const merchant = '00000000-0000-4000-8000-000000000001'
+      const event = (uuid: string, body: string) => sql`
+        INSERT INTO events (uuid, merchant_uuid, mode, event, aggregate_type, aggregate_uuid, aggregate_version, body, occurred_at)
+        VALUES (${uuid}, ${merchant}, 'test', 'transaction.paid', 'transaction', ${uuid}, 1, ${body}, ${at})`
+      const delivery = (uuid: string, eventId: string, body: string | null) => sql`
+        INSERT INTO webhook_deliveries (uuid, event_id, merchant_uuid, mode, event, url, target, body, status, created_at, updated_at)
+        VALUES (${uuid}, ${eventId}, ${merchant}, 'test', 'transaction.paid', 'https://hooks.example/in', 'hooks.example',
+          ${body}, 'pending', ${at}, ${at})`
+      const state = async () => ({
+        bodies: (
+          await sql<{ uuid: string; body: string | null }>`
+            SELECT uuid, body FROM webhook_deliveries ORDER BY uuid`.execute(db)
+        ).rows.map((r) => [r.uuid.slice(-1), r.body]),
+        nullable: (
+          await sql<{ is_nullable: string }>`SELECT is_nullable FROM information_schema.columns
+            WHERE table_name = 'webhook_deliveries' AND column_name = 'body'`.execute(db)
+        ).rows[0]?.is_nullable,
+        options: (
+          await sql<{ reloptions: string[] | null }>`
+            SELECT reloptions FROM pg_class WHERE relname = 'webhook_deliveries'`.execute(db)
+        ).rows[0]?.reloptions,
+      })
+      // A delivery written before 0015 keeps its copy.
+      await event('00000000-0000-7000-8000-00000000000a', '{"v":"a"}').execute(db)
+      await delivery(
+        '00000000-0000-7000-8000-00000000000b',
+        '00000000-0000-7000-8000-00000000000a',
+        '{"v":"a"}',
+      ).execute(db)
+      await assert.rejects(
+        delivery(
+          '00000000-0000-7000-8000-00000000000d',
+          '00000000-0000-7000-8000-00000000000a',
+          null,
+        ).execute(db),
+        /null value in column "body"/,
+      )
+
+      assert.deepEqual(await migrateTo(db, '0015_delivery_body_from_event'), [
+        '0015_delivery_body_from_event',
+      ])
+      await event('00000000-0000-7000-8000-00000000000c', '{"v":"c"}').execute(db)
+      await delivery(
+        '00000000-0000-7000-8000-00000000000d',
+        '00000000-0000-7000-8000-00000000000c',
+        null,
+      ).execute(db)
+      assert.deepEqual(await state(), {
+        bodies: [
+          ['b', '{"v":"a"}'],
+          ['d', null],
+        ],
+        nullable: 'YES',
+        options: ['fillfactor=70'],
+      })
+
+      assert.deepEqual(await migrateTo(db, '0014_transaction_list_filters'), [
+        '0015_delivery_body_from_event',
+      ])
+      assert.deepEqual(await state(), {
+        bodies: [
+          ['b', '{"v":"a"}'],
+          ['d', '{"v":"c"}'],
+        ],
+        nullable: 'NO',
+        options: null,
+      })
+      assert.deepEqual(await migrateToLatest(db), ['0015_delivery_body_from_event'])
     })
   })
 }

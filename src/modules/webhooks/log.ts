@@ -94,7 +94,7 @@ export async function deliveryAttempts(deps: Pick<WebhookDeps, 'db'>, auth: Auth
         'webhook-timestamp': '<the attempt start, unix seconds>',
         'webhook-signature': 'v1,<HMAC-SHA256 of id.timestamp.body with the secret of the time>',
       },
-      body: row.body,
+      body: await repo.deliveryBody(deps.db, row),
     },
     attempts: attempts.map((a) => ({
       attempt: a.attempt,

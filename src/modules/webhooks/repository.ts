@@ -179,13 +179,13 @@ const eventWithDelivery = (
             .where('url', 'is not', null)
             .where(sql<boolean>`events @> ${subscribed}::jsonb`),
     )
-    .with('event', (db) => db.insertInto('events').values(event).returning('body'))
+    .with('event', (db) => db.insertInto('events').values(event))
     .with('delivery', (db) =>
       db
         .insertInto('webhook_deliveries')
         .columns([...DELIVERY_COLUMNS, 'url', 'target'])
         .expression((eb) =>
-          eb.selectFrom(['event', 'config']).select([
+          eb.selectFrom('config').select([
             ...deliveryValues(delivery),
             sql<string>`config.url`.as('url'),
             // Every configured URL has its host (migration 0013); should one not, its URL groups its deliveries.
@@ -197,14 +197,16 @@ const eventWithDelivery = (
     .selectFrom('delivery')
     .select(wakeDispatchers().as('notified'))
 
-/** What an outbox delivery's INSERT … SELECT writes besides its URL and target, in deliveryValues' order. */
+/**
+ * What an outbox delivery's INSERT … SELECT writes besides its URL and target, in deliveryValues' order. Not its
+ * body: that is the event's, which the claim reads (claimDue).
+ */
 const DELIVERY_COLUMNS = [
   'uuid',
   'event_id',
   'merchant_uuid',
   'mode',
   'event',
-  'body',
   'status',
   'attempts',
   'next_attempt_at',
@@ -213,14 +215,13 @@ const DELIVERY_COLUMNS = [
   'updated_at',
 ] as const
 
-/** The values, typed (a SELECT's parameters have none of their own); the body is the event's, as written. */
+/** The values, typed (a SELECT's parameters have none of their own). */
 const deliveryValues = (d: OutboxDelivery) => [
   sql<string>`${d.uuid}::uuid`.as('uuid'),
   sql<string>`${d.eventId}::uuid`.as('event_id'),
   sql<string>`${d.merchantUuid}::uuid`.as('merchant_uuid'),
   sql<Mode>`${d.mode}::text`.as('mode'),
   sql<string>`${d.event}::text`.as('event'),
-  sql<string>`event.body`.as('body'),
   sql<'pending'>`'pending'`.as('status'),
   sql<number>`0`.as('attempts'),
   sql<Date>`${d.at}::timestamptz`.as('next_attempt_at'),
@@ -274,8 +275,12 @@ export function listDeliveries(
   return keysetPage(query, cursor, limit)
 }
 
-/** A claimed delivery with what signing it needs: its merchant's configuration, read in the same statement. */
-export type ClaimedDelivery = WebhookDelivery & {
+/**
+ * A claimed delivery with what sending it needs: its body (its own, or its event's) and its merchant's
+ * configuration, read in the same statement.
+ */
+export type ClaimedDelivery = Omit<WebhookDelivery, 'body'> & {
+  body: string
   secret_sealed: string | null
   previous_secret_sealed: string | null
   previous_secret_expires_at: Date | null
@@ -295,7 +300,7 @@ export async function claimDue(
   limit: number,
   excludeTargets: string[],
 ): Promise<ClaimedDelivery[]> {
-  const result = await sql<ClaimedDelivery>`
+  const result = await sql<ClaimedDelivery & { event_body: string | null }>`
     WITH claimed AS (
       UPDATE webhook_deliveries SET locked_until = ${leaseUntil}, locked_by = ${worker}
       WHERE uuid IN (
@@ -307,11 +312,26 @@ export async function claimDue(
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED)
       RETURNING *)
-    SELECT claimed.*, c.secret_sealed, c.previous_secret_sealed, c.previous_secret_expires_at, c.url AS config_url, c.enabled AS config_enabled
-    FROM claimed LEFT JOIN webhook_configs c ON c.merchant_uuid = claimed.merchant_uuid AND c.mode = claimed.mode`.execute(
+    SELECT claimed.*, e.body AS event_body,
+      c.secret_sealed, c.previous_secret_sealed, c.previous_secret_expires_at, c.url AS config_url, c.enabled AS config_enabled
+    FROM claimed
+    LEFT JOIN events e ON claimed.body IS NULL AND e.uuid = claimed.event_id
+    LEFT JOIN webhook_configs c ON c.merchant_uuid = claimed.merchant_uuid AND c.mode = claimed.mode`.execute(
     db,
   )
-  return result.rows
+  // An event outlives its pending deliveries (purgeExpiredEvents keeps it), so a delivery has one body or the other.
+  return result.rows.map(({ event_body, ...row }) => ({ ...row, body: row.body ?? (event_body as string) }))
+}
+
+/** The body an event's delivery sends: the event's (a test delivery keeps its own in its row). */
+export async function deliveryBody(db: Executor, delivery: Pick<WebhookDelivery, 'body' | 'event_id'>) {
+  if (delivery.body !== null) return delivery.body
+  const event = await db
+    .selectFrom('events')
+    .select('body')
+    .where('uuid', '=', delivery.event_id)
+    .executeTakeFirstOrThrow()
+  return event.body
 }
 
 export interface AttemptRecord {
