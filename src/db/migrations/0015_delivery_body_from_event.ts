@@ -11,9 +11,10 @@ import { type Kysely, sql } from 'kysely'
  * room on the page it is a heap-only update, which writes no index entry and which a later read or write of the
  * page reclaims, without vacuum.
  *
- * Rolling upgrade: an earlier version's dispatcher would send such a delivery without its body, so the workers are
- * upgraded before the API processes that write deliveries (docs/OPERATIONS.md). Down writes the events' bodies
- * back into the rows that have none.
+ * Upgrade: an earlier version's dispatcher would send such a delivery without its body, and workers write
+ * deliveries too (expiries, settlements, payout and refund checks), so every earlier worker stops before any
+ * process of this version starts (docs/OPERATIONS.md §11). Down writes the events' bodies back into the rows that
+ * have none.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`ALTER TABLE webhook_deliveries ALTER COLUMN body DROP NOT NULL`.execute(db)
@@ -21,8 +22,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  await sql`UPDATE webhook_deliveries AS d SET body = e.body FROM events AS e
-    WHERE d.body IS NULL AND e.uuid = d.event_id`.execute(db)
+  // No delivery is written between the copy and the constraint; one whose event is gone gets an empty body.
+  await sql`LOCK TABLE webhook_deliveries IN SHARE ROW EXCLUSIVE MODE`.execute(db)
+  await sql`UPDATE webhook_deliveries AS d SET body = coalesce(
+      (SELECT e.body FROM events AS e WHERE e.uuid = d.event_id), '')
+    WHERE d.body IS NULL`.execute(db)
   await sql`ALTER TABLE webhook_deliveries ALTER COLUMN body SET NOT NULL`.execute(db)
   await sql`ALTER TABLE webhook_deliveries RESET (fillfactor)`.execute(db)
 }

@@ -280,7 +280,8 @@ export function listDeliveries(
  * configuration, read in the same statement.
  */
 export type ClaimedDelivery = Omit<WebhookDelivery, 'body'> & {
-  body: string
+  /** Its own body, else its event's; null only if the event is gone, and then it is not sent (sendAttempt). */
+  body: string | null
   secret_sealed: string | null
   previous_secret_sealed: string | null
   previous_secret_expires_at: Date | null
@@ -320,7 +321,7 @@ export async function claimDue(
     db,
   )
   // An event outlives its pending deliveries (purgeExpiredEvents keeps it), so a delivery has one body or the other.
-  return result.rows.map(({ event_body, ...row }) => ({ ...row, body: row.body ?? (event_body as string) }))
+  return result.rows.map(({ event_body, ...row }) => ({ ...row, body: row.body ?? event_body }))
 }
 
 /** The body an event's delivery sends: the event's (a test delivery keeps its own in its row). */

@@ -239,6 +239,58 @@ for (const backend of backends()) {
       t.assertSameEventFreshTimestamps(delivery, receiver.received, attempts, await t.secretOf())
     })
 
+    it('a delivery sends its own body when it has one; without one and without its event it fails at once, unsent', async () => {
+      const receiver = await t.receiver(() => ({ status: 200, body: 'ok' }))
+      const at = new Date()
+      const uuid = '01a22600-0000-7000-8000-0000000000aa'
+      const queue = (row: { uuid: string; event_id: string; body: string | null }) =>
+        ctx.handle.db
+          .insertInto('webhook_deliveries')
+          .values({
+            ...row,
+            merchant_uuid: ctx.merchant.uuid,
+            mode: 'test',
+            event: 'transaction.paid',
+            url: `${receiver.url}/callbacks`,
+            target: new URL(receiver.url).host,
+            status: 'pending',
+            attempts: 0,
+            next_attempt_at: at,
+            is_test: false,
+            created_at: at,
+            updated_at: at,
+          })
+          .execute()
+      // A row written before migration 0015 keeps its copy, and that is what goes out.
+      const copied = '{"event":"transaction.paid","event_id":"01a22600-0000-7000-8000-0000000000bb"}'
+      await queue({
+        uuid: '01a22600-0000-7000-8000-0000000000ba',
+        event_id: '01a22600-0000-7000-8000-0000000000bb',
+        body: copied,
+      })
+      await eventually(async () => receiver.received.length === 1 || null)
+      assert.equal(receiver.received[0]?.body, copied)
+      // An event's delivery keeps no body; with its event gone (nothing deletes one while it is pending) it has none.
+      await queue({ uuid, event_id: '01a22600-0000-7000-8000-0000000000ab', body: null })
+      const delivery = await eventually(async () => {
+        const row = await ctx.handle.db
+          .selectFrom('webhook_deliveries')
+          .selectAll()
+          .where('uuid', '=', uuid)
+          .executeTakeFirstOrThrow()
+        return row.status === 'pending' ? null : row
+      })
+      assert.equal(delivery.status, 'failed')
+      assert.equal(delivery.attempts, 1)
+      assert.equal(delivery.error, 'not sent: the event of this delivery no longer exists')
+      assert.equal(delivery.next_attempt_at, null)
+      assert.deepEqual(
+        (await t.attemptsOf(uuid)).map((a) => [a.attempt, a.response_status, a.error]),
+        [[1, null, 'not sent: the event of this delivery no longer exists']],
+      )
+      assert.equal(receiver.received.length, 1, 'only the delivery with a body was sent')
+    })
+
     it('nothing is delivered to a target other than the intended one', async () => {
       const configured = await t.receiver()
       const own = await t.receiver()
