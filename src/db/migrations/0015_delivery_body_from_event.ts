@@ -17,16 +17,14 @@ import { type Kysely, sql } from 'kysely'
  * have none.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await sql`ALTER TABLE webhook_deliveries ALTER COLUMN body DROP NOT NULL`.execute(db)
-  await sql`ALTER TABLE webhook_deliveries SET (fillfactor = 70)`.execute(db)
+  await sql`ALTER TABLE webhook_deliveries ALTER COLUMN body DROP NOT NULL, SET (fillfactor = 70)`.execute(db)
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
   // No delivery is written between the copy and the constraint; one whose event is gone gets an empty body.
-  await sql`LOCK TABLE webhook_deliveries IN SHARE ROW EXCLUSIVE MODE`.execute(db)
+  await sql`LOCK TABLE webhook_deliveries IN ACCESS EXCLUSIVE MODE`.execute(db)
   await sql`UPDATE webhook_deliveries AS d SET body = coalesce(
       (SELECT e.body FROM events AS e WHERE e.uuid = d.event_id), '')
     WHERE d.body IS NULL`.execute(db)
-  await sql`ALTER TABLE webhook_deliveries ALTER COLUMN body SET NOT NULL`.execute(db)
-  await sql`ALTER TABLE webhook_deliveries RESET (fillfactor)`.execute(db)
+  await sql`ALTER TABLE webhook_deliveries ALTER COLUMN body SET NOT NULL, RESET (fillfactor)`.execute(db)
 }

@@ -131,7 +131,6 @@ export async function sendTest(deps: WebhookDeps, auth: AuthContext) {
   })
   const claimed = {
     ...delivery,
-    body,
     secret_sealed: cfg.secret_sealed,
     previous_secret_sealed: cfg.previous_secret_sealed,
     previous_secret_expires_at: cfg.previous_secret_expires_at,

@@ -61,29 +61,21 @@ export async function sendAttempt(
   // Switched off (by the merchant, or by a 410) after this delivery was queued: it is not sent.
   const switchedOff =
     !delivery.is_test && delivery.config_url === delivery.url && delivery.config_enabled === false
-  // No body to send: the event it would read is gone (nothing deletes an event with a pending delivery).
-  const unsent = switchedOff
-    ? 'not sent: the webhook configuration is disabled'
-    : delivery.body === null
-      ? 'not sent: the event of this delivery no longer exists'
-      : null
+  const body = delivery.body
   const result =
-    unsent !== null || delivery.body === null
+    switchedOff || body === null
       ? {
           ok: false,
           status: null,
           body: null,
-          error: unsent,
+          error: switchedOff
+            ? 'not sent: the webhook configuration is disabled'
+            : 'not sent: the event of this delivery no longer exists',
           durationMs: 0,
           retryAfterSeconds: null,
           startedAt: new Date(),
         }
-      : await deps.sender.send({
-          url: delivery.url,
-          eventId: delivery.event_id,
-          body: delivery.body,
-          secrets,
-        })
+      : await deps.sender.send({ url: delivery.url, eventId: delivery.event_id, body, secrets })
   const attempt = delivery.attempts + 1
   return {
     record: {
@@ -97,7 +89,7 @@ export async function sendAttempt(
       body: result.body,
       error: result.error,
       // A delivery not sent (its configuration switched off, its event gone) is not retried either.
-      next: afterAttempt(deps.dispatch, delivery, attempt, result, unsent !== null),
+      next: afterAttempt(deps.dispatch, delivery, attempt, result, switchedOff || body === null),
     },
     // 410 Gone: the configured endpoint says it is gone for good (a test delivery included); stop sending to it.
     disable: result.status === 410 && configUrl === delivery.url,

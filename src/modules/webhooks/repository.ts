@@ -94,7 +94,7 @@ export async function notifyDispatchers(trx: Executor): Promise<void> {
   await sql`SELECT ${wakeDispatchers()}`.execute(trx)
 }
 
-/** An outbox delivery of an event: pending, due when the event occurred, with the event's body. */
+/** An outbox delivery of an event: pending, due when the event occurred. */
 export interface OutboxDelivery {
   uuid: string
   eventId: string
@@ -276,12 +276,11 @@ export function listDeliveries(
 }
 
 /**
- * A claimed delivery with what sending it needs: its body (its own, or its event's) and its merchant's
- * configuration, read in the same statement.
+ * A claimed delivery with what sending it needs: its body (its own, else its event's; null only if the event is
+ * gone, which nothing does while a delivery of it is pending) and its merchant's configuration, read in the same
+ * statement.
  */
-export type ClaimedDelivery = Omit<WebhookDelivery, 'body'> & {
-  /** Its own body, else its event's; null only if the event is gone, and then it is not sent (sendAttempt). */
-  body: string | null
+export type ClaimedDelivery = WebhookDelivery & {
   secret_sealed: string | null
   previous_secret_sealed: string | null
   previous_secret_expires_at: Date | null
@@ -320,19 +319,18 @@ export async function claimDue(
     LEFT JOIN webhook_configs c ON c.merchant_uuid = claimed.merchant_uuid AND c.mode = claimed.mode`.execute(
     db,
   )
-  // An event outlives its pending deliveries (purgeExpiredEvents keeps it), so a delivery has one body or the other.
   return result.rows.map(({ event_body, ...row }) => ({ ...row, body: row.body ?? event_body }))
 }
 
-/** The body an event's delivery sends: the event's (a test delivery keeps its own in its row). */
+/** The body a delivery sends: its own (a test delivery's, or one written before 0015), else its event's. */
 export async function deliveryBody(db: Executor, delivery: Pick<WebhookDelivery, 'body' | 'event_id'>) {
   if (delivery.body !== null) return delivery.body
   const event = await db
     .selectFrom('events')
     .select('body')
     .where('uuid', '=', delivery.event_id)
-    .executeTakeFirstOrThrow()
-  return event.body
+    .executeTakeFirst()
+  return event?.body ?? null
 }
 
 export interface AttemptRecord {

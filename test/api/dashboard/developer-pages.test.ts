@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { activeUser, dashboard, signIn } from '../../helpers/dashboard.ts'
-import { backends, call, createTestContext, startReceiver, type TestContext } from '../../helpers/harness.ts'
+import {
+  backends,
+  call,
+  createTestContext,
+  newTransaction,
+  startReceiver,
+  type TestContext,
+} from '../../helpers/harness.ts'
 import { FAST_DISPATCH, putConfig, type Receiver } from '../webhooks/helpers.ts'
 
 for (const backend of backends()) {
@@ -74,6 +81,35 @@ for (const backend of backends()) {
       assert.equal(answer.attempts[0].response_status, 503)
       assert.equal(answer.attempts[0].response_body, 'down for maintenance')
       assert.equal(answer.attempts[0].webhook_timestamp, received.headers['webhook-timestamp'])
+
+      // An event's delivery shows the body it sends: its event's, which it keeps no copy of.
+      const tx = await call(ctx, 'POST', '/integration/transactions', newTransaction())
+      assert.equal(tx.statusCode, 201, tx.body)
+      const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.json().uuid}/paid`)
+      assert.equal(paid.statusCode, 200, paid.body)
+      const event = await ctx.handle.db
+        .selectFrom('events')
+        .select(['uuid', 'body'])
+        .where('aggregate_uuid', '=', tx.json().uuid)
+        .where('event', '=', 'transaction.paid')
+        .executeTakeFirstOrThrow()
+      const eventDelivery = await ctx.handle.db
+        .selectFrom('webhook_deliveries')
+        .select(['uuid', 'body'])
+        .where('event_id', '=', event.uuid)
+        .executeTakeFirstOrThrow()
+      assert.equal(eventDelivery.body, null)
+      const log = await dashboard(
+        ctx,
+        'GET',
+        `/dashboard/api/webhook/deliveries/${eventDelivery.uuid}/attempts`,
+        {
+          cookie: owner.token,
+          mode: 'test',
+        },
+      )
+      assert.equal(log.statusCode, 200, log.body)
+      assert.equal(log.json().request.body, event.body)
 
       const support = await signIn(ctx, await activeUser(ctx, 'support'))
       const refused = await dashboard(

@@ -608,7 +608,7 @@ for (const backend of backends()) {
           assert.ok(!text.includes(VISA), `${name} holds the full card number`)
           assert.ok(!text.includes(spaced), `${name} holds the full card number as sent`)
         }
-        // A delivery keeps no body of its own (it sends its event's), nor does a provider callback.
+        // A delivery keeps no body of its own (it sends its event's); a provider callback shows no card number.
         assert.ok(tables.webhook_deliveries.every((d) => d.body === null))
         for (const [name, text] of places.filter(
           ([n]) => n !== 'payout_callbacks' && n !== 'webhook_deliveries',

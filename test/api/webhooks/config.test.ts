@@ -291,12 +291,8 @@ for (const backend of backends()) {
         const [event] = await eventRows(ctx, tx.uuid)
         const deliveries = await deliveryRows(ctx, tx.uuid)
         assert.equal(deliveries.length, 1)
-        assert.ok(event?.body.includes(tx.uuid))
-        assert.equal(
-          deliveries[0]?.body,
-          null,
-          'the delivery sends the event as recorded, read from the event',
-        )
+        assert.ok(event)
+        assert.equal(deliveries[0]?.body, null, "the delivery keeps no copy of the event's body")
         return deliveries.map((d) => [d.url, d.target, d.status, d.attempts, d.is_test])
       }
       await putConfig(ctx, { url: 'https://Shop.Example:443/h' }, { merchant })
