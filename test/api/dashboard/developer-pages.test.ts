@@ -67,10 +67,10 @@ for (const backend of backends()) {
       const delivery = failed.json()
       const received = receiver.received.at(-1)
       assert.ok(received)
-      const res = await dashboard(ctx, 'GET', `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`, {
-        cookie: owner.token,
-        mode: 'test',
-      })
+      /** The dashboard's log of a delivery, as a session sees it in a mode. */
+      const attemptsLog = (uuid: string, cookie: string, mode: 'test' | 'live' = 'test') =>
+        dashboard(ctx, 'GET', `/dashboard/api/webhook/deliveries/${uuid}/attempts`, { cookie, mode })
+      const res = await attemptsLog(delivery.uuid, owner.token)
       assert.equal(res.statusCode, 200, res.body)
       const answer = res.json()
       assert.equal(answer.delivery.uuid, delivery.uuid)
@@ -99,51 +99,19 @@ for (const backend of backends()) {
         .where('event_id', '=', event.uuid)
         .executeTakeFirstOrThrow()
       assert.equal(eventDelivery.body, null)
-      const log = await dashboard(
-        ctx,
-        'GET',
-        `/dashboard/api/webhook/deliveries/${eventDelivery.uuid}/attempts`,
-        {
-          cookie: owner.token,
-          mode: 'test',
-        },
-      )
+      const log = await attemptsLog(eventDelivery.uuid, owner.token)
       assert.equal(log.statusCode, 200, log.body)
       assert.equal(log.json().request.body, event.body)
 
       const support = await signIn(ctx, await activeUser(ctx, 'support'))
-      const refused = await dashboard(
-        ctx,
-        'GET',
-        `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`,
-        {
-          cookie: support.token,
-          mode: 'test',
-        },
-      )
+      const refused = await attemptsLog(delivery.uuid, support.token)
       assert.equal(refused.statusCode, 403)
       // The other mode, or another merchant's session, does not find it.
-      const live = await dashboard(
-        ctx,
-        'GET',
-        `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`,
-        {
-          cookie: owner.token,
-          mode: 'live',
-        },
-      )
+      const live = await attemptsLog(delivery.uuid, owner.token, 'live')
       assert.equal(live.statusCode, 404)
       const stranger = await ctx.newMerchant('Stranger')
       const theirs = await signIn(ctx, await activeUser(ctx, 'owner', stranger.uuid))
-      const notTheirs = await dashboard(
-        ctx,
-        'GET',
-        `/dashboard/api/webhook/deliveries/${delivery.uuid}/attempts`,
-        {
-          cookie: theirs.token,
-          mode: 'test',
-        },
-      )
+      const notTheirs = await attemptsLog(delivery.uuid, theirs.token)
       assert.equal(notTheirs.statusCode, 404)
       const malformed = await dashboard(ctx, 'GET', '/dashboard/api/webhook/deliveries/nope/attempts', {
         cookie: owner.token,
