@@ -18,6 +18,7 @@ import * as apiKeyLastUsed from './migrations/0012_api_key_last_used.ts'
 import * as webhookConfigTarget from './migrations/0013_webhook_config_target.ts'
 import * as transactionListFilters from './migrations/0014_transaction_list_filters.ts'
 import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_event.ts'
+import * as transactionExternalIdIndex from './migrations/0016_transaction_external_id_index.ts'
 import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -295,6 +296,7 @@ export const migrator = (db: Db) =>
         '0013_webhook_config_target': webhookConfigTarget,
         '0014_transaction_list_filters': transactionListFilters,
         '0015_delivery_body_from_event': deliveryBodyFromEvent,
+        '0016_transaction_external_id_index': transactionExternalIdIndex,
       }),
     },
   })

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { type DbHandle, migrateToLatest, migrator } from '../../src/db/index.ts'
+import { isUniqueViolation } from '../../src/db/unique.ts'
+import * as transactions from '../../src/modules/transactions/repository.ts'
 import { backends, freshDatabase } from '../helpers/harness.ts'
 
 for (const backend of backends()) {
@@ -166,7 +168,95 @@ for (const backend of backends()) {
         nullable: 'NO',
         options: null,
       })
-      assert.deepEqual(await migrateToLatest(db), ['0015_delivery_body_from_event'])
+      assert.deepEqual(await migrateTo(db, '0015_delivery_body_from_event'), [
+        '0015_delivery_body_from_event',
+      ])
+    })
+
+    it("0016 keeps one unique index on a payment's external_id, which the lookup and the search read, and back down", async () => {
+      const { db } = fresh.handle
+      const indexes = async () =>
+        (
+          await sql<{ indexname: string; indexdef: string }>`
+            SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions' ORDER BY indexname`.execute(
+            db,
+          )
+        ).rows
+      const externalIdIndexes = async () =>
+        (await indexes())
+          .filter((i) => /external_id/.test(i.indexdef))
+          .map(
+            (i) =>
+              `${i.indexname}: ${i.indexdef.replace(/^CREATE (UNIQUE )?INDEX \S+ ON \S+ USING btree /, '$1')}`,
+          )
+      const before = await indexes()
+      assert.deepEqual(await externalIdIndexes(), [
+        'transactions_external_id_key: UNIQUE (merchant_uuid, mode, external_id)',
+        'transactions_external_id_prefix_idx: (merchant_uuid, mode, lower(external_id) text_pattern_ops)',
+      ])
+      const merchant = '00000000-0000-4000-8000-000000000003'
+      const at = new Date('2026-11-01T00:00:00.000Z')
+      await sql`INSERT INTO merchants (uuid, name, created_at, updated_at) VALUES (${merchant}, 'C', ${at}, ${at})`.execute(
+        db,
+      )
+      const insert = (externalId: string, token: string) =>
+        sql`INSERT INTO transactions (uuid, merchant_uuid, mode, type, external_id, amount, gross_amount, net_amount,
+            fee_amount, fee_bps, fee_payer, merchant_fee_share_bps, merchant_fee_merchant_amount,
+            merchant_fee_customer_amount, currency, settlement_currency, settlement_amount, fx_rate, fx_rate_updated_at,
+            payment_method, status, payment_token, expires_at, created_at, updated_at)
+          VALUES (gen_random_uuid(), ${merchant}, 'test', 'payment', ${externalId}, 100, 100, 100, 0, 0, 'merchant', 0,
+            0, 0, 'RUB', 'USDT', 1, '0.01', ${at}, 'card', 'pending', ${token}, ${at}, ${at}, ${at})`.execute(
+          db,
+        )
+      const duplicate = async (externalId: string, token: string) => {
+        const error = await insert(externalId, token).then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        return error && isUniqueViolation(error, 'transactions_external_id_key')
+      }
+      await insert('Order-1', 'tok-1')
+
+      assert.deepEqual(await migrateTo(db, '0016_transaction_external_id_index'), [
+        '0016_transaction_external_id_index',
+      ])
+      assert.deepEqual(await externalIdIndexes(), [
+        'transactions_external_id_key: UNIQUE (merchant_uuid, mode, lower(external_id) text_pattern_ops, external_id)',
+      ])
+      assert.equal((await indexes()).length, before.length - 1)
+      // As unique as the key it replaced, under the key's name: case still tells two external_ids apart.
+      assert.equal(await duplicate('Order-1', 'tok-2'), true)
+      await insert('order-1', 'tok-3')
+      await insert('Order-10', 'tok-4')
+      const scope = { merchantUuid: merchant, mode: 'test' as const }
+      assert.equal((await transactions.findByExternalId(db, scope, 'Order-1'))?.payment_token, 'tok-1')
+      assert.equal((await transactions.findByExternalId(db, scope, 'order-1'))?.payment_token, 'tok-3')
+      assert.equal(await transactions.findByExternalId(db, scope, 'ORDER-1'), undefined)
+      const prefix = await transactions
+        .filtered(db, scope, { search: { text: 'ORDER-1', uuid: null } })
+        .select('payment_token')
+        .orderBy('payment_token')
+        .execute()
+      assert.deepEqual(
+        prefix.map((r) => r.payment_token),
+        ['tok-1', 'tok-3', 'tok-4'],
+      )
+      // The lookup reaches its entry through the index's lower(external_id), not from the merchant's first entry.
+      const plan = await db.transaction().execute(async (trx) => {
+        await sql`SET LOCAL enable_seqscan = off`.execute(trx)
+        await sql`SET LOCAL enable_bitmapscan = off`.execute(trx)
+        const rows = await transactions.byExternalId(trx, scope, 'Order-1').explain()
+        return rows.map((r) => String(r['QUERY PLAN'])).join('\n')
+      })
+      assert.match(plan, /Index Scan using transactions_external_id_key/)
+      assert.match(plan, /Index Cond: \(.*lower\(external_id\) = 'order-1'/)
+
+      assert.deepEqual(await migrateTo(db, '0015_delivery_body_from_event'), [
+        '0016_transaction_external_id_index',
+      ])
+      assert.deepEqual(await indexes(), before)
+      assert.equal(await duplicate('order-1', 'tok-5'), true)
+      assert.deepEqual(await migrateToLatest(db), ['0016_transaction_external_id_index'])
     })
   })
 }

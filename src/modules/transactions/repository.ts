@@ -54,8 +54,17 @@ export async function findByUuid(db: Executor, scope: Scope, uuid: string) {
 export const findByPaymentToken = (db: Executor, token: string) =>
   db.selectFrom('transactions').selectAll().where('payment_token', '=', token).executeTakeFirst()
 
+/**
+ * The merchant's transaction with this external_id. Its unique index leads with lower(external_id), so the query
+ * names that too: with the column alone the index would be read from the merchant's first entry.
+ */
+export const byExternalId = (db: Executor, scope: Scope, externalId: string) =>
+  scoped(db, scope)
+    .where(sql`lower(external_id)`, '=', sql<string>`lower(${externalId})`)
+    .where('external_id', '=', externalId)
+
 export const findByExternalId = (db: Executor, scope: Scope, externalId: string) =>
-  scoped(db, scope).where('external_id', '=', externalId).executeTakeFirst()
+  byExternalId(db, scope, externalId).executeTakeFirst()
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
