@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import type { PostgresPool, PostgresPoolClient } from 'kysely'
 import type pg from 'pg'
 import { ShapedQuery } from './shaped-query.ts'
@@ -108,10 +109,13 @@ function needsOwnConnection(sql: string): boolean {
 
 /**
  * Connections that statements outside a transaction share, in node-postgres' pipeline mode: each statement
- * is written as soon as it is asked for, without waiting for the answers to the ones before it on that
- * connection, as the `postgres` driver does. PostgreSQL then reads several statements in one wake-up and
- * answers them in one write, and a request needs no connection of its own for a single statement (a get, a
- * create's one INSERT). Every statement ends with its own Sync, so one that fails fails alone.
+ * is sent without waiting for the answers to the ones before it on that connection, as the `postgres` driver
+ * does, and the statements asked for in one turn of the event loop leave together, in one write at its check
+ * phase (the socket is corked until then). PostgreSQL then reads several statements in one wake-up and answers
+ * them in one write, and a request needs no connection of its own for a single statement (a get, a create's
+ * one INSERT). Every statement ends with its own Sync, so one that fails fails alone. Under the gets of
+ * bench:api the one write per turn served 1.23-1.27 x the gets of one write per statement, PostgreSQL's CPU per
+ * get 0.017 ms against 0.026.
  */
 export interface SharedConnections {
   /** How many: the least busy one takes the next statement. */
@@ -123,6 +127,8 @@ export interface SharedConnections {
 interface Shared {
   client: pg.Client
   query: Query
+  /** Holds the connection's writes until the event loop's check phase, so a turn's statements go in one write. */
+  batch(): void
   /** Statements sent and not yet answered. */
   busy: number
   lost: boolean
@@ -140,7 +146,19 @@ function sharing(connections: SharedConnections) {
   const open = (at: number): Promise<Shared> => {
     const opening = connections.open().then(
       (client) => {
-        const shared: Shared = { client, query: statementsOn(client), busy: 0, lost: false }
+        const stream = (client as unknown as { connection: { stream: Socket } }).connection.stream
+        let corked = false
+        const uncork = () => {
+          corked = false
+          stream.uncork()
+        }
+        const batch = () => {
+          if (corked) return
+          corked = true
+          stream.cork()
+          setImmediate(uncork)
+        }
+        const shared: Shared = { client, query: statementsOn(client), batch, busy: 0, lost: false }
         // A cut connection fails the statements on it (node-postgres errors every one sent); the next
         // statement opens another in its place. One that reported an error of its own is ended too.
         const lose = () => {
@@ -265,6 +283,7 @@ export function preparingPool(
       const connection = next instanceof Promise ? await next : next
       on = connection
       connection.busy++
+      connection.batch()
       try {
         return await connection.query(sql, parameters)
       } finally {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { Socket } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
@@ -42,6 +43,39 @@ if (backends().includes('postgres'))
       // The harness's pool of 20: 5 shared.
       const pids = new Set(answers.map((answer) => answer.pid))
       assert.ok(pids.size >= 1 && pids.size <= 5, `${pids.size} connections`)
+    })
+
+    it('the statements one turn of the event loop sends to a shared connection leave in one write', async () => {
+      // Every shared connection open first, so that none of the statements below waits for one to connect.
+      await Promise.all(Array.from({ length: 300 }, (_, n) => pid(db, n)))
+      const port = Number(new URL(process.env.TEST_DATABASE_URL ?? '').port || 5432)
+      const writes = { count: 0 }
+      const counted = <T extends (...args: never[]) => unknown>(original: T) =>
+        function (this: Socket, ...args: Parameters<T>) {
+          if (this.remotePort === port) writes.count++
+          return original.apply(this, args)
+        }
+      const proto = Socket.prototype as unknown as Record<'_write' | '_writev', (...args: never[]) => unknown>
+      const { _write: write, _writev: writev } = proto
+      proto._write = counted(write)
+      proto._writev = counted(writev)
+      let answers: { pid: number; tag: number }[]
+      try {
+        answers = await Promise.all(Array.from({ length: 40 }, (_, n) => pid(db, n)))
+      } finally {
+        proto._write = write
+        proto._writev = writev
+      }
+      assert.deepEqual(
+        answers.map((answer) => answer.tag),
+        answers.map((_, n) => n),
+      )
+      // One write per shared connection (the harness's pool of 20: 5 shared), not one per statement.
+      const connections = new Set(answers.map((answer) => answer.pid)).size
+      assert.ok(
+        writes.count <= connections,
+        `${writes.count} writes for 40 statements on ${connections} connections`,
+      )
     })
 
     it('a transaction runs on a connection of its own, and the shared ones go on meanwhile', async () => {
