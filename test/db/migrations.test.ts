@@ -69,13 +69,7 @@ for (const backend of backends()) {
 
     it("0014 moves the list's payment-method and currency filters into the list's index, and back down", async () => {
       const { db } = fresh.handle
-      const indexes = async () =>
-        (
-          await sql<{ indexname: string; indexdef: string }>`
-            SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions' ORDER BY indexname`.execute(
-            db,
-          )
-        ).rows
+      const indexes = () => transactionIndexes(db)
       const listIndexes = async () =>
         (await indexes())
           .filter((i) => /\(merchant_uuid, mode, /.test(i.indexdef) && !/UNIQUE|lower/.test(i.indexdef))
@@ -175,13 +169,7 @@ for (const backend of backends()) {
 
     it("0016 keeps one unique index on a payment's external_id, which the lookup and the search read, and back down", async () => {
       const { db } = fresh.handle
-      const indexes = async () =>
-        (
-          await sql<{ indexname: string; indexdef: string }>`
-            SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions' ORDER BY indexname`.execute(
-            db,
-          )
-        ).rows
+      const indexes = () => transactionIndexes(db)
       const externalIdIndexes = async () =>
         (await indexes())
           .filter((i) => /external_id/.test(i.indexdef))
@@ -265,4 +253,13 @@ async function migrateTo(db: DbHandle['db'], name: string): Promise<string[]> {
   const { error, results } = await migrator(db).migrateTo(name)
   if (error) throw error
   return (results ?? []).map((r) => r.migrationName)
+}
+
+/** The indexes of `transactions`, by name, with their definitions. */
+async function transactionIndexes(db: DbHandle['db']): Promise<{ indexname: string; indexdef: string }[]> {
+  const { rows } = await sql<{ indexname: string; indexdef: string }>`
+    SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'transactions' ORDER BY indexname`.execute(
+    db,
+  )
+  return rows
 }
