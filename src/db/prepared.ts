@@ -146,14 +146,17 @@ function sharing(connections: SharedConnections) {
   const open = (at: number): Promise<Shared> => {
     const opening = connections.open().then(
       (client) => {
-        const stream = (client as unknown as { connection: { stream: Socket } }).connection.stream
+        const stream = (
+          client as unknown as { connection: { stream: Partial<Pick<Socket, 'cork' | 'uncork'>> } }
+        ).connection.stream
         let corked = false
         const uncork = () => {
           corked = false
-          stream.uncork()
+          stream.uncork?.()
         }
         const batch = () => {
-          if (corked) return
+          // (As node-postgres does, a stream without cork and uncork is written at once.)
+          if (corked || !stream.cork || !stream.uncork) return
           corked = true
           stream.cork()
           setImmediate(uncork)
