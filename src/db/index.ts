@@ -19,6 +19,7 @@ import * as webhookConfigTarget from './migrations/0013_webhook_config_target.ts
 import * as transactionListFilters from './migrations/0014_transaction_list_filters.ts'
 import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_event.ts'
 import * as transactionExternalIdIndex from './migrations/0016_transaction_external_id_index.ts'
+import * as transactionStatistics from './migrations/0017_transaction_statistics.ts'
 import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
@@ -297,6 +298,7 @@ export const migrator = (db: Db) =>
         '0014_transaction_list_filters': transactionListFilters,
         '0015_delivery_body_from_event': deliveryBodyFromEvent,
         '0016_transaction_external_id_index': transactionExternalIdIndex,
+        '0017_transaction_statistics': transactionStatistics,
       }),
     },
   })

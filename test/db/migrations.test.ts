@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { type DbHandle, migrateToLatest, migrator } from '../../src/db/index.ts'
+import { UNSTATISTICAL_COLUMNS } from '../../src/db/migrations/0017_transaction_statistics.ts'
 import { isUniqueViolation } from '../../src/db/unique.ts'
 import * as transactions from '../../src/modules/transactions/repository.ts'
 import { backends, freshDatabase } from '../helpers/harness.ts'
@@ -244,7 +245,96 @@ for (const backend of backends()) {
       ])
       assert.deepEqual(await indexes(), before)
       assert.equal(await duplicate('order-1', 'tok-5'), true)
-      assert.deepEqual(await migrateToLatest(db), ['0016_transaction_external_id_index'])
+      assert.deepEqual(await migrateTo(db, '0016_transaction_external_id_index'), [
+        '0016_transaction_external_id_index',
+      ])
+    })
+
+    it('0017 stops ANALYZE computing statistics for the columns no query filters by, and back down', async () => {
+      const { db } = fresh.handle
+      const targets = async () => {
+        // PostgreSQL 15 keeps -1 for the default target, 17 (PGlite) NULL.
+        const { rows } = await sql<{ attname: string; target: number }>`
+          SELECT attname, coalesce(attstattarget, -1)::int AS target FROM pg_attribute
+          WHERE attrelid = 'transactions'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attname`.execute(
+          db,
+        )
+        return Object.fromEntries(rows.map((r) => [r.attname, r.target]))
+      }
+      const before = await targets()
+      assert.ok(Object.values(before).every((t) => t === -1))
+      assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0017_transaction_statistics'])
+      const after = await targets()
+      const unstatistical = new Set<string>(UNSTATISTICAL_COLUMNS)
+      for (const [column, target] of Object.entries(after))
+        assert.equal(target, unstatistical.has(column) ? 0 : -1, column)
+      assert.deepEqual(Object.keys(after), Object.keys(before))
+      for (const column of [
+        'merchant_uuid',
+        'mode',
+        'status',
+        'payment_method',
+        'currency',
+        'created_at',
+        'expires_at',
+      ])
+        assert.equal(unstatistical.has(column), false, column)
+
+      // 2,000 payments of one merchant, then what ANALYZE keeps.
+      const merchant = '00000000-0000-4000-8000-000000000004'
+      const at = new Date('2026-11-01T00:00:00.000Z')
+      await sql`INSERT INTO merchants (uuid, name, created_at, updated_at) VALUES (${merchant}, 'D', ${at}, ${at})`.execute(
+        db,
+      )
+      await sql`INSERT INTO transactions (uuid, merchant_uuid, mode, type, external_id, amount, gross_amount, net_amount,
+          fee_amount, fee_bps, fee_payer, merchant_fee_share_bps, merchant_fee_merchant_amount,
+          merchant_fee_customer_amount, currency, settlement_currency, settlement_amount, fx_rate, fx_rate_updated_at,
+          payment_method, status, description, payment_token, expires_at, created_at, updated_at)
+        SELECT gen_random_uuid(), ${merchant}, 'test', 'payment', 'stat-' || i, 100 + i, 100 + i, 100 + i, 0, 0,
+          'merchant', 0, 0, 0, CASE WHEN i % 4 = 0 THEN 'KZT' ELSE 'RUB' END, 'USDT', 1, '0.01', ${at}, 'card',
+          CASE WHEN i % 10 = 0 THEN 'paid' ELSE 'pending' END, 'order ' || i, 'stat-token-' || i, ${at},
+          ${at}::timestamptz + i * interval '1 second', ${at}
+        FROM generate_series(1, 2000) AS i`.execute(db)
+      await sql`ANALYZE transactions`.execute(db)
+      const { rows: stats } = await sql<{ tablename: string; attname: string }>`
+        SELECT tablename, attname FROM pg_stats
+        WHERE tablename = 'transactions' OR tablename IN (SELECT indexname FROM pg_indexes WHERE tablename = 'transactions')`.execute(
+        db,
+      )
+      const analysed = new Set(stats.map((s) => `${s.tablename}.${s.attname}`))
+      for (const column of UNSTATISTICAL_COLUMNS)
+        assert.equal(analysed.has(`transactions.${column}`), false, column)
+      for (const column of [
+        'merchant_uuid',
+        'mode',
+        'status',
+        'currency',
+        'created_at',
+        'description',
+        'external_id',
+      ])
+        assert.equal(analysed.has(`transactions.${column}`), true, column)
+      // The indexes' expressions, which the search's estimates read, keep theirs.
+      assert.ok(analysed.has('transactions_description_trgm_idx.lower'), [...analysed].join(', '))
+      assert.ok(analysed.has('transactions_external_id_key.lower'), [...analysed].join(', '))
+      // The unique keys without statistics: the planner still expects one row from a uuid or a token.
+      const estimate = async (where: ReturnType<typeof sql>) => {
+        const { rows } = await sql<{
+          'QUERY PLAN': string
+        }>`EXPLAIN SELECT * FROM transactions WHERE ${where}`.execute(db)
+        return Number(/rows=(\d+)/.exec(rows.map((r) => r['QUERY PLAN']).join('\n'))?.[1])
+      }
+      assert.equal(await estimate(sql`payment_token = 'stat-token-7'`), 1)
+      assert.equal(await estimate(sql`uuid = '00000000-0000-4000-8000-0000000000ff'`), 1)
+      // A column that keeps its statistics still tells a rare value from a common one.
+      assert.ok((await estimate(sql`status = 'paid'`)) < 400)
+      assert.ok((await estimate(sql`status = 'pending'`)) > 1600)
+
+      assert.deepEqual(await migrateTo(db, '0016_transaction_external_id_index'), [
+        '0017_transaction_statistics',
+      ])
+      assert.deepEqual(await targets(), before)
+      assert.deepEqual(await migrateToLatest(db), ['0017_transaction_statistics'])
     })
   })
 }
