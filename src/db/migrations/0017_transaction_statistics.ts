@@ -1,14 +1,14 @@
 import { type Kysely, sql } from 'kysely'
 
 /**
- * The columns of a payment that ANALYZE no longer keeps statistics for (`SET STATISTICS 0`): those no query
- * filters, joins, groups or sorts by, and the unique keys `uuid` and `payment_token`, which queries only look up by
- * equality. Every ANALYZE of `transactions` (autovacuum's, each time a tenth of the
- * table has changed) computed them for its 30,000 sampled rows all the same, and they were about half of its
- * work: on 45,527 payments 570–780 ms of one core before, 290–410 ms after. The columns the service's queries
- * name keep their statistics, and so do the indexes' expressions (`lower(external_id)`, `lower(description)`)
- * that the search's estimates read. The planner knows `uuid` and `payment_token` to be unique from their unique
- * indexes, without statistics. A query that comes to filter by one of these columns should take it off the list.
+ * The columns of a payment that ANALYZE no longer keeps statistics for (`SET STATISTICS 0`): those no query filters,
+ * joins, groups or sorts by, and the unique keys `uuid` and `payment_token`, which queries only look up by equality.
+ * Every ANALYZE of `transactions` (autovacuum's, each time a tenth of the table has changed) computed them for its
+ * 30,000 sampled rows all the same, and they were about half of its work: on 45,527 payments 570–780 ms of one core
+ * before, 290–410 ms after. The columns the service's queries name keep their statistics, and so do the indexes'
+ * expressions (`lower(external_id)`, `lower(description)`) that the search's estimates read. The planner knows `uuid`
+ * and `payment_token` to be unique from their unique indexes, without statistics. A query that comes to filter by one
+ * of these columns should take it off the list.
  *
  * ALTER TABLE … SET STATISTICS takes a SHARE UPDATE EXCLUSIVE lock: it waits for a running vacuum or analysis of the
  * table, never for reads or writes, and rewrites no table data. The statistics already gathered for these columns
