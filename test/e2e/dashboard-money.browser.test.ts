@@ -19,7 +19,9 @@ import { freePort } from '../helpers/program.ts'
 /**
  * The dashboard's money-out and developer pages in Chromium (issue 16's journeys): a payout from quote to
  * completion, an expired quote, an API key used with the API, the webhook secret rotated and a delivery
- * verified with both secrets, a failed delivery redelivered. Screenshots at 1280 and 390 px.
+ * verified with both secrets, a failed delivery redelivered. Screenshots at 1280 and 390 px, in
+ * test-artifacts/screenshots/dashboard-money-*.png: the other dashboard suite photographs some of the same pages,
+ * and may run at the same time.
  */
 const WIDTHS = [1280, 390] as const
 const TRC20 = 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE'
@@ -77,7 +79,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
     const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth)
     assert.ok(pageWidth <= width, `${name} at ${width} px is ${pageWidth} px wide`)
     await assertAccessible(page, name)
-    await page.screenshot({ path: join(SHOTS, `dashboard-${name}-${width}.png`), fullPage: true })
+    await page.screenshot({ path: join(SHOTS, `dashboard-money-${name}-${width}.png`), fullPage: true })
   }
 
   /** Fills the new payout form for a USDT wallet and asks for a quote. */
