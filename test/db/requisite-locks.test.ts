@@ -63,11 +63,15 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
           requisites: row.requisites === null ? null : JSON.stringify(row.requisites),
         })
 
-      /** Whether a session running a statement like `pattern` waits for a lock. */
+      /**
+       * Whether a session of this suite's database running a statement like `pattern` waits for a lock (not one of
+       * another suite's, which `npm test` may be running beside this one on the same server).
+       */
       const sessionsWaitingOnLock = async (pattern: string) => {
         const { rows } = await sql<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE wait_event_type = 'Lock' AND query LIKE ${pattern}`.execute(ctx.db)
+          WHERE datname = current_database() AND wait_event_type = 'Lock'
+            AND query LIKE ${pattern}`.execute(ctx.db)
         return (rows[0]?.n ?? 0) > 0
       }
 
