@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
 import type { Db } from '../../src/db/index.ts'
-import { backends, freshDatabase } from '../helpers/harness.ts'
+import { backends, freshDatabase, postgresUrlOf } from '../helpers/harness.ts'
 
 /**
  * On PostgreSQL, statements outside a transaction share a few pipelined connections (src/db/prepared.ts);
@@ -160,10 +160,16 @@ if (backends().includes('postgres'))
         const { rows } = await sql<{ ok: boolean }>`SELECT pg_advisory_unlock(4242) AS ok`.execute(conn)
         assert.equal(rows[0]?.ok, true, 'unlocked on the session that holds the lock')
       })
-      // Nothing is left holding it: another session takes it at once.
-      const { rows } = await admin.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(4242) AS ok')
-      assert.equal(rows[0]?.ok, true)
-      await admin.query('SELECT pg_advisory_unlock(4242)')
+      // Nothing is left holding it: another session takes it at once. Advisory locks are the database's, so that
+      // session is on the suite's database, not on the one the admin client uses.
+      const other = new pg.Client({ connectionString: await postgresUrlOf({ db }) })
+      await other.connect()
+      try {
+        const { rows } = await other.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(4242) AS ok')
+        assert.equal(rows[0]?.ok, true)
+      } finally {
+        await other.end()
+      }
     })
 
     it('a connection taken with db.connection() keeps its statements in order, and a transaction on it', async () => {
