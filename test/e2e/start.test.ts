@@ -191,8 +191,8 @@ describe('the compiled program, as `npm start` runs it', () => {
     // The young generation capped at 2 × 8 MiB: the server's memory stays under 200 MB (docs/OPERATIONS.md).
     assert.equal(pkg.scripts.start, 'node --max-semi-space-size=8 dist/main.js serve')
     assert.equal(pkg.scripts.prepare, 'npm run build')
-    // `npm test` builds before any suite starts: a build here would empty dist/dashboard under the browser suite
-    // that may be running beside this one.
+    // `npm test` builds before any suite starts: a build here would empty dist/dashboard, which every app a suite
+    // starts serves, under the suite that may be running beside this one.
     assert.equal(pkg.scripts.pretest, 'npm run build')
     assert.equal(pkg.dependencies.tsx, undefined, 'production installs no runtime transpiler')
     for (const built of [
