@@ -342,63 +342,7 @@ for (const backend of backends()) {
         '0017_transaction_statistics',
       ])
       assert.deepEqual(await targets(), before)
-      assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0017_transaction_statistics'])
-    })
-
-    it('0018 keeps new payments out of the space a vacuum frees on full pages of transactions, and back down', async () => {
-      const { db } = fresh.handle
-      await migrateTo(db, '0017_transaction_statistics')
-      const merchant = '00000000-0000-4000-8000-000000000005'
-      const at = new Date('2026-11-01T00:00:00.000Z')
-      await sql`INSERT INTO merchants (uuid, name, created_at, updated_at) VALUES (${merchant}, 'E', ${at}, ${at})`.execute(
-        db,
-      )
-      const insert = (from: number, to: number) =>
-        sql`INSERT INTO transactions (uuid, merchant_uuid, mode, type, external_id, amount, gross_amount, net_amount,
-            fee_amount, fee_bps, fee_payer, merchant_fee_share_bps, merchant_fee_merchant_amount,
-            merchant_fee_customer_amount, currency, settlement_currency, settlement_amount, fx_rate, fx_rate_updated_at,
-            payment_method, status, description, payment_token, expires_at, created_at, updated_at)
-          SELECT gen_random_uuid(), ${merchant}, 'test', 'payment', 'fill-' || i, 100 + i, 100 + i, 100 + i, 0, 0,
-            'merchant', 0, 0, 0, 'RUB', 'USDT', 1, '0.01', ${at}, 'card', 'pending', 'Order ' || i, 'fill-token-' || i,
-            ${at}, ${at}::timestamptz + i * interval '1 second', ${at}
-          FROM generate_series(${from}::int, ${to}::int) AS i`.execute(db)
-      const block = sql<number>`(ctid::text::point)[0]::int`
-      /**
-       * 2,400 payments, one in twelve paid (a new row version: the status is in indexes), a vacuum, then 600 more
-       * payments: how many of those went into the pages the first payments had filled.
-       */
-      const newPaymentsInFilledPages = async () => {
-        await sql`TRUNCATE transactions CASCADE`.execute(db)
-        await insert(1, 2400)
-        await sql`UPDATE transactions SET status = 'paid', paid_at = created_at, aggregate_version = 2
-          WHERE substr(external_id, 6)::int % 12 = 0`.execute(db)
-        await sql`VACUUM transactions`.execute(db)
-        // The last page the first payments wrote may be part-filled: only the pages before it count.
-        const { rows: last } = await sql<{ block: number }>`
-          SELECT max(${block}) AS block FROM transactions WHERE status = 'pending'`.execute(db)
-        await insert(2401, 3000)
-        const { rows } = await sql<{ count: number }>`
-          SELECT count(*)::int AS count FROM transactions
-          WHERE substr(external_id, 6)::int > 2400 AND ${block} < ${last[0]?.block}`.execute(db)
-        return rows[0]?.count
-      }
-      const fillfactor = async () => {
-        const { rows } = await sql<{ options: string[] | null }>`
-          SELECT reloptions AS options FROM pg_class WHERE oid = 'transactions'::regclass`.execute(db)
-        return rows[0]?.options ?? null
-      }
-
-      // Before: the gaps the vacuum left drew a third of the new payments (198 of 600 on both backends).
-      assert.equal(await fillfactor(), null)
-      assert.ok(((await newPaymentsInFilledPages()) ?? 0) > 100)
-      assert.deepEqual(await migrateTo(db, '0018_transaction_fillfactor'), ['0018_transaction_fillfactor'])
-      assert.deepEqual(await fillfactor(), ['fillfactor=90'])
-      assert.equal(await newPaymentsInFilledPages(), 0)
-
-      assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0018_transaction_fillfactor'])
-      assert.equal(await fillfactor(), null)
-      assert.deepEqual(await migrateToLatest(db), ['0018_transaction_fillfactor'])
-      await sql`TRUNCATE transactions CASCADE`.execute(db)
+      assert.deepEqual(await migrateToLatest(db), ['0017_transaction_statistics'])
     })
   })
 }
