@@ -11,6 +11,9 @@ import { connectPostgres, migrateToLatest } from '../src/db/index.ts'
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
+/** A figure for a report: thousands separated, at most `digits` decimals, a dash when there is none. */
+export const fmt = (n: number, digits = 1) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '—'
 
 /**
  * Waits (polling every 15 s, up to `waitS` seconds) for the 1-minute load to be at most `maxLoad`, so a

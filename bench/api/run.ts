@@ -33,6 +33,7 @@ import {
   benchEnv,
   benchMerchant,
   cpuSeconds,
+  fmt,
   type machine,
   postgresCpuSeconds,
   postgresCpuSince,
@@ -299,9 +300,6 @@ function summariseProfile(file: string, fromUs: number, toUs: number) {
 }
 
 // ---------------------------------------------------------------------------------------------- report
-
-const fmt = (n: number, digits = 1) =>
-  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '—'
 
 interface Check {
   what: string

@@ -39,6 +39,7 @@ import {
   benchEnv,
   benchMerchant,
   cpuSeconds,
+  fmt,
   freePort,
   type machine,
   machineBusySeconds,
@@ -282,9 +283,6 @@ async function scrape(port: number): Promise<string | null> {
 }
 
 // ---------------------------------------------------------------------------------------------- report
-
-const fmt = (n: number, digits = 1) =>
-  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits }) : '—'
 
 interface Check {
   what: string

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { benchDatabase, benchEnv, benchMerchant, round, writeReadme } from '../lib.ts'
+import { benchDatabase, benchEnv, benchMerchant, fmt, writeReadme } from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -42,7 +42,6 @@ interface Vacuum {
   throttledS: number
 }
 
-const fmt = (n: number, digits = 1) => round(n, digits).toLocaleString('en-US')
 /** The payments' times: the i-th is created 1.67 ms after the (i − 1)-th. */
 const AT = (i: string) => `timestamptz '2026-11-29 00:00:00+00' + (${i}) * interval '1.67 ms'`
 /** The smallest UUIDv7 of the payments after the i-th (whose times are later). */

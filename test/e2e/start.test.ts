@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import { eventually } from '../helpers/harness.ts'
-import { type Program, ROOT, spawnProgram } from '../helpers/program.ts'
+import { freePort, type Program, ROOT, spawnProgram } from '../helpers/program.ts'
 
 /** Starting the real program compiles it with tsx and opens PGlite: generous, as CI machines can be busy. */
 const START_DEADLINE_MS = 120_000
 const run = promisify(execFile)
-
-/** A port nobody listens on right now: the kernel's pick for port 0. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  assert.ok(address && typeof address === 'object')
-  return address.port
-}
 
 /** The program as a user runs it, on the embedded default in `dataDir`; never a PostgreSQL of the caller's. */
 function environment(dataDir: string, port: number): NodeJS.ProcessEnv {
