@@ -2,12 +2,15 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { loadavg } from 'node:os'
 import pg from 'pg'
 import { createServices, type Services } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../src/db/index.ts'
+import { freePort } from '../test/helpers/program.ts'
+
+/** A port nobody listens on right now: the tests' own helper. */
+export { freePort }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
@@ -60,17 +63,6 @@ export function machine(pgVersion: string, autovacuum: string) {
     commit: `${sh('git', ['rev-parse', '--short', 'HEAD'])}${sh('git', ['status', '--porcelain', 'src']) ? ' (src/ modified)' : ''}`,
     date: new Date().toISOString().slice(0, 10),
   }
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 export interface Server {

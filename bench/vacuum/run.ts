@@ -44,9 +44,10 @@ interface Vacuum {
 
 /** The payments' times: the i-th is created 1.67 ms after the (i − 1)-th. */
 const AT = (i: string) => `timestamptz '2026-11-29 00:00:00+00' + (${i}) * interval '1.67 ms'`
+/** A UUIDv7's first 12 hex digits: the milliseconds of the time `t`. */
+const MS_HEX = (t: string) => `lpad(to_hex((extract(epoch FROM ${t}) * 1000)::bigint), 12, '0')`
 /** The smallest UUIDv7 of the payments after the i-th (whose times are later). */
-const SINCE = (i: string) =>
-  `(lpad(to_hex((extract(epoch FROM ${AT(`(${i})::int + 1`)}) * 1000)::bigint), 12, '0') || '00000000000000000000')::uuid`
+const SINCE = (i: string) => `(${MS_HEX(AT(`(${i})::int + 1`))} || '00000000000000000000')::uuid`
 
 async function model(fillfactor: 100 | 90) {
   const database = await benchDatabase(adminUrl as string, 'mg_bench_vacuum')
@@ -59,6 +60,7 @@ async function model(fillfactor: 100 | 90) {
     client.on('notice', (notice) => reports.push(notice.message ?? ''))
     try {
       await client.query(`ALTER TABLE transactions SET (fillfactor = ${fillfactor})`)
+      await client.query('SET vacuum_cost_delay = 0')
       const { delay, limit } = database.autovacuumThrottle
       const unitsPerSecond = (Number(limit) * 1000) / Number.parseFloat(delay)
       const vacuums: Vacuum[] = []
@@ -68,7 +70,7 @@ async function model(fillfactor: 100 | 90) {
              fee_amount, fee_bps, fee_payer, merchant_fee_share_bps, merchant_fee_merchant_amount,
              merchant_fee_customer_amount, currency, settlement_currency, settlement_amount, fx_rate,
              fx_rate_updated_at, payment_method, status, description, payment_token, expires_at, created_at, updated_at)
-           SELECT (lpad(to_hex((extract(epoch FROM t) * 1000)::bigint), 12, '0') || '7' || substr(md5(i::text || random()::text), 1, 19))::uuid,
+           SELECT (${MS_HEX('t')} || '7' || substr(md5(i::text || random()::text), 1, 19))::uuid,
              m.uuid, 'test', 'payment', 'v-' || i, a, a, a - a * 250 / 10000, a * 250 / 10000, 250, 'merchant', 10000,
              a * 250 / 10000, 0, 'RUB', 'USDT', (a - a * 250 / 10000) * 10000 / 9215, '92.15', t, 'card', 'pending',
              'Soak order ' || i, substr(md5(random()::text || i::text), 1, 22), t + interval '30 minutes', t, t
@@ -97,7 +99,6 @@ async function model(fillfactor: 100 | 90) {
         )
         if (!due[0]?.due) continue
         reports.length = 0
-        await client.query('SET vacuum_cost_delay = 0')
         await client.query('VACUUM (VERBOSE, PARALLEL 0) transactions')
         const report =
           reports.find((r) => r.includes('public.transactions"') && r.includes('buffer usage')) ?? ''
@@ -134,12 +135,12 @@ async function model(fillfactor: 100 | 90) {
   }
 }
 
-const full = await model(100)
+const first = await model(100)
 const runs = [
-  { fillfactor: 100, ...full },
+  { fillfactor: 100, ...first },
   { fillfactor: 90, ...(await model(90)) },
 ]
-const { info, autovacuumThrottle: throttle } = full.database
+const { info, autovacuumThrottle: throttle } = first.database
 const total = (vacuums: Vacuum[], key: keyof Vacuum) => vacuums.reduce((sum, v) => sum + v[key], 0)
 const lines = [
   `Run of ${info.date}: ${fmt(ROWS, 0)} payments in batches of ${fmt(BATCH, 0)}; a vacuum whenever autovacuum's default thresholds say one is due; the throttle of this server's autovacuum (vacuum_cost_delay ${throttle.delay}, vacuum_cost_limit ${throttle.limit}) applied to each vacuum's buffers by the cost model.`,
