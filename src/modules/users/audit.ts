@@ -8,6 +8,8 @@ import * as repo from './repository.ts'
 export type AuditAction =
   | 'user_invited'
   | 'invitation_accepted'
+  /** The operator gave a user a new generated password (and ended their sessions). */
+  | 'password_reset'
   | 'user_disabled'
   | 'user_role_changed'
   | 'login_succeeded'
@@ -37,11 +39,12 @@ export interface AuditEntry {
   at: Date
 }
 
-/** One row of the audit log, written in the caller's transaction with the change it records. */
-export function recordAudit(db: Executor, entry: AuditEntry): Promise<unknown> {
+/** One row of the audit log, written in the caller's transaction with the change it records; its uuid. */
+export async function recordAudit(db: Executor, entry: AuditEntry): Promise<string> {
   const { actor } = entry
-  return repo.insertAudit(db, {
-    uuid: newId(),
+  const uuid = newId()
+  await repo.insertAudit(db, {
+    uuid,
     merchant_uuid: entry.merchantUuid,
     actor_user_uuid: actor.userUuid ?? null,
     via: actor.via,
@@ -54,4 +57,5 @@ export function recordAudit(db: Executor, entry: AuditEntry): Promise<unknown> {
     details: entry.details ? JSON.stringify(entry.details) : null,
     created_at: entry.at,
   })
+  return uuid
 }

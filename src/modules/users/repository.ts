@@ -1,7 +1,7 @@
-import type { Insertable } from 'kysely'
+import type { Insertable, Updateable } from 'kysely'
 import { sql } from 'kysely'
 import type { UserRole } from '../../db/enums.ts'
-import type { Executor } from '../../db/index.ts'
+import type { Executor, Trx } from '../../db/index.ts'
 import { type Cursor, keysetPage } from '../../db/keyset.ts'
 import type { DashboardAuditLogTable, DashboardSessionsTable, MerchantUsersTable } from '../../db/types.ts'
 
@@ -25,6 +25,14 @@ export const findUserByEmail = (db: Executor, email: string, options: { lock?: b
     .selectFrom('merchant_users')
     .selectAll()
     .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+    .$if(options.lock === true, (q) => q.forUpdate())
+    .executeTakeFirst()
+
+export const findUserByUuid = (db: Executor, uuid: string, options: { lock?: boolean } = {}) =>
+  db
+    .selectFrom('merchant_users')
+    .selectAll()
+    .where('uuid', '=', uuid)
     .$if(options.lock === true, (q) => q.forUpdate())
     .executeTakeFirst()
 
@@ -262,6 +270,30 @@ export async function revokeUserSessions(db: Executor, userUuid: string, at: Dat
 
 export const insertAudit = (db: Executor, row: Insertable<DashboardAuditLogTable>) =>
   db.insertInto('dashboard_audit_log').values(row).execute()
+
+/**
+ * Waits for, then holds to the end of the transaction, the lock on the attempts against one key (an email, a
+ * client address, by name): a transaction-level advisory lock, so it serialises every process on the
+ * database, and ends with the transaction even if its process dies. Keys are hashed to 64 bits; two that
+ * collide only wait on each other.
+ */
+export async function lockAttempts(trx: Trx, key: string): Promise<void> {
+  await sql`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(trx)
+}
+
+/** Turns an audit row written ahead of its outcome (a reserved sign-in attempt) into what happened. */
+export const settleAudit = (
+  db: Executor,
+  uuid: string,
+  outcome: Pick<
+    Updateable<DashboardAuditLogTable>,
+    'action' | 'merchant_uuid' | 'actor_user_uuid' | 'target_type' | 'target_id' | 'details'
+  >,
+) => db.updateTable('dashboard_audit_log').set(outcome).where('uuid', '=', uuid).execute()
+
+/** Drops an audit row written ahead of an outcome that turned out to be nothing worth a row. */
+export const deleteAudit = (db: Executor, uuid: string) =>
+  db.deleteFrom('dashboard_audit_log').where('uuid', '=', uuid).execute()
 
 /** How many times `action` was recorded since `since`, for this target (an email) or from this address. */
 export async function countRecent(

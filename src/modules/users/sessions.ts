@@ -54,29 +54,48 @@ export const csrfTokenFor = (deps: UserDeps, sessionToken: string): string =>
 export const DECOY_HASH =
   'scrypt$32768$8$1$T8Wu08zu9eiLnJhHJrPyeQ$WHUq8C6wBA6z8bb4qF6Q5HZ8nAxqwmSwo9gkHKmKgKI'
 
-async function refuseIfThrottled(deps: UserDeps, email: string, from: From, now: Date): Promise<void> {
+/**
+ * Reserves a sign-in attempt before anything of it is checked, or refuses it (429) without a check. In one
+ * short transaction, under a lock on the email and one on the client address, the failures of the window are
+ * counted and, below both limits, the attempt is written as a `login_failed` at once: whatever runs at the
+ * same time, in this process or another on the database, counts it, so at most the limit are ever checked
+ * in a window. The row is settled once the outcome is known (the sign-in it became, or the failure's user),
+ * and stays a failure if that never comes. No connection is held while the password is hashed. The row's
+ * uuid.
+ */
+async function reserveSignIn(deps: UserDeps, email: string, from: From, now: Date): Promise<string> {
   const { loginWindowSeconds, loginMaxFailuresPerAccount, loginMaxFailuresPerAddress } = deps.config.dashboard
   const since = new Date(now.getTime() - loginWindowSeconds * 1000)
   const minutes = Math.ceil(loginWindowSeconds / 60)
-  const headers = { 'retry-after': String(loginWindowSeconds) }
-  const byAccount = await repo.countRecent(deps.db, 'login_failed', { targetId: email }, since)
-  let message: string | null = null
-  if (byAccount >= loginMaxFailuresPerAccount)
-    message = `Too many failed sign-ins for this email: try again in ${minutes} minutes.`
-  else if (from.ip) {
-    const byAddress = await repo.countRecent(deps.db, 'login_failed', { ip: from.ip }, since)
-    if (byAddress >= loginMaxFailuresPerAddress)
-      message = `Too many failed sign-ins from your address: try again in ${minutes} minutes.`
-  }
-  if (!message) return
-  await recordAudit(deps.db, {
-    action: 'login_throttled',
-    merchantUuid: null,
-    actor: { via: 'dashboard', userUuid: null, ...from },
-    target: { type: 'email', id: email },
-    at: now,
+  const actor = { via: 'dashboard' as const, userUuid: null, ...from }
+  const target = { type: 'email' as const, id: email }
+  const reserved = await deps.db.transaction().execute(async (trx) => {
+    // The email's lock before the address's in every attempt, so two attempts never wait on each other.
+    await repo.lockAttempts(trx, `sign-in email ${email}`)
+    if (from.ip) await repo.lockAttempts(trx, `sign-in address ${from.ip}`)
+    const byAccount = await repo.countRecent(trx, 'login_failed', { targetId: email }, since)
+    let refusal: string | null = null
+    if (byAccount >= loginMaxFailuresPerAccount)
+      refusal = `Too many failed sign-ins for this email: try again in ${minutes} minutes.`
+    else if (from.ip) {
+      const byAddress = await repo.countRecent(trx, 'login_failed', { ip: from.ip }, since)
+      if (byAddress >= loginMaxFailuresPerAddress)
+        refusal = `Too many failed sign-ins from your address: try again in ${minutes} minutes.`
+    }
+    if (refusal) {
+      await recordAudit(trx, { action: 'login_throttled', merchantUuid: null, actor, target, at: now })
+      return { refusal }
+    }
+    // Nobody's yet: the merchant's log shows the attempt once its outcome names the user.
+    return {
+      uuid: await recordAudit(trx, { action: 'login_failed', merchantUuid: null, actor, target, at: now }),
+    }
   })
-  throw new AppError('rate_limited', message, { retry_after_seconds: loginWindowSeconds }, null, headers)
+  if ('refusal' in reserved)
+    throw new AppError('rate_limited', reserved.refusal, { retry_after_seconds: loginWindowSeconds }, null, {
+      'retry-after': String(loginWindowSeconds),
+    })
+  return reserved.uuid
 }
 
 /**
@@ -94,33 +113,31 @@ export async function login(
 ): Promise<SignIn> {
   const now = new Date()
   const email = input.email.trim().toLowerCase()
-  await refuseIfThrottled(deps, email, from, now)
+  const attempt = await reserveSignIn(deps, email, from, now)
   const user = await repo.findUserByEmail(deps.db, email)
   const usable = user?.status === 'active' && user.password_hash !== null
   const matches = await verifyPassword(input.password, usable ? (user.password_hash as string) : DECOY_HASH)
   if (!user || !usable || !matches) {
-    await recordAudit(deps.db, {
-      action: 'login_failed',
-      merchantUuid: user?.merchant_uuid ?? null,
-      actor: { via: 'dashboard', userUuid: user?.uuid ?? null, ...from },
-      target: { type: 'email', id: email },
-      at: now,
-    })
+    if (user)
+      await repo.settleAudit(deps.db, attempt, {
+        merchant_uuid: user.merchant_uuid,
+        actor_user_uuid: user.uuid,
+      })
     throw new AppError('unauthorized', BAD_CREDENTIALS)
   }
   if (user.totp_enabled) {
-    if (input.totp_code === undefined || input.totp_code === '')
+    if (input.totp_code === undefined || input.totp_code === '') {
+      // The right password without its code is no failure: the page asks for the code next.
+      await repo.deleteAudit(deps.db, attempt)
       throw new AppError('totp_required', 'Enter the 6-digit code from your authenticator app.', {
         reason: 'missing',
       })
+    }
     if (!(await acceptTotpCode(deps, deps.db, user.uuid, input.totp_code, now))) {
-      await recordAudit(deps.db, {
-        action: 'login_failed',
-        merchantUuid: user.merchant_uuid,
-        actor: dashboardActor(user.uuid, from),
-        target: { type: 'email', id: email },
-        details: { reason: 'totp_code' },
-        at: now,
+      await repo.settleAudit(deps.db, attempt, {
+        merchant_uuid: user.merchant_uuid,
+        actor_user_uuid: user.uuid,
+        details: JSON.stringify({ reason: 'totp_code' }),
       })
       throw new AppError(
         'totp_required',
@@ -150,12 +167,13 @@ export async function login(
       ip: from.ip,
       user_agent: from.userAgent,
     })
-    await recordAudit(trx, {
+    // The reserved attempt becomes the sign-in, so it counts as no failure from now on.
+    await repo.settleAudit(trx, attempt, {
       action: 'login_succeeded',
-      merchantUuid: user.merchant_uuid,
-      actor: dashboardActor(user.uuid, from),
-      target: { type: 'session', id: uuid },
-      at: now,
+      merchant_uuid: user.merchant_uuid,
+      actor_user_uuid: user.uuid,
+      target_type: 'session',
+      target_id: uuid,
     })
   })
   return {

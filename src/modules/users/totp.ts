@@ -1,4 +1,4 @@
-import type { Executor } from '../../db/index.ts'
+import type { Executor, Trx } from '../../db/index.ts'
 import { AppError, validationError } from '../../http/errors.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
 import { newTotpSecret, totpCodeStep, totpUri } from '../../lib/totp.ts'
@@ -39,13 +39,16 @@ export async function acceptTotpCode(
 }
 
 /**
- * Wrong codes in a session (confirming, turning off) are throttled per user like sign-ins: otherwise a stolen
- * session could try every code until it turned the second factor off.
+ * Refuses (429) once the user's wrong codes in a session (confirming, turning off, a step-up) reach the limit,
+ * as sign-ins are: otherwise a stolen session could try every code until it turned the second factor off or
+ * moved money out. Called with the user's row locked (findTotp with `lock`) and the wrong code recorded in the
+ * same transaction (recordRejection): the count, the check and its record are then one step per user in
+ * every process on the database, so however many codes arrive together at most the limit are checked.
  */
-async function refuseIfThrottled(deps: UserDeps, self: Self, now: Date): Promise<void> {
+async function refuseIfThrottled(deps: UserDeps, trx: Trx, self: Self, now: Date): Promise<void> {
   const { loginWindowSeconds, loginMaxFailuresPerAccount } = deps.config.dashboard
   const since = new Date(now.getTime() - loginWindowSeconds * 1000)
-  const rejected = await repo.countRecent(deps.db, 'totp_code_rejected', { targetId: self.userUuid }, since)
+  const rejected = await repo.countRecent(trx, 'totp_code_rejected', { targetId: self.userUuid }, since)
   if (rejected >= loginMaxFailuresPerAccount)
     throw new AppError(
       'rate_limited',
@@ -56,17 +59,18 @@ async function refuseIfThrottled(deps: UserDeps, self: Self, now: Date): Promise
     )
 }
 
-async function rejectCode(deps: UserDeps, self: Self, now: Date, doing: string): Promise<never> {
-  await recordAudit(deps.db, {
+const recordRejection = (trx: Trx, self: Self, now: Date, details: Record<string, unknown>) =>
+  recordAudit(trx, {
     action: 'totp_code_rejected',
     merchantUuid: self.merchantUuid,
     actor: dashboardActor(self.userUuid, self.from),
     target: { type: 'user', id: self.userUuid },
-    details: { while: doing },
+    details,
     at: now,
   })
-  throw validationError('code', 'is not the current code of your authenticator app (or was used already)')
-}
+
+const wrongCode = () =>
+  validationError('code', 'is not the current code of your authenticator app (or was used already)')
 
 /**
  * Starts enrolment: a new secret, kept sealed and not in force until a code from it is confirmed. Starting
@@ -96,16 +100,19 @@ export async function startTotpEnrolment(deps: UserDeps, self: Self) {
 /** Turns the second factor on with a code from the secret of the enrolment started. */
 export async function confirmTotp(deps: UserDeps, self: Self, code: string) {
   const now = new Date()
-  await refuseIfThrottled(deps, self, now)
   const accepted = await deps.db.transaction().execute(async (trx) => {
     const row = await repo.findTotp(trx, self.userUuid, { lock: true })
+    await refuseIfThrottled(deps, trx, self, now)
     if (row.totp_enabled) throw new AppError('invalid_state', 'Your second factor is already on.')
     if (!row.totp_secret_sealed)
       throw new AppError(
         'invalid_state',
         'There is no enrolment to confirm: start one with POST /dashboard/api/me/totp.',
       )
-    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) return false
+    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) {
+      await recordRejection(trx, self, now, { while: 'confirming' })
+      return false
+    }
     await repo.setTotpEnabled(trx, self.userUuid, true, now)
     await recordAudit(trx, {
       action: 'totp_enabled',
@@ -116,22 +123,25 @@ export async function confirmTotp(deps: UserDeps, self: Self, code: string) {
     })
     return true
   })
-  if (!accepted) await rejectCode(deps, self, now, 'confirming')
+  if (!accepted) throw wrongCode()
 }
 
 /** Turns the second factor off, with a current code; refused while the merchant requires one. */
 export async function removeTotp(deps: UserDeps, self: Self, code: string) {
   const now = new Date()
-  await refuseIfThrottled(deps, self, now)
   const accepted = await deps.db.transaction().execute(async (trx) => {
     const row = await repo.findTotp(trx, self.userUuid, { lock: true })
+    await refuseIfThrottled(deps, trx, self, now)
     if (!row.totp_enabled) throw new AppError('invalid_state', 'Your second factor is not on.')
     if (await repo.merchantRequiresTotp(trx, self.merchantUuid))
       throw new AppError(
         'invalid_state',
         'Your merchant requires a second factor, so it cannot be turned off (an owner can lift the requirement).',
       )
-    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) return false
+    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) {
+      await recordRejection(trx, self, now, { while: 'turning off' })
+      return false
+    }
     await repo.setTotpEnabled(trx, self.userUuid, false, now)
     await recordAudit(trx, {
       action: 'totp_disabled',
@@ -142,7 +152,7 @@ export async function removeTotp(deps: UserDeps, self: Self, code: string) {
     })
     return true
   })
-  if (!accepted) await rejectCode(deps, self, now, 'turning off')
+  if (!accepted) throw wrongCode()
 }
 
 /**
@@ -159,23 +169,21 @@ export async function verifyStepUp(deps: UserDeps, self: Self, code: string | un
       { totp_required: true, reason: 'missing' },
     )
   const now = new Date()
-  await refuseIfThrottled(deps, self, now)
-  // A secret whose enrolment is not confirmed is no second factor (acceptTotpCode takes its codes).
-  if (!(await repo.findTotp(deps.db, self.userUuid)).totp_enabled)
-    throw new AppError(
-      'forbidden',
-      'This operation needs a second factor: set up an authenticator app (POST /dashboard/api/me/totp) first.',
-      { totp_required: true, totp_enrolment_required: true },
-    )
-  if (await acceptTotpCode(deps, deps.db, self.userUuid, code, now)) return
-  await recordAudit(deps.db, {
-    action: 'totp_code_rejected',
-    merchantUuid: self.merchantUuid,
-    actor: dashboardActor(self.userUuid, self.from),
-    target: { type: 'user', id: self.userUuid },
-    details: { while: 'step_up', operation },
-    at: now,
+  const accepted = await deps.db.transaction().execute(async (trx) => {
+    const row = await repo.findTotp(trx, self.userUuid, { lock: true })
+    await refuseIfThrottled(deps, trx, self, now)
+    // A secret whose enrolment is not confirmed is no second factor (acceptTotpCode takes its codes).
+    if (!row.totp_enabled)
+      throw new AppError(
+        'forbidden',
+        'This operation needs a second factor: set up an authenticator app (POST /dashboard/api/me/totp) first.',
+        { totp_required: true, totp_enrolment_required: true },
+      )
+    if (await acceptTotpCode(deps, trx, self.userUuid, code, now)) return true
+    await recordRejection(trx, self, now, { while: 'step_up', operation })
+    return false
   })
+  if (accepted) return
   throw new AppError(
     'forbidden',
     'The code is not right, or was used already: enter the current code from your authenticator app.',
