@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../../db/unique.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { sha256Hex } from '../../lib/crypto.ts'
 import { isUuid, newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
+import { passwordWeakness } from '../../lib/password-strength.ts'
 import { hashPassword } from '../../lib/passwords.ts'
 import { recordAudit } from './audit.ts'
 import { type Actor, dashboardActor, type From, type UserDeps } from './deps.ts'
@@ -108,6 +109,8 @@ export async function acceptInvitation(
   input: { token: string; password: string },
   from: From,
 ): Promise<{ email: string }> {
+  const weakness = passwordWeakness(input.password)
+  if (weakness) throw validationError('password', weakness)
   // Hashed before the transaction: 100 ms of scrypt should not hold a row lock.
   const passwordHash = await hashPassword(input.password)
   const now = new Date()

@@ -92,6 +92,28 @@ for (const backend of backends()) {
       assert.equal(short.json().error.code, 'validation_failed')
     })
 
+    it('refuses a common or repetitive password, says why, and keeps the link usable', async () => {
+      const invited = await invite(ctx, 'viewer')
+      for (const [password, why] of [
+        ['aaaaaaaaaaaa', /repeated/i],
+        ['password1234', /common/i],
+        ['abcdefghijklmnop', /sequence/i],
+        ['qwertyuiopasdf', /common|keyboard|easy to guess/i],
+      ] as const) {
+        const weak = await dashboard(ctx, 'POST', '/dashboard/api/invitations/accept', {
+          body: { token: invited.token, password },
+        })
+        assert.equal(weak.statusCode, 422, password)
+        assert.equal(weak.json().error.code, 'validation_failed', password)
+        assert.match(String(weak.json().error.errors?.password?.[0]), why, password)
+        assert.ok(!weak.body.includes(password), 'the refusal does not echo the password')
+      }
+      const accepted = await dashboard(ctx, 'POST', '/dashboard/api/invitations/accept', {
+        body: { token: invited.token, password: PASSWORD },
+      })
+      assert.equal(accepted.statusCode, 204, accepted.body)
+    })
+
     it('refuses the invitation of a user disabled since', async () => {
       const invited = await invite(ctx, 'viewer')
       await ctx.services.users.disable(invited.user.uuid, CLI)
