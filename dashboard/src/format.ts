@@ -52,3 +52,37 @@ export const when = (iso: string | null | undefined) => (iso ? `${dateTime.forma
 
 export const percent = (part: number, whole: number) =>
   whole ? `${((part / whole) * 100).toFixed(1)} %` : '—'
+
+/**
+ * An amount for finance staff: like `money`, but without the zeros a currency with more than two digits (USDT's
+ * six) would trail, so 25000000 USDT micro reads `25.00 USDT` and 16277807 still `16.277807 USDT`.
+ */
+export function moneyShort(minor: number, currency: string): string {
+  return money(minor, currency).replace(/(\.\d\d\d*?)0+ /, '$1 ')
+}
+
+/** A payout's figures, as the API gives them in a quote and in a payout's `fx`. */
+export interface PayoutFigures {
+  method: string
+  amount: number
+  currency: string
+  amount_usdt_micro: number
+  fee_usdt_micro: number
+  payout_usdt_amount_micro: number
+}
+
+/**
+ * What the recipient gets, the fee and the total debited from the USDT balance (docs/API.md, Payouts). A wallet
+ * receives USDT; a card receives the payout's own currency, with its USDT value beside it.
+ */
+export function payoutFigures(p: PayoutFigures): { recipient: string; fee: string; total: string } {
+  const inUsdt = moneyShort(p.amount_usdt_micro, 'USDT')
+  const asked = moneyShort(p.amount, p.currency)
+  const recipient =
+    p.currency === 'USDT' ? inUsdt : p.method === 'card' ? `${asked} (${inUsdt})` : `${inUsdt} (${asked})`
+  return {
+    recipient,
+    fee: moneyShort(p.fee_usdt_micro, 'USDT'),
+    total: moneyShort(p.payout_usdt_amount_micro, 'USDT'),
+  }
+}

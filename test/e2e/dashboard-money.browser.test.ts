@@ -125,6 +125,63 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
     }
   })
 
+  it('a 25 USDT payout with a 1.25 USDT fee: the recipient amount, the fee and the total, labelled and formatted', async () => {
+    await paidTransaction(ctx, { amount: 500000, currency: 'RUB' })
+    const before = await ctx.db
+      .selectFrom('merchants')
+      .select(['payout_fee_bps', 'payout_fixed_fee_micro'])
+      .where('uuid', '=', ctx.merchant.uuid)
+      .executeTakeFirstOrThrow()
+    await ctx.db
+      .updateTable('merchants')
+      .set({ payout_fee_bps: 500, payout_fixed_fee_micro: 0 })
+      .where('uuid', '=', ctx.merchant.uuid)
+      .execute()
+    const balance = (await call(ctx, 'GET', '/integration/balances'))
+      .json()
+      .data.find((b: { currency: string }) => b.currency === 'USDT')
+    const raw = /amount usdt micro|fee usdt micro|quote id|\d{4}-\d{2}-\d{2}T\d{2}:/i
+    const pairs = async (section: string) =>
+      (await page.locator(`${section} dl`).innerText()).replace(/\s+/g, ' ')
+    const { context, page } = await signedIn(1280)
+    try {
+      await page.goto(`${origin}/dashboard/test/payouts/new`)
+      const whole = Math.trunc(balance.available / 1e6).toLocaleString('en-US')
+      await page.locator('.balance-note', { hasText: `Available balance: ${whole}.` }).waitFor()
+      assert.match(await page.locator('.balance-note').innerText(), / USDT$/)
+      assert.equal(await page.getByLabel('Currency').inputValue(), 'USDT')
+      await page.getByLabel('Wallet address').fill(TRC20)
+      await page.getByLabel('Amount').fill('25')
+      await page.getByRole('button', { name: 'Get a quote' }).click()
+      await page.getByRole('heading', { name: 'Quote' }).waitFor()
+      const quoted = await pairs('section[aria-labelledby="quote-title"]')
+      assert.match(quoted, /Recipient gets 25\.00 USDT/)
+      assert.match(quoted, /Fee 1\.25 USDT/)
+      assert.match(quoted, /Total debited from your balance 26\.25 USDT/)
+      assert.doesNotMatch(quoted, /Paid out/)
+      for (const w of WIDTHS) {
+        await page.setViewportSize({ width: w, height: 900 })
+        await check(page, 'payout-figures-quote', w)
+      }
+      await page.getByRole('button', { name: 'Confirm payout' }).click()
+      await page.getByRole('heading', { name: /^Payout 25\.00 USDT/ }).waitFor()
+      const shown = await pairs('section[aria-labelledby="payout-money"]')
+      assert.match(shown, /Recipient gets 25\.00 USDT/)
+      assert.match(shown, /Fee 1\.25 USDT/)
+      assert.match(shown, /Total debited from your balance 26\.25 USDT/)
+      assert.match(shown, /Rate 1 USDT = 1 USDT/)
+      assert.doesNotMatch(shown, raw)
+      assert.doesNotMatch(shown, /25000000|1250000/)
+      for (const w of WIDTHS) {
+        await page.setViewportSize({ width: w, height: 900 })
+        await check(page, 'payout-figures', w)
+      }
+    } finally {
+      await ctx.db.updateTable('merchants').set(before).where('uuid', '=', ctx.merchant.uuid).execute()
+      await context.close()
+    }
+  })
+
   it('an expired quote is refused with a clear message, and a new quote can be asked', async () => {
     await paidTransaction(ctx, { amount: 150000, currency: 'RUB' })
     const { context, page } = await signedIn(1280)

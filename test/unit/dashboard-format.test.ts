@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { money, toMajorText, toMinor } from '../../dashboard/src/format.ts'
+import { money, moneyShort, payoutFigures, toMajorText, toMinor } from '../../dashboard/src/format.ts'
 
 describe("the dashboard's amounts", () => {
   it('writes minor units exactly, in each currency’s own digits', () => {
@@ -37,5 +37,31 @@ describe("the dashboard's amounts", () => {
       assert.doesNotMatch(text, /,/)
       assert.equal(toMinor(text, currency), minor)
     }
+  })
+})
+
+describe("the dashboard's payout figures", () => {
+  it('drops only the zeros USDT trails past two digits, and keeps every digit that counts', () => {
+    assert.equal(moneyShort(25000000, 'USDT'), '25.00 USDT')
+    assert.equal(moneyShort(1250000, 'USDT'), '1.25 USDT')
+    assert.equal(moneyShort(26250000, 'USDT'), '26.25 USDT')
+    assert.equal(moneyShort(16277807, 'USDT'), '16.277807 USDT')
+    assert.equal(moneyShort(1234500, 'USDT'), '1.2345 USDT')
+    assert.equal(moneyShort(150000, 'RUB'), '1,500.00 RUB')
+    assert.equal(moneyShort(1500, 'JPY'), '1,500 JPY')
+  })
+
+  it('names what the recipient gets, the fee and the total debited, not the total as the amount paid out', () => {
+    const usdt = { amount: 25000000, currency: 'USDT', amount_usdt_micro: 25000000 }
+    const figures = { fee_usdt_micro: 1250000, payout_usdt_amount_micro: 26250000 }
+    assert.deepEqual(payoutFigures({ method: 'usdt_wallet', ...usdt, ...figures }), {
+      recipient: '25.00 USDT',
+      fee: '1.25 USDT',
+      total: '26.25 USDT',
+    })
+    // A card is paid in its own currency; a wallet in USDT whatever currency the amount was asked in.
+    const rub = { amount: 250000, currency: 'RUB', amount_usdt_micro: 27130000, ...figures }
+    assert.equal(payoutFigures({ method: 'card', ...rub }).recipient, '2,500.00 RUB (27.13 USDT)')
+    assert.equal(payoutFigures({ method: 'usdt_wallet', ...rub }).recipient, '27.13 USDT (2,500.00 RUB)')
   })
 })

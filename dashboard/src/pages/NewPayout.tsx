@@ -4,7 +4,7 @@ import { Link, useNavigate } from 'react-router'
 import { ApiError, api, data, type Schemas } from '../api/client'
 import { dashboardApi } from '../api/dashboard'
 import { ErrorNote } from '../components'
-import { money, toMinor } from '../format'
+import { moneyShort, payoutFigures, toMinor } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
@@ -49,6 +49,12 @@ export function NewPayout() {
     queryKey: ['merchant-security'],
     queryFn: () => dashboardApi<{ require_totp: boolean }>('GET', '/merchant/security'),
   })
+  const balances = useQuery({
+    queryKey: [mode, 'balances'],
+    queryFn: () => data(api(mode).GET('/integration/balances')),
+  })
+  // Payouts are paid from the USDT balance (docs/API.md, Payouts): that is the one the form shows.
+  const balance = balances.data?.data.find((b) => b.currency === 'USDT') ?? balances.data?.data[0]
   const left = useSecondsLeft(quote?.expires_at ?? null)
   const getQuote = useMutation({
     mutationFn: (d: Draft) =>
@@ -107,7 +113,11 @@ export function NewPayout() {
       </p>
       <h1>New payout</h1>
       {!quote && (
-        <form className="card form" onSubmit={review}>
+        <form className="card form" onSubmit={review} key={balance?.currency ?? 'none'}>
+          <p className="balance-note">
+            Available balance:{' '}
+            <strong>{balance ? moneyShort(balance.available, balance.currency) : '…'}</strong>
+          </p>
           <fieldset>
             <legend>Destination</legend>
             <label>
@@ -170,7 +180,7 @@ export function NewPayout() {
           </label>
           <label>
             Currency
-            <input name="currency" defaultValue="USD" required maxLength={4} />
+            <input name="currency" defaultValue={balance?.currency ?? 'USDT'} required maxLength={8} />
           </label>
           <label>
             Your reference (external id)
@@ -191,16 +201,16 @@ export function NewPayout() {
         <section className="card" aria-labelledby="quote-title">
           <h2 id="quote-title">Quote</h2>
           <dl className="pairs">
-            <dt>You send</dt>
-            <dd>{money(quote.amount, quote.currency)}</dd>
+            <dt>Recipient gets</dt>
+            <dd>{payoutFigures(quote).recipient}</dd>
             <dt>Rate</dt>
             <dd>
               1 USDT = {quote.fx_rate} {quote.currency}
             </dd>
             <dt>Fee</dt>
-            <dd>{money(quote.fee_usdt_micro, 'USDT')}</dd>
-            <dt>Paid out</dt>
-            <dd>{money(quote.payout_usdt_amount_micro, 'USDT')}</dd>
+            <dd>{payoutFigures(quote).fee}</dd>
+            <dt>Total debited from your balance</dt>
+            <dd>{payoutFigures(quote).total}</dd>
           </dl>
           <p className={expired ? 'error' : ''} role="timer" aria-live="off">
             {expired ? 'This quote has expired: get a new one.' : `The rate is held for ${left} s.`}

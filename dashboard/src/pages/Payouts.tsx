@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useParams, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
 import { ErrorNote, ExportButton, Pager, Scroll, Status, Timeline, useExport } from '../components'
-import { money, when } from '../format'
+import { moneyShort, payoutFigures, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
@@ -64,7 +64,7 @@ export function Payouts() {
                     <td>
                       <Link to={`/${mode}/payouts/${p.uuid}`}>{p.external_id}</Link>
                     </td>
-                    <td className="num">{money(p.amount, p.currency)}</td>
+                    <td className="num">{moneyShort(p.amount, p.currency)}</td>
                     <td>
                       <Status status={p.status} />
                     </td>
@@ -106,13 +106,22 @@ export function Payout() {
   if (payout.error) return <ErrorNote error={payout.error} />
   if (!payout.data) return <p className="loading">Loading…</p>
   const p = payout.data
+  // The figures are kept as strings in `fx`; a payout made before one was recorded falls back to its total.
+  const figures = payoutFigures({
+    method: p.method,
+    amount: p.amount,
+    currency: p.currency,
+    amount_usdt_micro: Number(p.fx.amount_usdt_micro ?? p.payout_usdt_amount_micro),
+    fee_usdt_micro: Number(p.fx.fee_usdt_micro ?? 0),
+    payout_usdt_amount_micro: p.payout_usdt_amount_micro,
+  })
   return (
     <>
       <p className="crumbs">
         <Link to={`/${mode}/payouts`}>Payouts</Link> / {p.external_id}
       </p>
       <h1>
-        Payout {money(p.amount, p.currency)} <Status status={p.status} />
+        Payout {moneyShort(p.amount, p.currency)} <Status status={p.status} />
       </h1>
       <div className="grid-2">
         <section className="card" aria-labelledby="payout-details">
@@ -137,16 +146,23 @@ export function Payout() {
         <section className="card" aria-labelledby="payout-money">
           <h2 id="payout-money">Money and FX</h2>
           <dl className="pairs">
-            <dt>Amount</dt>
-            <dd>{money(p.amount, p.currency)}</dd>
-            <dt>In USDT</dt>
-            <dd>{money(p.payout_usdt_amount_micro, 'USDT')}</dd>
-            {Object.entries(p.fx).map(([k, v]) => (
-              <div className="pair" key={k}>
-                <dt>{k.replaceAll('_', ' ')}</dt>
-                <dd>{v}</dd>
-              </div>
-            ))}
+            <dt>Recipient gets</dt>
+            <dd>{figures.recipient}</dd>
+            <dt>Fee</dt>
+            <dd>{figures.fee}</dd>
+            <dt>Total debited from your balance</dt>
+            <dd>{figures.total}</dd>
+            {p.fx.fx_rate && (
+              <>
+                <dt>Rate</dt>
+                <dd>
+                  1 USDT = {p.fx.fx_rate} {p.currency}
+                  {p.fx.fx_rate_updated_at ? ` (as of ${when(p.fx.fx_rate_updated_at)})` : ''}
+                </dd>
+              </>
+            )}
+            <dt>Quote</dt>
+            <dd className="mono">{p.quote_id ?? 'None: priced when made'}</dd>
           </dl>
         </section>
       </div>
