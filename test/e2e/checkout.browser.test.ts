@@ -109,12 +109,15 @@ describe('hosted payment page in Chromium', () => {
           /^\d{2}:\d{2}$/.test(document.getElementById('countdown')?.textContent ?? ''),
         )
         assert.match((await page.locator('#status').textContent()) ?? '', /Waiting for your payment/)
+        assert.equal(await page.locator('#amount-label').textContent(), 'Amount to pay')
         await assertAccessible(page)
         await shoot(page, 'card-pending', width)
 
         await page.getByRole('button', { name: 'Simulate payment' }).click()
         await page.locator('#status.status-paid').waitFor()
         assert.equal(await page.locator('#status').textContent(), 'Payment received. Thank you!')
+        // Once paid, the amount is no longer owed: the label says so without a reload.
+        assert.equal(await page.locator('#amount-label').textContent(), 'Amount paid')
         // Nothing is left to do: the test buttons are off and gone with the hint, and so is the countdown.
         assert.equal(await page.locator('[data-simulate="paid"]').isDisabled(), true)
         assert.equal(await page.locator('.sandbox').isHidden(), true)
@@ -145,6 +148,7 @@ describe('hosted payment page in Chromium', () => {
         await page.keyboard.press('Enter')
         await page.locator('#status.status-failed').waitFor()
         assert.equal(await page.locator('#status').textContent(), 'The payment did not go through.')
+        assert.equal(await page.locator('#amount-label').textContent(), 'Amount not paid')
         await shoot(page, 'card-failed', width)
         await page.waitForURL(fail, { timeout: 10_000 })
         assertOnlyService(opened, [fail])
@@ -193,6 +197,8 @@ describe('hosted payment page in Chromium', () => {
       try {
         assert.equal(await page.locator('#status').textContent(), 'This payment link has expired.')
         assert.equal(await page.locator('#status.status-expired').count(), 1)
+        // Rendered by the server this way: the amount was never paid.
+        assert.equal(await page.locator('#amount-label').textContent(), 'Amount not paid')
         assert.equal(await page.locator('.countdown').isHidden(), true)
         assert.equal(await page.locator('[data-simulate="paid"]').isDisabled(), true)
         assert.equal(await page.locator('.sandbox').isHidden(), true)

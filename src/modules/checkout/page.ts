@@ -13,6 +13,14 @@ const FIELD_LABELS: Record<string, string> = {
   bik: 'BIC',
 }
 
+/** What the amount is to the customer once the status is known: owed, paid, or not paid after all. */
+const AMOUNT_LABELS: Record<PageData['status'], string> = {
+  pending: 'Amount to pay',
+  paid: 'Amount paid',
+  failed: 'Amount not paid',
+  expired: 'Amount not paid',
+}
+
 const label = (field: string) =>
   FIELD_LABELS[field] ?? field.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase())
 
@@ -78,7 +86,7 @@ ${requisiteRows}
     <h1>${escapeHtml(data.merchantName)}</h1>
   </header>
   <section class="summary" aria-label="Payment summary">
-    <p class="amount-label" id="amount-label">Amount to pay</p>
+    <p class="amount-label" id="amount-label" data-labels="${escapeHtml(JSON.stringify(AMOUNT_LABELS))}">${AMOUNT_LABELS[data.status]}</p>
     <p class="amount" aria-describedby="amount-label">${escapeHtml(data.amount)}</p>
     ${data.description ? `<p class="description">${escapeHtml(data.description)}</p>` : ''}
     <p class="countdown"${data.final ? ' hidden' : ''}>Time left: <time id="countdown" datetime="${data.expires_at}">…</time></p>

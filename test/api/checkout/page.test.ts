@@ -242,6 +242,11 @@ for (const backend of backends()) {
         assert.match(html, /<p class="countdown" hidden>/)
         assert.ok(html.includes(`>${MESSAGES.paid}</div>`))
         assert.ok(html.includes('data-status="paid"'))
+        // The amount is no longer owed: the label says what it is now.
+        assert.match(html, /<p class="amount-label" id="amount-label"[^>]*>Amount paid<\/p>/)
+        const failed = await create()
+        await sandbox(failed, 'failed')
+        assert.match((await page(tokenOf(failed))).body, /id="amount-label"[^>]*>Amount not paid<\/p>/)
       })
     })
 

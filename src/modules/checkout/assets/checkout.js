@@ -9,6 +9,9 @@
   const announce = document.getElementById('announce')
   const countdown = document.getElementById('countdown')
   const redirectNote = document.getElementById('redirect')
+  const amountLabel = document.getElementById('amount-label')
+  // The server's own wording for each status, so the label here and after a reload say the same.
+  const amountLabels = JSON.parse(amountLabel?.dataset.labels || '{}')
   const expiresAt = Date.parse(main.dataset.expiresAt || '')
   let final = main.dataset.status !== 'pending'
   let pollTimer = null
@@ -28,6 +31,7 @@
     main.dataset.status = view.status
     statusBox.className = `status status-${view.status}`
     statusBox.textContent = view.message
+    if (amountLabel && amountLabels[view.status]) amountLabel.textContent = amountLabels[view.status]
     if (!view.final) return
     final = true
     clearInterval(pollTimer)
