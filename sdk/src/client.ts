@@ -39,6 +39,12 @@ export type PayoutQuote = Schemas['PayoutQuoteResponse']
 export type Event = Schemas['Event']
 export type WebhookConfig = Schemas['WebhookConfig']
 export type WebhookDelivery = Schemas['WebhookDelivery']
+/**
+ * The whole webhook configuration, as `PUT /integration/webhook` takes it: it replaces what is set, so `url` is
+ * always given (null removes it); `enabled` defaults to true and `events` to all of them.
+ */
+export type WebhookConfigInput = Omit<BodyOf<'updateWebhookConfig'>, 'enabled' | 'events'> &
+  Partial<Pick<BodyOf<'updateWebhookConfig'>, 'enabled' | 'events'>>
 
 /** One message of the test-mode event stream. */
 export type StreamMessage =
@@ -66,7 +72,8 @@ const path = (template: string, ...ids: string[]) => {
  * are idempotent and retried safely, refunds and payouts are signed, lists page themselves.
  *
  * ```ts
- * const mg = new MerchantGateway({ apiKey: process.env.MG_SECRET!, keyId: process.env.MG_KEY_ID })
+ * // The key, key id and address from MERCHANT_GATEWAY_API_KEY, MERCHANT_GATEWAY_KEY_ID, MERCHANT_GATEWAY_BASE_URL
+ * const mg = new MerchantGateway()
  * const tx = await mg.transactions.create({ amount: 150000, currency: 'RUB', payment_method: 'card', external_id: 'order-1' })
  * for await (const paid of mg.transactions.list({ status: 'paid' })) console.log(paid.uuid)
  * ```
@@ -74,7 +81,8 @@ const path = (template: string, ...ids: string[]) => {
 export class MerchantGateway {
   readonly http: HttpClient
 
-  constructor(options: ClientOptions) {
+  /** Options left out are read from the environment (`ENVIRONMENT`); those given win. */
+  constructor(options: ClientOptions = {}) {
     this.http = new HttpClient(options)
   }
 
@@ -180,7 +188,11 @@ export class MerchantGateway {
   readonly webhook = {
     get: (options?: RequestOptions) =>
       this.get<'getWebhookConfig'>('/integration/webhook', [], undefined, options),
-    update: (body: Partial<BodyOf<'updateWebhookConfig'>>, options?: RequestOptions) =>
+    /**
+     * Sets the whole configuration (a PUT: what the body leaves out is reset to its default, so `url` is
+     * required; to pause the webhook, send its url with `enabled: false`).
+     */
+    update: (body: WebhookConfigInput, options?: RequestOptions) =>
       this.http.json<ResultOf<'updateWebhookConfig'>>(
         { method: 'PUT', path: '/integration/webhook', body },
         options,

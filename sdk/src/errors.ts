@@ -37,6 +37,36 @@ export class TimeoutError extends ConnectionError {
   override name = 'TimeoutError'
 }
 
+/**
+ * The service's answer was not one the SDK can use: a redirect (never followed: it would take the key elsewhere,
+ * and the service never sends one), or a 2xx whose body is not JSON (a proxy's page, say). Not retried: another
+ * attempt would meet the same answer. `snippet` is the start of the body.
+ */
+export class UnexpectedResponseError extends MerchantGatewayError {
+  override name = 'UnexpectedResponseError'
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly snippet: string,
+    readonly headers: Headers,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * `toArray(limit)` met more items than `limit`: rather than hand back a silently shortened list, it stops. Raise
+ * the limit, narrow the filters, or iterate with `for await` to take what you need.
+ */
+export class ListLimitError extends MerchantGatewayError {
+  override name = 'ListLimitError'
+  constructor(readonly limit: number) {
+    super(
+      `the list has more than ${limit} items: raise toArray's limit, narrow the filters, or iterate with for await`,
+    )
+  }
+}
+
 /** A webhook's signature or timestamp did not verify: do not act on the body. */
 export class WebhookVerificationError extends MerchantGatewayError {
   override name = 'WebhookVerificationError'

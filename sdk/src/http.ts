@@ -1,15 +1,37 @@
 import { createHmac, randomUUID } from 'node:crypto'
-import { ApiError, apiErrorOf, ConnectionError, MerchantGatewayError, TimeoutError } from './errors.ts'
+import {
+  ApiError,
+  apiErrorOf,
+  ConnectionError,
+  MerchantGatewayError,
+  TimeoutError,
+  UnexpectedResponseError,
+} from './errors.ts'
+
+/**
+ * The environment variables the client (and the CLI) read for what the options leave out: an option given
+ * explicitly always wins over its variable, and the variable over the default.
+ */
+export const ENVIRONMENT = {
+  apiKey: 'MERCHANT_GATEWAY_API_KEY',
+  keyId: 'MERCHANT_GATEWAY_KEY_ID',
+  baseUrl: 'MERCHANT_GATEWAY_BASE_URL',
+} as const
+
+export const DEFAULT_BASE_URL = 'http://127.0.0.1:3000'
 
 export interface ClientOptions {
-  /** The key's secret, `sk_test_…` or `sk_live_…`. Keep it on your server: never ship it to a browser. */
-  apiKey: string
   /**
-   * The key's id, `mk_test_…` or `mk_live_…`: needed for the operations that must be signed (refunds and
-   * payouts, which the SDK signs with X-Signature).
+   * The key's secret, `sk_test_…` or `sk_live_…`; default `MERCHANT_GATEWAY_API_KEY`. Keep it on your server:
+   * never ship it to a browser.
+   */
+  apiKey?: string
+  /**
+   * The key's id, `mk_test_…` or `mk_live_…`; default `MERCHANT_GATEWAY_KEY_ID`. Needed for the operations that
+   * must be signed (refunds and payouts, which the SDK signs with X-Signature).
    */
   keyId?: string
-  /** The service's address; default `http://127.0.0.1:3000`. */
+  /** The service's address; default `MERCHANT_GATEWAY_BASE_URL`, else `http://127.0.0.1:3000`. */
   baseUrl?: string
   /** Retries after the first attempt (network errors, 409 in flight, 429, 5xx); default 3. */
   maxRetries?: number
@@ -59,6 +81,22 @@ export interface Answer {
 }
 
 const API_KEY = /^sk_(test|live)_/
+
+/**
+ * The key, key id and address a client uses: each option as given, else its environment variable (an empty
+ * one counts as unset), else the default address.
+ */
+export function resolveClientOptions(
+  options: Pick<ClientOptions, 'apiKey' | 'keyId' | 'baseUrl'>,
+  env: Record<string, string | undefined> = process.env,
+): { apiKey: string | undefined; keyId: string | undefined; baseUrl: string } {
+  const fromEnv = (name: string) => env[name] || undefined
+  return {
+    apiKey: options.apiKey ?? fromEnv(ENVIRONMENT.apiKey),
+    keyId: options.keyId ?? fromEnv(ENVIRONMENT.keyId),
+    baseUrl: options.baseUrl ?? fromEnv(ENVIRONMENT.baseUrl) ?? DEFAULT_BASE_URL,
+  }
+}
 
 /** `?a=1&b=x,y`: arrays comma-separated (as the API's multi-value filters take them), absent values left out. */
 export function queryString(query: Query | undefined): string {
@@ -143,14 +181,19 @@ export class HttpClient {
     return this.options.keyId !== undefined
   }
 
-  constructor(options: ClientOptions) {
-    const match = API_KEY.exec(options.apiKey ?? '')
+  constructor(options: ClientOptions = {}) {
+    const { apiKey, keyId, baseUrl } = resolveClientOptions(options)
+    if (apiKey === undefined)
+      throw new MerchantGatewayError(
+        `no API key: give apiKey (sk_test_… or sk_live_…) or set ${ENVIRONMENT.apiKey}`,
+      )
+    const match = API_KEY.exec(apiKey)
     if (!match) throw new MerchantGatewayError('apiKey must be a key secret, sk_test_… or sk_live_…')
     this.mode = match[1] as 'test' | 'live'
-    this.baseUrl = (options.baseUrl ?? 'http://127.0.0.1:3000').replace(/\/+$/, '')
+    this.baseUrl = baseUrl.replace(/\/+$/, '')
     this.options = {
-      apiKey: options.apiKey,
-      keyId: options.keyId,
+      apiKey,
+      keyId,
       maxRetries: options.maxRetries ?? 3,
       timeoutMs: options.timeoutMs ?? 30_000,
       retryBaseMs: options.retryBaseMs ?? 500,
@@ -161,8 +204,17 @@ export class HttpClient {
 
   /** The JSON answer of a request (after any retries), or the ApiError/ConnectionError of its last attempt. */
   async json<T>(request: Request, options: RequestOptions = {}): Promise<T> {
-    const { text } = await this.send(request, options)
-    return JSON.parse(text ?? 'null') as T
+    const { status, headers, text } = await this.send(request, options)
+    try {
+      return JSON.parse(text ?? 'null') as T
+    } catch {
+      throw new UnexpectedResponseError(
+        `${request.method} ${request.path} answered ${status} with a body that is not JSON (${headers.get('content-type') ?? 'no content-type'}): ${snippet(text)}`,
+        status,
+        snippet(text),
+        headers,
+      )
+    }
   }
 
   /**
@@ -183,12 +235,22 @@ export class HttpClient {
       let wait: number | null = null
       try {
         const answer = await this.attempt(request, pathAndQuery, body, idempotencyKey, options)
-        if (answer.status < 400) return answer
+        if (answer.status < 300) return answer
+        if (answer.status < 400) {
+          const text = answer.text ?? (await answer.response.text())
+          const location = answer.headers.get('location')
+          throw new UnexpectedResponseError(
+            `${request.method} ${request.path} answered ${answer.status}${location ? ` (a redirect to ${location})` : ''}: not followed, as the service never redirects; check baseUrl`,
+            answer.status,
+            snippet(text),
+            answer.headers,
+          )
+        }
         error = apiErrorOf(answer.status, answer.headers, answer.text ?? (await answer.response.text()))
         wait = retryAfterMs(answer.headers)
         if (!retryable(error as ApiError)) throw error
       } catch (thrown) {
-        if (thrown instanceof ApiError) throw thrown
+        if (thrown instanceof ApiError || thrown instanceof UnexpectedResponseError) throw thrown
         if (options.signal?.aborted) throw options.signal.reason
         error =
           thrown instanceof MerchantGatewayError
@@ -237,11 +299,12 @@ export class HttpClient {
         body,
         signal,
         // The service never redirects: following one would send the key to wherever it points, and turn a POST
-        // into a GET.
-        redirect: 'error',
+        // into a GET. The 3xx itself comes back, to be reported once rather than retried as a network error.
+        redirect: 'manual',
       })
       // A stream runs as long as it runs; any other answer's body must come within the same timeout.
-      const text = request.stream && response.ok ? null : await response.text()
+      const text =
+        request.stream && response.status >= 200 && response.status < 300 ? null : await response.text()
       clearTimeout(timer)
       return { status: response.status, headers: response.headers, text, response }
     } catch (error) {
@@ -253,6 +316,12 @@ export class HttpClient {
       throw error
     }
   }
+}
+
+/** The start of a body, for an error's message. */
+function snippet(text: string | null): string {
+  if (!text) return '(empty)'
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text
 }
 
 /** An error's message, with its cause's (fetch's "fetch failed" says little without it). */

@@ -13,17 +13,27 @@ export {
   type StreamOptions,
   type Transaction,
   type WebhookConfig,
+  type WebhookConfigInput,
   type WebhookDelivery,
 } from './client.ts'
 export {
   ApiError,
   ConnectionError,
   type ErrorCode,
+  ListLimitError,
   MerchantGatewayError,
   TimeoutError,
+  UnexpectedResponseError,
   WebhookVerificationError,
 } from './errors.ts'
-export { type ClientOptions, type RequestOptions, signatureHeader } from './http.ts'
+export {
+  type ClientOptions,
+  DEFAULT_BASE_URL,
+  ENVIRONMENT,
+  type RequestOptions,
+  resolveClientOptions,
+  signatureHeader,
+} from './http.ts'
 export type { components, operations, paths } from './openapi.ts'
 export { List, type Page } from './pagination.ts'
 

@@ -1,4 +1,8 @@
+import { ListLimitError, MerchantGatewayError } from './errors.ts'
 import type { components } from './openapi.ts'
+
+/** How many items `toArray()` collects at most when no limit is given. */
+export const DEFAULT_TO_ARRAY_LIMIT = 10_000
 
 export interface Page<T> {
   data: T[]
@@ -35,14 +39,21 @@ export class List<T> implements AsyncIterable<T>, PromiseLike<Page<T>> {
     for await (const page of this.pages()) yield* page.data
   }
 
-  /** Every item, up to `limit` (default 10 000: a guard against loading a whole history by mistake). */
-  async toArray(limit = 10_000): Promise<T[]> {
+  /**
+   * Every item of every page, as long as there are at most `limit` of them (default 10 000: a guard against
+   * loading a whole history by mistake). A list longer than that throws ListLimitError instead of coming back
+   * cut short: a shortened list would look complete. To take the first n items, iterate and stop.
+   */
+  async toArray(limit = DEFAULT_TO_ARRAY_LIMIT): Promise<T[]> {
+    if (!Number.isSafeInteger(limit) || limit < 1)
+      throw new MerchantGatewayError(`toArray's limit must be a whole number of 1 or more, not ${limit}`)
     const items: T[] = []
-    if (limit <= 0) return items
-    for await (const item of this) {
-      items.push(item)
-      if (items.length >= limit) break
-    }
+    // Page by page, so that the page after the limit is fetched only when the limit is reached.
+    for await (const page of this.pages())
+      for (const item of page.data) {
+        if (items.length === limit) throw new ListLimitError(limit)
+        items.push(item)
+      }
     return items
   }
 }

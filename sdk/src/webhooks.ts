@@ -69,6 +69,13 @@ export function verify(
   secrets: string | readonly string[],
   options: { toleranceSeconds?: number; now?: Date } = {},
 ): WebhookEvent {
+  // The usual mistake: a JSON body parser ran first (express.json()), and the bytes that were signed are gone.
+  if (typeof rawBody !== 'string' && !(rawBody instanceof Uint8Array))
+    throw new WebhookVerificationError(
+      `verify() needs the raw body exactly as received, a string or a Buffer, not ${rawBody === null ? 'null' : typeof rawBody}: ` +
+        "a JSON parser ran before it. Read this route's body raw, e.g. express.raw({ type: 'application/json' }), " +
+        'and parse only what verify() returns',
+    )
   const id = header(headers, 'webhook-id')
   const timestampText = header(headers, 'webhook-timestamp')
   const signatures = header(headers, 'webhook-signature')

@@ -787,9 +787,11 @@ for (const backend of backends()) {
         sizes.push(page.data.length)
       assert.deepEqual(sizes, [100, 100, 50])
       assert.deepEqual(
-        (await client.transactions.list({ per_page: 40 }).toArray(90)).map((t) => t.uuid),
-        expected.slice(0, 90),
+        (await client.transactions.list({ per_page: 40 }).toArray(250)).map((t) => t.uuid),
+        expected,
       )
+      // One more than the limit is refused, not dropped: a shortened list would look complete.
+      await assert.rejects(client.transactions.list({ per_page: 40 }).toArray(249), /more than 249 items/)
       // A filter holds on every page.
       const paid = newestFirst.filter((r) => r.status === 'paid').map((r) => r.uuid)
       assert.equal(paid.length, 50)
