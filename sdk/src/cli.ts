@@ -6,16 +6,16 @@
  *   merchant-gateway trigger transaction.paid --api-key sk_test_… [--key-id mk_test_…]
  *
  * Both take --base-url (default http://127.0.0.1:3000) and read MERCHANT_GATEWAY_API_KEY,
- * MERCHANT_GATEWAY_KEY_ID and MERCHANT_GATEWAY_BASE_URL when the flags are not given.
+ * MERCHANT_GATEWAY_KEY_ID and MERCHANT_GATEWAY_BASE_URL when the flags are not given, as the SDK's client does.
  */
 import { randomUUID } from 'node:crypto'
 import { realpathSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { MerchantGateway } from './client.ts'
+import { MerchantGateway, type Transaction } from './client.ts'
 import { ApiError, MerchantGatewayError } from './errors.ts'
-import { describe } from './http.ts'
+import { describe, ENVIRONMENT, resolveClientOptions } from './http.ts'
 import { generateSecret, signHeaders } from './webhooks.ts'
 
 export interface Io {
@@ -34,8 +34,7 @@ export const TRIGGERS = {
   'transaction.failed': 'creates a card payment and simulates the provider failing it',
   'transaction.expired': 'creates a card payment and simulates the provider timing it out',
   refund: 'creates a payment, pays it, and refunds it in full (transaction.refunded)',
-  'payout.completed':
-    'creates and pays a payment, then pays out 5 USD of it to a USDT wallet and completes it',
+  'payout.completed': 'pays in what the payout needs, then pays out 5 USDT to a USDT wallet and completes it',
 } as const
 export type Trigger = keyof typeof TRIGGERS
 /** The triggers that refund or pay out, which the API only takes signed. */
@@ -56,15 +55,16 @@ const time = () => new Date().toISOString().replace('T', ' ').slice(0, 19)
 class UsageError extends Error {}
 
 function client(values: { 'api-key'?: string; 'key-id'?: string; 'base-url'?: string }, command: string) {
-  const apiKey = values['api-key'] ?? process.env.MERCHANT_GATEWAY_API_KEY
-  if (!apiKey) throw new UsageError(`${command} needs --api-key sk_test_… (or MERCHANT_GATEWAY_API_KEY)`)
-  if (apiKey.startsWith('sk_live_'))
-    throw new UsageError(`${command} works in test mode only: use a test key (sk_test_…), not a live one`)
-  return new MerchantGateway({
-    apiKey,
-    keyId: values['key-id'] ?? process.env.MERCHANT_GATEWAY_KEY_ID,
-    baseUrl: values['base-url'] ?? process.env.MERCHANT_GATEWAY_BASE_URL,
+  // The client's own order (a flag, else its variable, else the default), so both read the same variables.
+  const options = resolveClientOptions({
+    apiKey: values['api-key'],
+    keyId: values['key-id'],
+    baseUrl: values['base-url'],
   })
+  if (!options.apiKey) throw new UsageError(`${command} needs --api-key sk_test_… (or ${ENVIRONMENT.apiKey})`)
+  if (options.apiKey.startsWith('sk_live_'))
+    throw new UsageError(`${command} works in test mode only: use a test key (sk_test_…), not a live one`)
+  return new MerchantGateway(options)
 }
 
 /** Reconnection delays after a lost stream: from the first, doubling to the last. */
@@ -145,52 +145,166 @@ async function forward(
   }
 }
 
-/** `trigger`: the steps that make `event` fire, each printed as it is done. */
+/** Payouts leave the USDT balance, and `trigger payout.completed` pays out this much of it (micro USDT). */
+const PAYOUT_CURRENCY = 'USDT'
+const PAYOUT_AMOUNT_MICRO = 5_000_000
+const PAYOUT_WALLET = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' } as const
+/** A trigger's payment, in major units of the merchant's settlement currency. */
+const PAYMENT_MAJOR = 15
+/** Funding payments a trigger makes at most before it gives up (the first one's fee tells the next's size). */
+const MAX_FUNDING_PAYMENTS = 3
+
+/** Minor-unit digits: USDT counts micro units; an ISO 4217 code has what Intl knows of it. */
+function exponentOf(currency: string): number {
+  if (currency === 'USDT') return 6
+  try {
+    return (
+      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
+      2
+    )
+  } catch {
+    return 2
+  }
+}
+
+/** `15.000000 USDT`: minor units in major ones, as the service formats them. */
+function formatMinor(amount: number, currency: string): string {
+  const exponent = exponentOf(currency)
+  const sign = amount < 0 ? '-' : ''
+  const digits = String(Math.abs(amount)).padStart(exponent + 1, '0')
+  const major = digits.slice(0, digits.length - exponent)
+  return `${sign}${exponent ? `${major}.${digits.slice(-exponent)}` : major} ${currency}`
+}
+
+/** The available balance in `currency` (0 when the merchant has none in it yet). */
+async function available(mg: MerchantGateway, currency: string): Promise<number> {
+  const { data } = await mg.balances.list()
+  return data.find((balance) => balance.currency === currency)?.available ?? 0
+}
+
+/**
+ * `trigger`: the steps that make `event` fire, each printed as it is done. Payments are made in the merchant's
+ * settlement currency, the one currency every merchant takes without a market rate (a fresh database has
+ * none), and what a refund or a payout will take from the balance is paid in first when the balance lacks it.
+ * A trigger that cannot work says why before it creates anything.
+ */
 export async function trigger(mg: MerchantGateway, event: Trigger, io: Io = stdio): Promise<void> {
   const step = (line: string) => io.out(`Running fixture: ${line}`)
   const reference = `cli-${event.replace(/\./g, '-')}-${randomUUID().slice(0, 8)}`
   io.out(`Setting up fixture for: ${event}`)
-  const transaction = await mg.transactions.create({
-    amount: 150000,
-    currency: 'RUB',
-    payment_method: 'card',
-    external_id: reference,
-    description: `merchant-gateway trigger ${event}`,
-  })
-  step(`created transaction ${transaction.uuid} (1,500.00 RUB)`)
+  // Read-only first: the settlement currency, and for a payout what it costs and whether it can be funded.
+  const { settlement_currency: currency } = await mg.rates.list()
+  const amount = PAYMENT_MAJOR * 10 ** exponentOf(currency)
+  let funding = 0
+  const createPayment = async (minor: number, purpose: string) => {
+    const created = await mg.transactions.create({
+      amount: minor,
+      currency,
+      payment_method: 'card',
+      // The trigger's own payment comes first; the ones that fund it after.
+      external_id: funding === 0 ? reference : `${reference}-funding-${funding}`,
+      description: `merchant-gateway trigger ${purpose}`,
+    })
+    step(`created transaction ${created.uuid} (${formatMinor(minor, currency)})`)
+    return created
+  }
+  const pay = async (uuid: string) => {
+    const paid = await mg.sandbox.transactions.paid(uuid)
+    step(`simulated the provider's 'paid' for ${uuid}`)
+    return paid
+  }
+  /**
+   * Pays in until `short` more of `currency` is available, sizing each payment by what `sample` (a payment of
+   * the same method) credits after the merchant's fee.
+   */
+  const fund = async (short: number, sample: Transaction) => {
+    let remaining = short
+    while (remaining > 0) {
+      if (funding === MAX_FUNDING_PAYMENTS || sample.settlement_amount <= 0)
+        throw new MerchantGatewayError(
+          `the merchant's card fee leaves ${formatMinor(sample.settlement_amount, currency)} of a ${formatMinor(sample.amount, currency)} payment: test payments cannot fund this`,
+        )
+      const size = ceilDiv(BigInt(remaining) * BigInt(sample.amount), BigInt(sample.settlement_amount)) + 1n
+      funding++
+      const payment = await createPayment(Number(size), `${event} (funding)`)
+      await pay(payment.uuid)
+      remaining -= payment.settlement_amount
+      step(`paid in ${formatMinor(payment.settlement_amount, currency)} to cover the ${event}`)
+    }
+  }
+
+  if (event === 'payout.completed') {
+    const quote = await mg.payouts.quote({
+      amount: PAYOUT_AMOUNT_MICRO,
+      currency: PAYOUT_CURRENCY,
+      method: 'usdt_wallet',
+    })
+    const usdt = await available(mg, PAYOUT_CURRENCY)
+    const short = quote.payout_usdt_amount_micro - usdt
+    if (short > 0 && currency !== PAYOUT_CURRENCY)
+      throw new MerchantGatewayError(
+        `payout.completed pays out ${formatMinor(quote.payout_usdt_amount_micro, PAYOUT_CURRENCY)} (fee included) from the USDT balance, ` +
+          `which has ${formatMinor(usdt, PAYOUT_CURRENCY)} available; this merchant settles in ${currency}, so a test payment cannot fund it. Nothing was created`,
+      )
+    if (currency === PAYOUT_CURRENCY) {
+      const payment = await createPayment(amount, event)
+      if (short - payment.settlement_amount > 0) await fund(short - payment.settlement_amount, payment)
+      await pay(payment.uuid)
+    }
+    // A quote of its own: funding may have taken longer than the first one is held.
+    const held = await mg.payouts.quote({
+      amount: PAYOUT_AMOUNT_MICRO,
+      currency: PAYOUT_CURRENCY,
+      method: 'usdt_wallet',
+    })
+    step(
+      `quoted ${formatMinor(PAYOUT_AMOUNT_MICRO, PAYOUT_CURRENCY)} to a USDT wallet: quote ${held.quote_id} (${formatMinor(held.payout_usdt_amount_micro, PAYOUT_CURRENCY)} with the fee)`,
+    )
+    const payout = await mg.payouts.create({
+      amount: PAYOUT_AMOUNT_MICRO,
+      currency: PAYOUT_CURRENCY,
+      method: 'usdt_wallet',
+      destination: PAYOUT_WALLET,
+      external_id: reference,
+      quote_id: held.quote_id,
+    })
+    step(`created payout ${payout.uuid} (${payout.status})`)
+    const done = await mg.sandbox.payouts.completed(payout.uuid)
+    step(`simulated the provider's 'completed' for ${payout.uuid} (${done.status})`)
+    return io.out(`Trigger succeeded! payout.completed fired for payout ${payout.uuid}`)
+  }
+
+  const before = event === 'refund' ? await available(mg, currency) : 0
+  const transaction = await createPayment(amount, event)
   if (event === 'transaction.failed' || event === 'transaction.expired') {
     const outcome = event === 'transaction.failed' ? 'failed' : 'expired'
     await mg.sandbox.transactions[outcome](transaction.uuid)
     step(`simulated the provider's '${outcome}' for ${transaction.uuid}`)
     return io.out(`Trigger succeeded! ${event} fired for transaction ${transaction.uuid}`)
   }
-  await mg.sandbox.transactions.paid(transaction.uuid)
-  step(`simulated the provider's 'paid' for ${transaction.uuid}`)
+  if (event === 'refund') {
+    // A full refund takes the whole amount back (at rate 1, in the settlement currency); the payment credits
+    // it less the merchant's fee, so the balance must hold the difference.
+    const short = transaction.amount - transaction.settlement_amount - before
+    if (short > 0)
+      await fund(short, transaction).catch(async (error: unknown) => {
+        // Nothing to refund after all: the payment is closed rather than left to be paid.
+        await mg.sandbox.transactions.expired(transaction.uuid)
+        throw error
+      })
+  }
+  await pay(transaction.uuid)
   if (event === 'transaction.paid')
     return io.out(`Trigger succeeded! transaction.paid fired for transaction ${transaction.uuid}`)
-  if (event === 'refund') {
-    const refund = await mg.refunds.create({
-      transaction_uuid: transaction.uuid,
-      reason: 'merchant-gateway trigger',
-    })
-    step(`refunded ${transaction.uuid} in full: refund ${refund.uuid} (${refund.status})`)
-    return io.out(`Trigger succeeded! transaction.refunded fired for transaction ${transaction.uuid}`)
-  }
-  const quote = await mg.payouts.quote({ amount: 500, currency: 'USD', method: 'usdt_wallet' })
-  step(`quoted 5.00 USD to a USDT wallet: quote ${quote.quote_id}`)
-  const payout = await mg.payouts.create({
-    amount: 500,
-    currency: 'USD',
-    method: 'usdt_wallet',
-    destination: { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' },
-    external_id: reference,
-    quote_id: quote.quote_id,
+  const refund = await mg.refunds.create({
+    transaction_uuid: transaction.uuid,
+    reason: 'merchant-gateway trigger',
   })
-  step(`created payout ${payout.uuid} (${payout.status})`)
-  const done = await mg.sandbox.payouts.completed(payout.uuid)
-  step(`simulated the provider's 'completed' for ${payout.uuid} (${done.status})`)
-  io.out(`Trigger succeeded! payout.completed fired for payout ${payout.uuid}`)
+  step(`refunded ${transaction.uuid} in full: refund ${refund.uuid} (${refund.status})`)
+  io.out(`Trigger succeeded! transaction.refunded fired for transaction ${transaction.uuid}`)
 }
+
+const ceilDiv = (a: bigint, b: bigint) => (a + b - 1n) / b
 
 /** Runs the CLI with these arguments; resolves with the exit code. */
 export async function main(argv: string[], io: Io = stdio, signal?: AbortSignal): Promise<number> {
