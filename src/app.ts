@@ -18,6 +18,7 @@ import { registerOpenApi } from './http/openapi.ts'
 import { registerPagination } from './http/pagination.ts'
 import { registerRateLimit } from './http/rate-limit.ts'
 import { registerRequestId, requestIdOptions } from './http/request-id.ts'
+import { registerSecurityHeaders } from './http/security-headers.ts'
 import { registerValidators } from './http/validation.ts'
 import { httpDuration } from './lib/metrics.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
@@ -220,6 +221,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   registerValidators(app)
   registerJsonBodyParser(app)
   registerRequestId(app)
+  registerSecurityHeaders(app, { hstsMaxAgeSeconds: config.hstsMaxAgeSeconds })
   // While shutting down, every answer closes its connection: a keep-alive client (or a load balancer's pool)
   // would otherwise hold the server open after its last request, and the shutdown would hang.
   let closing = false

@@ -47,6 +47,11 @@ export interface Config {
    * the default), the addresses and CIDR ranges of the proxies, or a count of proxy hops (as a function).
    */
   trustProxy: TrustProxy
+  /**
+   * The max-age of Strict-Transport-Security (HSTS_MAX_AGE); null: not sent. Only production with an https
+   * PUBLIC_BASE_URL sends it: a browser that saw it over plain http locally would refuse that host's http.
+   */
+  hstsMaxAgeSeconds: number | null
   /** The dashboard's sessions and sign-in throttling (docs/DASHBOARD.md). */
   dashboard: {
     /** A session unused this long ends. */
@@ -306,6 +311,12 @@ export function loadConfig(env: Env = process.env): Config {
     providerRecheckMs: parsePositive('PROVIDER_RECHECK_MS', env.PROVIDER_RECHECK_MS, 60_000),
     eventRetentionDays: parseRetentionDays(env.EVENT_RETENTION_DAYS),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    hstsMaxAgeSeconds:
+      production &&
+      publicBaseUrl.startsWith('https:') &&
+      !['off', 'none', '0'].includes(env.HSTS_MAX_AGE ?? '')
+        ? parseWhole('HSTS_MAX_AGE', env.HSTS_MAX_AGE, 31_536_000)
+        : null,
     dashboard: parseDashboard(env),
     webhook: {
       retrySchedule: parseSchedule(env.WEBHOOK_RETRY_SCHEDULE),

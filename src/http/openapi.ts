@@ -173,6 +173,9 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: true,
+    // No page of the service may be framed, by another origin or its own (docs/OPERATIONS.md, Security headers).
+    transformStaticCSP: (header: string) =>
+      header.replace("frame-ancestors 'self'", "frame-ancestors 'none'"),
     uiConfig: { docExpansion: 'list', deepLinking: true },
   })
 

@@ -142,8 +142,10 @@ export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = 
     index: false,
     wildcard: false,
     decorateReply: true,
+    // A file reached by its own name (index.html among them) gets the same policy as the app's paths: a
+    // page without frame-ancestors could be framed.
     setHeaders: (res, path) => {
-      res.header('x-content-type-options', 'nosniff')
+      security(res)
       // Built files have a content hash in their names: they never change.
       if (path.includes('/assets/')) res.header('cache-control', 'public, max-age=31536000, immutable')
     },

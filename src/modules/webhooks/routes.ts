@@ -63,7 +63,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           },
         },
       },
-      (request) => webhooks.getConfig(authOf(request)),
+      async (request, reply) => {
+        reply.header('cache-control', 'no-store')
+        return webhooks.getConfig(authOf(request))
+      },
     )
 
     app.put(
@@ -82,7 +85,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           },
         },
       },
-      (request) => webhooks.updateConfig(authOf(request), request.body),
+      async (request, reply) => {
+        reply.header('cache-control', 'no-store')
+        return webhooks.updateConfig(authOf(request), request.body)
+      },
     )
 
     app.post(
@@ -103,7 +109,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           },
         },
       },
-      (request) => webhooks.rotateSecret(authOf(request), request.body?.overlap_seconds),
+      async (request, reply) => {
+        reply.header('cache-control', 'no-store')
+        return webhooks.rotateSecret(authOf(request), request.body?.overlap_seconds)
+      },
     )
 
     app.post(
