@@ -11,6 +11,11 @@ export interface Config {
   databaseUrl: string | null
   /** How many PostgreSQL connections one process's pool may open (not used on the embedded database). */
   databasePoolSize: number
+  /**
+   * How many PostgreSQL connections the workers' own pool may open, besides `databasePoolSize`: the jobs never
+   * wait behind requests for a connection (not used on the embedded database, nor by a `--role api` process).
+   */
+  databaseWorkerPoolSize: number
   dataDir: string
   port: number
   host: string
@@ -285,6 +290,7 @@ export function loadConfig(env: Env = process.env): Config {
     appEnv,
     databaseUrl,
     databasePoolSize: parseWhole('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 10),
+    databaseWorkerPoolSize: parseWhole('DATABASE_WORKER_POOL_SIZE', env.DATABASE_WORKER_POOL_SIZE, 3),
     dataDir,
     port,
     host,

@@ -30,14 +30,32 @@ export type Executor = Db | Trx
 
 export interface DbHandle {
   db: Db
+  /**
+   * The database of the workers (expiry, settlement, payout and refund jobs, the outbox dispatcher,
+   * housekeeping): on PostgreSQL a pool of its own, made on first use, so that the jobs never wait behind
+   * requests for a connection; on the embedded database `db` itself.
+   */
+  readonly background: Db
   kind: 'postgres' | 'pglite'
   /** Calls `onNotify` on every NOTIFY on `channel` (from any process on PostgreSQL); returns the unsubscribe. */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
-  /** Connections of the pool (PostgreSQL); null for the embedded database's single session. */
-  poolStats(): { total: number; idle: number; waiting: number; max: number } | null
+  /**
+   * Connections of both pools together, all this process holds (PostgreSQL), with the workers' pool on its
+   * own in `background` (all 0 until `background` is first used); null for the embedded database's single
+   * session.
+   */
+  poolStats(): (PoolStats & { background: PoolStats }) | null
   /** The embedded database's files as a tarball, to start another from (`connectPglite`'s `loadDataDir`). */
   dumpDataDir?(): Promise<Blob>
   close(): Promise<void>
+}
+
+/** Open connections, the idle ones among them, queries waiting for one, and the most that may be open. */
+export interface PoolStats {
+  total: number
+  idle: number
+  waiting: number
+  max: number
 }
 
 export class EmbeddedDatabaseBusyError extends Error {}
@@ -65,7 +83,13 @@ export interface DbLog {
   info(fields: object, message: string): void
 }
 
-export async function connectPostgres(url: string, poolSize = 10, log?: DbLog): Promise<DbHandle> {
+export async function connectPostgres(
+  url: string,
+  poolSize = 10,
+  log?: DbLog,
+  /** The workers' pool (`background`), besides `poolSize`. */
+  backgroundPoolSize = 3,
+): Promise<DbHandle> {
   const settings = {
     connectionString: url,
     application_name: APPLICATION_NAME,
@@ -95,21 +119,49 @@ export async function connectPostgres(url: string, poolSize = 10, log?: DbLog): 
   pool.on('error', () => {})
   const preparing = preparingPool(pool, shared)
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing }) })
+  // The workers' connections, apart from the requests': under a burst of requests (a server starting while
+  // clients already send) the jobs would otherwise queue behind them and give up after CONNECT_TIMEOUT_MS.
+  // Made when first asked for, so a process that runs no workers neither opens nor counts it. No shared
+  // connections: the jobs' statements run mostly in transactions.
+  let jobs: { pool: pg.Pool; db: Db } | null = null
+  const openBackground = () => {
+    if (!jobs) {
+      const pool = new pg.Pool({ ...settings, max: backgroundPoolSize, types })
+      pool.on('error', () => {})
+      jobs = {
+        pool,
+        db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) }),
+      }
+    }
+    return jobs
+  }
   return {
     db,
+    get background() {
+      return openBackground().db
+    },
     kind: 'postgres',
     listen: (channel, onNotify) => listenWithReconnect(settings, channel, onNotify, log),
     poolStats: () => {
-      // The pool's connections and the shared ones: all this process holds, against DATABASE_POOL_SIZE.
+      // The pool's connections and the shared ones, against DATABASE_POOL_SIZE; then the workers' pool.
       const sharedNow = preparing.sharedStats()
+      const background = {
+        total: jobs?.pool.totalCount ?? 0,
+        idle: jobs?.pool.idleCount ?? 0,
+        waiting: jobs?.pool.waitingCount ?? 0,
+        max: jobs ? backgroundPoolSize : 0,
+      }
       return {
-        total: pool.totalCount + sharedNow.open,
-        idle: pool.idleCount + sharedNow.idle,
-        waiting: pool.waitingCount,
-        max: poolSize,
+        total: pool.totalCount + sharedNow.open + background.total,
+        idle: pool.idleCount + sharedNow.idle + background.idle,
+        waiting: pool.waitingCount + background.waiting,
+        max: poolSize + background.max,
+        background,
       }
     },
-    close: () => db.destroy(),
+    close: async () => {
+      await Promise.all([db.destroy(), jobs?.db.destroy()])
+    },
   }
 }
 
@@ -118,8 +170,9 @@ export async function connectPostgres(url: string, poolSize = 10, log?: DbLog): 
  * administrator) it is opened again after a delay that starts at 100 ms and doubles up to 5 s, with jitter so
  * that many processes do not all come back at once, and LISTEN is issued again. Whatever was notified while
  * it was away is lost, so `onNotify` is called once after every reconnection: the listener looks for work as
- * if told. The first connection must succeed (the promise rejects otherwise); the unsubscribe stops the
- * reconnecting and ends the session.
+ * if told. A first connection that fails is retried the same way (a database still starting, or one that
+ * refuses for a moment, must not leave the listener on polling alone for the life of the process); the
+ * unsubscribe stops the reconnecting and ends the session.
  */
 async function listenWithReconnect(
   settings: pg.ClientConfig,
@@ -168,7 +221,11 @@ async function listenWithReconnect(
     // Half the delay, plus up to as much again at random.
     const wait = Math.round(delay / 2 + (Math.random() * delay) / 2)
     delay = Math.min(delay * 2, LISTEN_RETRY_MAX_MS)
-    if (failures++ === 0) log?.warn({ err: error, channel }, 'LISTEN session lost; reconnecting')
+    failures++
+    log?.warn(
+      { err: error, channel, attempt: failures, retryInMs: wait },
+      'LISTEN session lost; reconnecting',
+    )
     retry = setTimeout(() => {
       retry = null
       if (stopped) return
@@ -191,7 +248,11 @@ async function listenWithReconnect(
     retry.unref()
   }
 
-  current = await open(reconnectLater)
+  try {
+    current = await open(reconnectLater)
+  } catch (error) {
+    reconnectLater(error)
+  }
   return async () => {
     stopped = true
     if (retry) clearTimeout(retry)
@@ -209,6 +270,9 @@ async function listenWithReconnect(
  *
  * `dataDir` null keeps the database in memory (tests). On disk, a lock file keeps a second process out:
  * two processes writing one PGlite directory would corrupt it.
+ *
+ * The workers' `background` is `db` itself: the single session is all there is, so a pool of their own would
+ * only queue for that same session; requests and jobs take turns on it, one transaction at a time.
  */
 export async function connectPglite(
   dataDir: string | null,
@@ -226,7 +290,8 @@ export async function connectPglite(
       if ((error as { code?: string }).code === 'ELOCKED') {
         throw new EmbeddedDatabaseBusyError(
           `The embedded database in ${dataDir} is in use by another process (most likely a running server). ` +
-            'Stop that process first, or point DATABASE_URL at PostgreSQL to run several processes at once.',
+            'Stop that process first, or point DATABASE_URL at PostgreSQL to run several processes at once. ' +
+            "(The demo owner's lost password needs no command: start the server with --reset-demo-password.)",
         )
       }
       throw error
@@ -250,6 +315,7 @@ export async function connectPglite(
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
   return {
     db,
+    background: db,
     kind: 'pglite',
     async listen(channel, onNotify) {
       return pglite.listen(channel, () => onNotify())
@@ -268,11 +334,13 @@ export function connect(options: {
   databaseUrl: string | null
   dataDir: string | null
   poolSize?: number
+  /** The workers' own pool (PostgreSQL): `background`. */
+  workerPoolSize?: number
   /** Reports of the LISTEN session's losses and reconnections (PostgreSQL). */
   log?: DbLog
 }): Promise<DbHandle> {
   return options.databaseUrl
-    ? connectPostgres(options.databaseUrl, options.poolSize, options.log)
+    ? connectPostgres(options.databaseUrl, options.poolSize, options.log, options.workerPoolSize)
     : connectPglite(options.dataDir)
 }
 

@@ -16,8 +16,9 @@ export interface WorkerOptions {
 
 /**
  * Everything a `--role worker` process runs: the outbox dispatcher, the expiry, settlement, payout and refund
- * recovery jobs,
- * and housekeeping.
+ * recovery jobs, and housekeeping. The dispatcher and housekeeping query `handle.background`, the workers' own
+ * connections; `services` should be built on it too (`createServices(handle.background, config)`), so that no
+ * job waits behind requests for a connection.
  */
 export function startWorkers(
   handle: DbHandle,
@@ -26,7 +27,7 @@ export function startWorkers(
   options: WorkerOptions = {},
 ) {
   const dispatcher = startDispatcher({
-    db: handle.db,
+    db: handle.background,
     webhooks: services.webhooks,
     log,
     listen: (onNotify) => handle.listen(WAKE_CHANNEL, onNotify),
@@ -59,7 +60,7 @@ export function startWorkers(
       intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
     }),
   ]
-  const maintenance = startMaintenance(handle.db, log, services)
+  const maintenance = startMaintenance(handle.background, log, services)
   return {
     dispatcher,
     async stop() {

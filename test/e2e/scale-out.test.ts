@@ -34,6 +34,8 @@ const PER_SECOND = 2
 const BURST = 30
 /** The worker's PostgreSQL pool: smaller than the default of 10. */
 const WORKER_POOL_SIZE = 4
+/** The worker's pool for its jobs, besides WORKER_POOL_SIZE: other than the default of 3. */
+const WORKER_JOBS_POOL_SIZE = 2
 
 const run = promisify(execFile)
 
@@ -157,10 +159,15 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
       apis.push({ program, base: `http://127.0.0.1:${port}`, port, metricsPort })
     }
     workerMetricsPort = await freePort()
-    // The worker with a smaller pool than the default 10, as an operator sizes it (DATABASE_POOL_SIZE).
+    // The worker with smaller pools than the defaults, as an operator sizes them (DATABASE_POOL_SIZE, and
+    // DATABASE_WORKER_POOL_SIZE for its jobs).
     worker = spawnProgram(
       ['serve', '--role', 'worker'],
-      env({ METRICS_PORT: String(workerMetricsPort), DATABASE_POOL_SIZE: String(WORKER_POOL_SIZE) }),
+      env({
+        METRICS_PORT: String(workerMetricsPort),
+        DATABASE_POOL_SIZE: String(WORKER_POOL_SIZE),
+        DATABASE_WORKER_POOL_SIZE: String(WORKER_JOBS_POOL_SIZE),
+      }),
     )
     programs.push(worker)
 
@@ -494,9 +501,12 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
       }) ?? 0) >= 1,
     )
     const workerFirst = await scrape(workerMetricsPort)
-    // Each process's pool has the size its environment gave it.
+    // Each process's pools have the sizes its environment gave them; an API process has no pool for jobs.
     assert.equal(sample(apiText, 'db_pool_connections', { state: 'max' }), 10)
-    assert.equal(sample(workerFirst, 'db_pool_connections', { state: 'max' }), WORKER_POOL_SIZE)
+    assert.equal(
+      sample(workerFirst, 'db_pool_connections', { state: 'max' }),
+      WORKER_POOL_SIZE + WORKER_JOBS_POOL_SIZE,
+    )
     for (const text of [apiText, workerFirst]) {
       assert.ok((sample(text, 'webhook_outbox_depth') ?? -1) >= 0, 'webhook_outbox_depth')
       assert.ok(

@@ -123,6 +123,18 @@ describe('loadConfig', () => {
       refused({ ...DEVELOPMENT, DATABASE_POOL_SIZE: bad }, /DATABASE_POOL_SIZE must be a whole number/)
   })
 
+  it('DATABASE_WORKER_POOL_SIZE defaults to 3 and must be a whole number of at least 1', () => {
+    assert.equal(loadConfig(DEVELOPMENT).databaseWorkerPoolSize, 3)
+    assert.equal(loadConfig({ ...DEVELOPMENT, DATABASE_WORKER_POOL_SIZE: '' }).databaseWorkerPoolSize, 3)
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_WORKER_POOL_SIZE: '1' }).databaseWorkerPoolSize, 1)
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_WORKER_POOL_SIZE: '5' }).databaseWorkerPoolSize, 5)
+    for (const bad of ['0', '-1', '1.5', 'two'])
+      refused(
+        { ...DEVELOPMENT, DATABASE_WORKER_POOL_SIZE: bad },
+        /DATABASE_WORKER_POOL_SIZE must be a whole number of at least 1, got/,
+      )
+  })
+
   it('EVENT_RETENTION_DAYS defaults to 30 and may only be longer: merchants are promised 30 days', () => {
     assert.equal(loadConfig(DEVELOPMENT).eventRetentionDays, 30)
     assert.equal(loadConfig(PRODUCTION).eventRetentionDays, 30)
