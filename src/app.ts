@@ -7,6 +7,7 @@ import Fastify, {
   type FastifyServerOptions,
 } from 'fastify'
 import pino from 'pino'
+import pinoPretty from 'pino-pretty'
 import type { Config } from './config.ts'
 import { SimulatorConnector } from './connectors/simulator/index.ts'
 import type { Db } from './db/index.ts'
@@ -181,7 +182,28 @@ export const logSafeUrl = (url: string): string =>
     .replace(/^\/pay\/(?!assets\/)[^/?]+/, '/pay/[token]')
     .replace(/([?&](?:search|token)=)[^&]*/g, '$1[redacted]')
 
-/** The service's logger: pino JSON, credentials redacted, URLs made safe. */
+/**
+ * Where the service's log lines go (LOG_FORMAT): undefined for pino's JSON on standard output, one object a
+ * line for a collector; else pino-pretty's readable lines (time, level, message, then the fields), in colour on
+ * a terminal. Unset, a terminal gets readable lines and anything else JSON. Redaction happens before either.
+ */
+export function logDestination(
+  format: 'json' | 'pretty' | null,
+  terminal: boolean,
+  destination: number | NodeJS.WritableStream = 1,
+): pino.DestinationStream | undefined {
+  if (format === 'json' || (format === null && !terminal)) return undefined
+  return pinoPretty({
+    destination,
+    // In order with what the program itself writes to the terminal (its start banner).
+    sync: true,
+    colorize: terminal,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname',
+  })
+}
+
+/** The service's logger: pino JSON (or readable lines, see logDestination), credentials redacted, URLs made safe. */
 export function createLogger(level: string, stream?: pino.DestinationStream): pino.Logger {
   return pino(
     {

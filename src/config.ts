@@ -23,6 +23,11 @@ export interface Config {
   masterKey: Buffer
   redisUrl: string | null
   logLevel: string
+  /**
+   * How log lines are written (LOG_FORMAT): `json`, one object a line for a collector; `pretty`, readable lines
+   * for a person; null (unset): pretty when standard output is a terminal, else JSON.
+   */
+  logFormat: 'json' | 'pretty' | null
   /** Seconds a market rate stays usable; null means no limit. */
   fxMaxAgeSeconds: number | null
   webhookAllowPrivateNetworks: boolean
@@ -173,6 +178,12 @@ function parseLogLevel(value: string | undefined): string {
   return value
 }
 
+function parseLogFormat(value: string | undefined): 'json' | 'pretty' | null {
+  if (value === undefined || value === '' || value === 'auto') return null
+  if (value === 'json' || value === 'pretty') return value
+  throw new ConfigError(`LOG_FORMAT must be json, pretty or auto, got "${value}"`)
+}
+
 function parsePort(name: string, value: string): number {
   const port = Number(value)
   if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
@@ -298,6 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     masterKey,
     redisUrl: env.REDIS_URL || null,
     logLevel: parseLogLevel(env.LOG_LEVEL),
+    logFormat: parseLogFormat(env.LOG_FORMAT),
     fxMaxAgeSeconds,
     webhookAllowPrivateNetworks: parseBoolean(
       'WEBHOOK_ALLOW_PRIVATE_NETWORKS',

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import './lib/heap.ts'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { buildApp, createLogger, createServices } from './app.ts'
+import { buildApp, createLogger, createServices, logDestination } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
 import { USER_ROLES, type UserRole } from './db/enums.ts'
 import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
@@ -49,22 +49,43 @@ async function withDatabase<T>(work: (handle: DbHandle, config: Config) => Promi
   }
 }
 
-async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
+interface ServeOptions {
+  role: 'all' | 'api' | 'worker'
+  /** On the embedded default: give the demo owner a new password, printed in the banner. */
+  resetDemoPassword?: boolean
+}
+
+async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise<void> {
   const config = loadConfig()
-  const logger = createLogger(config.logLevel)
+  if (resetDemoPassword && config.databaseUrl)
+    throw new UserError(
+      '--reset-demo-password is for the embedded database; on PostgreSQL run `users reset-password <email>`',
+    )
+  const logger = createLogger(
+    config.logLevel,
+    logDestination(config.logFormat, process.stdout.isTTY === true),
+  )
   const handle = await connect({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
+    workerPoolSize: config.databaseWorkerPoolSize,
     log: logger,
   })
   const applied = await migrateToLatest(handle.db)
   if (applied.length) logger.info({ migrations: applied }, 'database migrated')
   const services = createServices(handle.db, config)
   const demo = handle.kind === 'pglite' ? await seedDemo(handle.db, services) : null
+  // A demo owner made just now has its first password already; one made before gets a new one.
+  if (demo && resetDemoPassword && !demo.owner) {
+    const reset = await services.users.resetPassword(DEMO_OWNER_EMAIL, CLI)
+    demo.owner = { email: reset.user.email, password: reset.password }
+  }
 
   const app = await buildApp({ db: handle.db, config, services, logger })
-  const workers = role !== 'api' ? startWorkers(handle, services, logger) : null
+  // The workers' services query their own connections (handle.background), never waiting behind requests.
+  const jobServices = role !== 'api' ? createServices(handle.background, config) : null
+  const workers = jobServices ? startWorkers(handle, jobServices, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
   setMetricSources({ outbox: () => services.webhooks.outboxStats(), pool: () => handle.poolStats() })
   const metricsServer = config.metrics
@@ -85,8 +106,18 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     out(`  Dashboard:       ${base}/dashboard/`)
     if (demo.owner) {
       out(`    sign in as ${demo.owner.email} with the password ${demo.owner.password}`)
-      out('    (shown this once: only its hash is kept; `users invite` makes a new link)')
-    } else out(`    sign in as ${DEMO_OWNER_EMAIL} with the password printed at the first start`)
+      out(
+        '    (shown this once: only its hash is kept; lost, start with --reset-demo-password for a new one)',
+      )
+    } else {
+      out(`    sign in as ${DEMO_OWNER_EMAIL} with the password printed at the first start`)
+      out('    (lost it? stop the server and start it with `npm start -- --reset-demo-password`)')
+    }
+    // The variables the SDK and its CLI read, so that one paste sets up a shell for both.
+    out('  For the SDK and CLI, paste into a shell:')
+    out(`    export MERCHANT_GATEWAY_BASE_URL=${base}`)
+    out(`    export MERCHANT_GATEWAY_KEY_ID=${demo.keyId}`)
+    out(`    export MERCHANT_GATEWAY_API_KEY=${demo.secret}`)
     out('  Try it:')
     out(
       `    curl -s -X POST ${base}/integration/transactions -H 'Content-Type: application/json' -H 'X-Api-Key: ${demo.secret}' ` +
@@ -108,6 +139,7 @@ async function serve(role: 'all' | 'api' | 'worker'): Promise<void> {
     metricsServer?.close()
     await workers?.stop()
     await services.close()
+    await jobServices?.close()
     await handle.close()
     process.exit(0)
   }
@@ -125,7 +157,11 @@ program
   .addOption(
     new Option('--role <role>', 'what this process runs').choices(['all', 'api', 'worker']).default('all'),
   )
-  .action((opts: { role: 'all' | 'api' | 'worker' }) => serve(opts.role))
+  .option(
+    '--reset-demo-password',
+    "embedded database only: give the demo merchant's owner a new password, printed at start (ends their sessions)",
+  )
+  .action((opts: ServeOptions) => serve(opts))
 
 program
   .command('migrate')
@@ -393,6 +429,19 @@ users
       out(`invited ${user.email} as ${user.role} of merchant ${user.merchant_uuid} (user ${user.uuid})`)
       out(`  set-password link, works once until ${invitation.expiresAt.toISOString()}:`)
       out(`  ${invitation.link}`)
+    }),
+  )
+users
+  .command('reset-password <user>')
+  .description(
+    'Give a dashboard user (uuid or email) a new generated password, printed once; their sessions end at once',
+  )
+  .action((user: string) =>
+    withDatabase(async (handle, config) => {
+      const reset = await asUserError(() => createServices(handle.db, config).users.resetPassword(user, CLI))
+      out(`new password for ${reset.user.email} (user ${reset.user.uuid}), shown this once:`)
+      out(`  ${reset.password}`)
+      out(`  ${reset.sessionsRevoked} session(s) ended`)
     }),
   )
 users

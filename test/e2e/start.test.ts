@@ -94,6 +94,7 @@ describe('the real program on the embedded default', () => {
   })
 
   let first: Banner
+  let firstPassword: string
 
   it('starts, prints a test key, the docs URL and a curl command that creates a transaction', async () => {
     const server = start(dataDir, port)
@@ -118,9 +119,18 @@ describe('the real program on the embedded default', () => {
 
     // The dashboard's ready sign-in: the demo owner with the password printed this once.
     const text = server.output()
+    // The shell lines for the SDK and its CLI name the port the server really listens on, and the key just printed.
+    assert.match(
+      text,
+      new RegExp(`^\\s*export MERCHANT_GATEWAY_BASE_URL=http://127\\.0\\.0\\.1:${port}$`, 'm'),
+    )
+    assert.match(text, new RegExp(`^\\s*export MERCHANT_GATEWAY_KEY_ID=${first.keyId}$`, 'm'))
+    assert.match(text, new RegExp(`^\\s*export MERCHANT_GATEWAY_API_KEY=${first.secret}$`, 'm'))
+    assert.ok(first.curl.includes(`http://127.0.0.1:${port}/integration/transactions`), first.curl)
     assert.match(text, new RegExp(`Dashboard:\\s+http://127\\.0\\.0\\.1:${port}/dashboard/`))
     const signIn = /sign in as (\S+@\S+) with the password (\w{20})$/m.exec(text)
     assert.ok(signIn, text)
+    firstPassword = signIn[2] as string
     const session = await fetch(`http://127.0.0.1:${port}/dashboard/api/session`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}` },
@@ -158,7 +168,41 @@ describe('the real program on the embedded default', () => {
     // The owner's password was shown once; now only where to find it.
     assert.doesNotMatch(again.output(), /with the password \w{20}$/m)
     assert.match(again.output(), /with the password printed at the first start/)
+    assert.match(again.output(), /--reset-demo-password/, 'says how to get a new one')
     assert.equal(await stop(again), 0, again.output())
+  })
+
+  it('--reset-demo-password prints a new owner password that signs in, and the old one no longer does', async () => {
+    const signIn = (password: string) =>
+      fetch(`http://127.0.0.1:${port}/dashboard/api/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}` },
+        body: JSON.stringify({ email: 'owner@demo-merchant.example', password }),
+      })
+    // Readable log lines, as a terminal gets them by default.
+    const env = { ...environment(dataDir, port), LOG_FORMAT: 'pretty', LOG_LEVEL: 'info' }
+    const reset = spawnProgram(['serve', '--reset-demo-password'], env)
+    running.push(reset)
+    await banner(reset)
+    const password = /sign in as owner@demo-merchant\.example with the password (\w{20})$/m.exec(
+      reset.output(),
+    )?.[1]
+    assert.ok(password, reset.output())
+    assert.notEqual(password, firstPassword)
+    assert.equal((await signIn(firstPassword)).status, 401)
+    const session = await signIn(password)
+    assert.equal(session.status, 200, await session.text())
+    assert.equal(await stop(reset), 0, reset.output())
+    const lines = reset.output().split('\n')
+    assert.ok(
+      lines.some((line) => /^\[\d{2}:\d{2}:\d{2}\.\d{3}\] INFO: shutting down/.test(line)),
+      reset.output(),
+    )
+    assert.deepEqual(
+      lines.filter((line) => line.trimStart().startsWith('{')),
+      [],
+      'no JSON log line',
+    )
   })
 })
 

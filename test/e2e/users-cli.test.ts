@@ -117,6 +117,46 @@ for (const backend of backends()) {
       })
     })
 
+    it('users reset-password prints a new password once; the old one stops working and every session ends', async () => {
+      const from = { ip: null, userAgent: null }
+      const before = await withDb((handle) =>
+        createServices(handle.db, testConfig()).users.login(
+          { email, password: 'a long enough password' },
+          from,
+          null,
+        ),
+      )
+      const result = await cli('users', 'reset-password', email.toUpperCase())
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(
+        result.stdout,
+        new RegExp(`new password for ${email.replace('.', '\\.')} \\(user ${invitedUuid}\\)`),
+      )
+      assert.match(result.stdout, /^ {2}1 session\(s\) ended$/m)
+      const password = /^ {2}(\w{20})$/m.exec(result.stdout)?.[1]
+      assert.ok(password, result.stdout)
+      await withDb(async (handle) => {
+        const users = createServices(handle.db, testConfig()).users
+        assert.equal(await users.authenticate(before.token), null, 'the session signed in before has ended')
+        await assert.rejects(
+          users.login({ email, password: 'a long enough password' }, from, null),
+          /unauthorized|not right|password/i,
+        )
+        const after = await users.login({ email, password }, from, null)
+        assert.equal(after.session.user.uuid, invitedUuid)
+        const [row] = await handle.db
+          .selectFrom('dashboard_audit_log')
+          .select(['via', 'target_id', 'details'])
+          .where('action', '=', 'password_reset')
+          .where('merchant_uuid', '=', merchant)
+          .execute()
+        assert.deepEqual(row, { via: 'cli', target_id: invitedUuid, details: { sessions_revoked: 1 } })
+      })
+      const unknown = await cli('users', 'reset-password', 'nobody@example.test')
+      assert.equal(unknown.code, 2)
+      assert.match(unknown.stderr, /No such user/)
+    })
+
     it('users list shows the merchant’s users with role and status', async () => {
       const pending = `pending.${Date.now().toString(36)}@example.test`
       assert.equal(
@@ -137,7 +177,8 @@ for (const backend of backends()) {
     it('users disable disables the user and says how many sessions ended; the audit log has every action', async () => {
       const result = await cli('users', 'disable', invitedUuid)
       assert.equal(result.code, 0, result.stderr)
-      assert.match(result.stdout, /^disabled .+ \(user [0-9a-f-]{36}\); 0 session\(s\) ended$/m)
+      // The session signed in after the password was reset ends with it.
+      assert.match(result.stdout, /^disabled .+ \(user [0-9a-f-]{36}\); 1 session\(s\) ended$/m)
       assert.match(
         (await cli('users', 'list', '--merchant', merchant)).stdout,
         new RegExp(`${invitedUuid} .* disabled`),
@@ -152,7 +193,16 @@ for (const backend of backends()) {
       )
       assert.deepEqual(
         actions.map((a) => `${a.action}/${a.via}`),
-        ['user_invited/cli', 'invitation_accepted/dashboard', 'user_invited/cli', 'user_disabled/cli'],
+        [
+          'user_invited/cli',
+          'invitation_accepted/dashboard',
+          'login_succeeded/dashboard',
+          'password_reset/cli',
+          'login_failed/dashboard',
+          'login_succeeded/dashboard',
+          'user_invited/cli',
+          'user_disabled/cli',
+        ],
       )
     })
 

@@ -17,6 +17,26 @@ const refused = (env: Record<string, string>, message: RegExp) =>
   )
 
 describe('loadConfig', () => {
+  it('LOG_FORMAT: json or pretty, auto or unset leaves it to the terminal, anything else refused', () => {
+    assert.equal(loadConfig(DEVELOPMENT).logFormat, null)
+    assert.equal(loadConfig({ ...DEVELOPMENT, LOG_FORMAT: 'auto' }).logFormat, null)
+    assert.equal(loadConfig({ ...DEVELOPMENT, LOG_FORMAT: 'pretty' }).logFormat, 'pretty')
+    assert.equal(loadConfig({ ...PRODUCTION, LOG_FORMAT: 'json' }).logFormat, 'json')
+    refused({ ...DEVELOPMENT, LOG_FORMAT: 'text' }, /LOG_FORMAT must be json, pretty or auto, got "text"/)
+  })
+
+  it('sends HSTS only in production behind an https address, for a year unless HSTS_MAX_AGE says otherwise', () => {
+    const https = { ...PRODUCTION, PUBLIC_BASE_URL: 'https://pay.example' }
+    assert.equal(loadConfig(https).hstsMaxAgeSeconds, 31_536_000)
+    assert.equal(loadConfig({ ...https, HSTS_MAX_AGE: '600' }).hstsMaxAgeSeconds, 600)
+    assert.equal(loadConfig({ ...https, HSTS_MAX_AGE: 'off' }).hstsMaxAgeSeconds, null)
+    assert.equal(loadConfig({ ...PRODUCTION, PUBLIC_BASE_URL: 'http://pay.example' }).hstsMaxAgeSeconds, null)
+    assert.equal(
+      loadConfig({ ...DEVELOPMENT, PUBLIC_BASE_URL: 'https://pay.example' }).hstsMaxAgeSeconds,
+      null,
+    )
+  })
+
   const dirs: string[] = []
   after(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true })

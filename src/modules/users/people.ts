@@ -2,7 +2,8 @@ import type { UserRole } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { decodeCursor, encodeCursor } from '../../http/pagination.ts'
-import { isUuid } from '../../lib/ids.ts'
+import { isUuid, randomBase62 } from '../../lib/ids.ts'
+import { hashPassword } from '../../lib/passwords.ts'
 import { iso } from '../../lib/time.ts'
 import { recordAudit } from './audit.ts'
 import { type Actor, dashboardActor, type From, type UserDeps } from './deps.ts'
@@ -17,6 +18,29 @@ export async function listUsers(deps: UserDeps, merchantUuid: string) {
   return repo.listUsers(deps.db, merchantUuid)
 }
 
+/**
+ * Ends every session the user has and records `action` with how many ended, in the caller's transaction (so no
+ * request can slip through on a session the change was meant to end).
+ */
+async function endSessions(
+  trx: Executor,
+  user: { uuid: string; merchant_uuid: string },
+  action: 'user_disabled' | 'password_reset',
+  actor: Actor,
+  now: Date,
+): Promise<number> {
+  const sessionsRevoked = await repo.revokeUserSessions(trx, user.uuid, now)
+  await recordAudit(trx, {
+    action,
+    merchantUuid: user.merchant_uuid,
+    actor,
+    target: { type: 'user', id: user.uuid },
+    details: { sessions_revoked: sessionsRevoked },
+    at: now,
+  })
+  return sessionsRevoked
+}
+
 /** Disables the user and ends every session they have, in the caller's transaction, with its audit row. */
 async function disableLocked(
   trx: Executor,
@@ -26,16 +50,7 @@ async function disableLocked(
 ) {
   const disabled = await repo.disableUser(trx, user.uuid, now)
   if (!disabled) throw notFound('user')
-  const sessionsRevoked = await repo.revokeUserSessions(trx, user.uuid, now)
-  await recordAudit(trx, {
-    action: 'user_disabled',
-    merchantUuid: user.merchant_uuid,
-    actor,
-    target: { type: 'user', id: user.uuid },
-    details: { sessions_revoked: sessionsRevoked },
-    at: now,
-  })
-  return { user: disabled, sessionsRevoked }
+  return { user: disabled, sessionsRevoked: await endSessions(trx, user, 'user_disabled', actor, now) }
 }
 
 /**
@@ -49,6 +64,36 @@ export async function disableUser(deps: UserDeps, userUuid: string, actor: Actor
     const user = await repo.findUser(trx, userUuid)
     if (!user) throw notFound('user')
     return disableLocked(trx, user, actor, now)
+  })
+}
+
+/**
+ * Gives an active user a new generated password (the operator's command line, and the embedded default's
+ * `serve --reset-demo-password`): for a person who lost theirs, which nothing else can recover, as only its hash
+ * is kept. Every session they have ends in the same transaction, so whoever held the old password is signed
+ * out. The password is returned to be shown once. `user` is a uuid or an email.
+ */
+export async function resetPassword(deps: UserDeps, user: string, actor: Actor) {
+  const password = randomBase62(20)
+  // Hashed before the transaction: 100 ms of scrypt should not hold a row lock.
+  const passwordHash = await hashPassword(password)
+  const now = new Date()
+  return deps.db.transaction().execute(async (trx) => {
+    const found = isUuid(user)
+      ? await repo.findUserByUuid(trx, user, { lock: true })
+      : user.includes('@')
+        ? await repo.findUserByEmail(trx, user.trim(), { lock: true })
+        : undefined
+    if (!found) throw notFound('user')
+    if (found.status !== 'active')
+      throw new AppError('invalid_state', `${found.email} is disabled: a disabled user cannot sign in.`)
+    await repo.setPassword(trx, found.uuid, passwordHash, now)
+    const sessionsRevoked = await endSessions(trx, found, 'password_reset', actor, now)
+    return {
+      user: { uuid: found.uuid, email: found.email, merchant_uuid: found.merchant_uuid },
+      password,
+      sessionsRevoked,
+    }
   })
 }
 

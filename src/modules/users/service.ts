@@ -5,7 +5,15 @@ import { deriveKey } from '../../lib/crypto.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import type { Actor, From, UserDeps } from './deps.ts'
 import { acceptInvitation, inviteUser } from './invitations.ts'
-import { auditLog, changeRole, disableMember, disableUser, listUsers, type Manager } from './people.ts'
+import {
+  auditLog,
+  changeRole,
+  disableMember,
+  disableUser,
+  listUsers,
+  type Manager,
+  resetPassword,
+} from './people.ts'
 import {
   authenticate,
   type DashboardSession,
@@ -43,6 +51,7 @@ export function createUserService(input: {
       acceptInvitation(deps, accept, from),
     list: (merchantUuid: string) => listUsers(deps, merchantUuid),
     disable: (userUuid: string, actor: Actor) => disableUser(deps, userUuid, actor),
+    resetPassword: (user: string, actor: Actor) => resetPassword(deps, user, actor),
     disableMember: (manager: Manager, userUuid: string) => disableMember(deps, manager, userUuid),
     changeRole: (manager: Manager, userUuid: string, role: UserRole) =>
       changeRole(deps, manager, userUuid, role),
