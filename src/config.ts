@@ -37,7 +37,7 @@ export interface Config {
   rateCacheMs: number
   /** Where Prometheus metrics are served (GET /metrics); null: not served. */
   metrics: { port: number; host: string } | null
-  /** Per API key: a token bucket refilled at perSecond, holding at most burst (contract §10). */
+  /** Per API key: a token bucket refilled at perSecond, holding at most burst (docs/API.md, Rate limits). */
   rateLimit: { perSecond: number; burst: number }
   /** How long a running request holds its Idempotency-Key; past this a crashed request's key can be taken over. */
   idempotencyLeaseMs: number

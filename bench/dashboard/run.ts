@@ -18,7 +18,7 @@
  *    and a frame later (requestAnimationFrame, then a task) the moment they have been painted. The API call's
  *    own timing comes from the page's Resource Timing entry for /integration/transactions.
  *
- * Target of issue #15 (criterion 4): the payments list's first page renders in under 1 s with 1 M transactions.
+ * The target: the payments list's first page renders in under 1 s with 1 M transactions.
  * The figures replace the block between the bench:dashboard markers in bench/README.md.
  */
 import { randomBytes } from 'node:crypto'

@@ -89,7 +89,7 @@ export function parseSignatureHeader(header: string): ParsedSignature | null {
   return { keyId, timestamp, signatures }
 }
 
-/** `<t>.<METHOD>.<path and query as sent>.<Idempotency-Key or empty>.<raw body>` (contract §2). */
+/** `<t>.<METHOD>.<path and query as sent>.<Idempotency-Key or empty>.<raw body>` (docs/API.md, Authentication). */
 export function signingPayload(
   t: number,
   method: string,

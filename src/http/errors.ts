@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifySchema } from 'fastify'
 import { Type } from 'typebox'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 
-/** The closed list of error codes (contract §3), each with its one HTTP status. */
+/** The closed list of error codes (docs/API.md, Errors), each with its one HTTP status. */
 export const ERROR_STATUS = {
   malformed_request: 400,
   idempotency_key_required: 400,

@@ -12,7 +12,7 @@ export type IdempotencyRequirement = 'optional' | 'required'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The route takes an Idempotency-Key (contract §4); `required` refuses requests without one. */
+    /** The route takes an Idempotency-Key (docs/API.md, Idempotency); `required` refuses requests without one. */
     idempotency?: IdempotencyRequirement
     /** The body may be left out; it then validates as `{}`. */
     bodyOptional?: boolean

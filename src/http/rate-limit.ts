@@ -85,7 +85,7 @@ function redisStore(limits: RateLimitConfig, redis: RedisWithBucket) {
 }
 
 /**
- * Rate limits per API key (contract §10) on every authenticated operation: checked after authentication and
+ * Rate limits per API key (docs/API.md, Rate limits) on every authenticated operation: checked after authentication and
  * before validation, so a refused request never owns an Idempotency-Key. Every such response carries the
  * RateLimit-* headers; over the limit, 429 `rate_limited` with Retry-After. With a Redis URL the buckets are
  * shared by every API process; if Redis cannot be reached, requests pass rather than fail.

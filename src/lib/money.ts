@@ -134,12 +134,12 @@ function convert(
 
 /**
  * floor(amount in major units of `from` / rate) in minor units of `to`, where rate is units of `from`
- * per 1 unit of `to`. Used for settlement (contract §6.1).
+ * per 1 unit of `to`. Used for settlement (docs/API.md, Transactions).
  */
 export const convertFloor = (amountMinor: number, from: string, rate: string, to: string): number =>
   Number(convert(amountMinor, from, rate, to, divFloor))
 
-/** The same conversion rounded up (refund debits, contract §6.2). */
+/** The same conversion rounded up (refund debits, docs/API.md, Refunds). */
 export const convertCeil = (amountMinor: number, from: string, rate: string, to: string): number =>
   Number(convert(amountMinor, from, rate, to, divCeil))
 

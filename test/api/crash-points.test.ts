@@ -24,7 +24,7 @@ import {
 import { putConfig } from './webhooks/helpers.ts'
 
 /**
- * Issue 12, each crash point of the refund and payout flows: a failure is injected at one step (the database
+ * Each crash point of the refund and payout flows: a failure is injected at one step (the database
  * failing inside a transaction, which rolls it back as a killed process's would; the provider call that never
  * returns, as when the process dies during it; the provider unreachable; the answer never sent), then the
  * request is retried with the same key. Whatever the step, the key makes exactly one refund or payout, every

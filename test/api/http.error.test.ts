@@ -5,7 +5,7 @@ import { backends, call, createTestContext, newTransaction, type TestContext } f
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-/** The one error envelope (contract §3), its request_id the response's X-Request-Id. */
+/** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
 function assertError(res: LightMyRequestResponse, status: number, code: string) {
   assert.equal(res.statusCode, status, res.body)
   assert.match(String(res.headers['content-type']), /^application\/json/)

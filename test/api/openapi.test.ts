@@ -145,7 +145,7 @@ for (const backend of backends()) {
       for (const [method, path, op] of operations(doc)) {
         const name = `${method} ${path}`
         const errors = Object.entries<Json>(op.responses).filter(([status]) => Number(status) >= 400)
-        // The health check answers 503 with its own body, saying which part is down (contract §7).
+        // The health check answers 503 with its own body, saying which part is down (docs/API.md, Health).
         const own = path === '/integration/health' ? ['503'] : []
         for (const [status, response] of errors) {
           const ref = schemaRef(response)

@@ -13,7 +13,7 @@ import {
 import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
- * Issue 12, database loss is survived: the real program (`serve`) on PostgreSQL has its connections cut by
+ * Database loss is survived: the real program (`serve`) on PostgreSQL has its connections cut by
  * the server (`pg_terminate_backend`, as a failover or a restart does) while clients create transactions, and
  * then loses its database for a moment. It stays up, answers what it cannot do with 503 `unavailable` (never
  * a 500, never a hang), loses nothing it acknowledged, and comes back by itself: health, requests, and the

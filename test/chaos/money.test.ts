@@ -9,7 +9,7 @@ import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } f
 import { seededRandom } from '../helpers/random.ts'
 
 /**
- * Chaos drill, issue 12 criterion 1: refunds and payouts are exactly once per Idempotency-Key, whatever
+ * Chaos drill: refunds and payouts are exactly once per Idempotency-Key, whatever
  * instant the process dies at.
  *
  * On PostgreSQL, each round starts the real program (`serve`, role all), sends a signed refund (every round)

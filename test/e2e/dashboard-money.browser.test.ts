@@ -17,7 +17,7 @@ import {
 import { freePort } from '../helpers/program.ts'
 
 /**
- * The dashboard's money-out and developer pages in Chromium (issue 16's journeys): a payout from quote to
+ * The dashboard's money-out and developer pages in Chromium, as a merchant's staff use them: a payout from quote to
  * completion, an expired quote, an API key used with the API, the webhook secret rotated and a delivery
  * verified with both secrets, a failed delivery redelivered. Screenshots at 1280 and 390 px, in
  * test-artifacts/screenshots/dashboard-money-*.png: the other dashboard suite photographs some of the same pages,

@@ -11,7 +11,7 @@ import { call, createTestContext, eventually, paidTransaction, type TestContext 
 import { freePort, ROOT } from '../helpers/program.ts'
 
 /**
- * The dashboard in a real browser (Debian's Chromium, driven by playwright-core): the journeys of issue 15,
+ * The dashboard in a real browser (Debian's Chromium, driven by playwright-core): a merchant's staff's journeys,
  * axe-core on every page, keyboard use, hostile merchant text, and screenshots at 1280 and 390 px kept in
  * test-artifacts/screenshots/dashboard-*.png.
  */

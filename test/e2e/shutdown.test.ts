@@ -203,7 +203,7 @@ describe('shutdown of the real program on PostgreSQL', () => {
   })
 })
 
-describe('APP_ENV=production refuses to start without its settings (contract §11)', () => {
+describe('APP_ENV=production refuses to start without its settings (docs/OPERATIONS.md, Production)', () => {
   let dataDir: string
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'mg-e2e-prod-'))

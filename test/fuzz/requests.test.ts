@@ -14,9 +14,9 @@ import { seededRandom } from '../helpers/random.ts'
  * authentication into validation and the handlers, and with broken credentials the rest of the time.
  *
  * Invariants, over every request: no status ≥ 500, no request left unanswered after 5 s, every error is the one
- * envelope (contract §3) with a code from the closed list and its own status, no stack trace, SQL text or file
+ * envelope (docs/API.md, Errors) with a code from the closed list and its own status, no stack trace, SQL text or file
  * content in a reply, no injected response header. After the run: the ledger still verifies, no Idempotency-Key
- * is left running, and no request refused by authentication or validation kept its key (contract §4).
+ * is left running, and no request refused by authentication or validation kept its key (docs/API.md, Idempotency).
  *
  * - FUZZ_SEED: the generator's seed (default below; any integer, decimal or 0x hex).
  * - FUZZ_COUNT: requests per backend (default 1500 for CI; the full pass is FUZZ_COUNT=10000).
@@ -1371,7 +1371,7 @@ const SQL_TEXT = [
 ]
 const FILE_CONTENT = [/"devDependencies"/, /root:x:0:0/, /MASTER_KEY=/]
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/
-/** Refusals before the request owns its key (contract §4): the key must not be stored. */
+/** Refusals before the request owns its key (docs/API.md, Idempotency): the key must not be stored. */
 const NEVER_OWN = new Set([
   'unauthorized',
   'signature_required',

@@ -81,7 +81,7 @@ describe('integer division with named rounding', () => {
 })
 
 describe('computeFees', () => {
-  it('splits the fee between merchant and customer (contract §6.1 example)', () => {
+  it('splits the fee between merchant and customer (the worked example in docs/API.md)', () => {
     assert.deepEqual(computeFees(150000, 250, 5000), {
       fee_amount: 3750,
       merchant_fee_merchant_amount: 1875,
@@ -179,7 +179,7 @@ describe('computeFees', () => {
 })
 
 describe('convertFloor / convertCeil', () => {
-  it('converts RUB to USDT micro units (contract §6.1 example)', () => {
+  it('converts RUB to USDT micro units (the worked example in docs/API.md)', () => {
     // 1481.25 / 92.15 = 16.07433532… USDT
     assert.equal(convertFloor(148125, 'RUB', '92.15', 'USDT'), 16074335)
     assert.equal(convertCeil(148125, 'RUB', '92.15', 'USDT'), 16074336)
@@ -347,7 +347,7 @@ describe('derived rates carry more digits than operator input', () => {
   })
 })
 
-describe('payoutFigures (contract §6.3)', () => {
+describe('payoutFigures (docs/API.md, Payouts)', () => {
   // amount_usdt_micro = ceil(amount in major units / payout rate) in USDT micro;
   // fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro; total = the sum.
 
@@ -517,7 +517,7 @@ describe('payoutFigures (contract §6.3)', () => {
   })
 })
 
-describe('contract §6.1-§6.4 rounding rules: boundary cases', () => {
+describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rates): boundary cases', () => {
   it('settlement floors (§6.1): a sub-micro excess is dropped, a sub-micro shortfall costs one micro', () => {
     // 1.00 USD / 0.999999999999 = 1000000.000001… micro → floor 1000000 (ceil 1000001)
     assert.equal(convertFloor(100, 'USD', '0.999999999999', 'USDT'), 1000000)

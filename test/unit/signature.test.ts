@@ -110,7 +110,7 @@ describe('sign', () => {
     assert.notEqual(sign(`${secret}x`, 1700000000, 'POST', '/a', 'k', '{}'), base)
   })
 
-  it('tolerates 300 seconds of clock skew (contract §2)', () => {
+  it('tolerates 300 seconds of clock skew (docs/API.md, Authentication)', () => {
     assert.equal(SIGNATURE_TOLERANCE_SECONDS, 300)
   })
 })

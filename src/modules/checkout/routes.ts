@@ -35,7 +35,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 const TokenParams = Type.Object({ token: Type.String() }, { additionalProperties: false })
 const hide = { hide: true }
 
-/** The hosted payment page (contract §9): no credentials, reached by its own random token. */
+/** The hosted payment page (docs/API.md, The hosted payment page): no credentials, reached by its own random token. */
 export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutService }> = async (
   app,
   { checkout },

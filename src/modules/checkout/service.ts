@@ -59,7 +59,10 @@ export interface CheckoutDeps {
   now: () => Date
 }
 
-/** The hosted payment page (contract §9): reads a transaction by its page token, never by its uuid. */
+/**
+ * The hosted payment page (docs/API.md, The hosted payment page): reads a transaction by its page token, never
+ * by its uuid.
+ */
 export function createCheckoutService(input: Omit<CheckoutDeps, 'now'> & { now?: () => Date }) {
   const deps: CheckoutDeps = { ...input, now: input.now ?? (() => new Date()) }
   return {

@@ -7,7 +7,7 @@ import type { WebhookService } from '../webhooks/service.ts'
 
 /** Payouts are paid from the merchant's USDT balance. */
 export const PAYOUT_CURRENCY = 'USDT'
-/** How long a quote holds its figures (contract §6.3). */
+/** How long a quote holds its figures (docs/API.md, Payouts). */
 export const QUOTE_TTL_MS = 60_000
 
 export interface PayoutTiming {

@@ -33,7 +33,7 @@ export interface CheckedDestination {
 }
 
 /**
- * Checks a payout destination for its method (contract §6.3) and returns it masked. Every problem is reported
+ * Checks a payout destination for its method (docs/API.md, Payouts) and returns it masked. Every problem is reported
  * under its field; a card number is never echoed back.
  */
 export function checkDestination(

@@ -23,7 +23,7 @@ export { PAYOUT_CURRENCY, type PayoutDeps, type PayoutTiming, QUOTE_TTL_MS } fro
 export type PayoutService = ReturnType<typeof createPayoutService>
 
 /**
- * Payouts (contract §6.3), exactly once per Idempotency-Key. Creation reserves the total from the available
+ * Payouts (docs/API.md, Payouts), exactly once per Idempotency-Key. Creation reserves the total from the available
  * USDT balance together with the pending payout and its key, in one database transaction: a retry of the key
  * finds that payout and answers it, whatever instant the first request died at. The provider is then handed
  * the payout outside any database transaction (it is idempotent on the payout's uuid); a hand-over that a

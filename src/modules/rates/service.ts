@@ -117,7 +117,7 @@ function marketRate(
 }
 
 /**
- * The merchant's rates for `currency` against its settlement currency (contract §6.4):
+ * The merchant's rates for `currency` against its settlement currency (docs/API.md, Rates):
  * pay-in = market × (1 + markup), payout = market × (1 − markup). The settlement currency itself is "1".
  * Throws unsupported_currency when there is no rate and fx_rate_unavailable when it is stale.
  */

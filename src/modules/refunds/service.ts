@@ -12,7 +12,7 @@ export type { RefundDeps, RefundTiming } from './deps.ts'
 export type RefundService = ReturnType<typeof createRefundService>
 
 /**
- * Refunds (contract §6.2), exactly once per Idempotency-Key. The intent is recorded first: the refund, pending,
+ * Refunds (docs/API.md, Refunds), exactly once per Idempotency-Key. The intent is recorded first: the refund, pending,
  * with its key and its debit of the available balance, in one database transaction under the transaction's row
  * lock; a retry of the key finds that row and answers it, whatever instant the first request died at. Then the
  * provider is asked, outside any database transaction (it is idempotent on the refund's uuid), and its answer is

@@ -68,7 +68,7 @@ export const CreateTransactionRequest = Type.Object(
 
 /**
  * What the create operation validates: the same fields, but any `payment_method` string, so that another method
- * is answered `422 unsupported_payment_method` with the supported list (contract §3) rather than as a malformed
+ * is answered `422 unsupported_payment_method` with the supported list (docs/API.md, Errors) rather than as a malformed
  * field. The document shows CreateTransactionRequest.
  */
 export const CreateTransactionBody = Type.Object(

@@ -23,7 +23,7 @@ const transactionsTable = (
 })
 
 /**
- * The one place a provider's outcome changes a transaction (contract §6.1): under the row lock the caller
+ * The one place a provider's outcome changes a transaction (docs/API.md, Transactions): under the row lock the caller
  * holds, the outcome is recorded, and when the state machine applies it the row moves on, its aggregate_version
  * grows and the event goes to the outbox, all in the caller's database transaction.
  */

@@ -16,9 +16,10 @@ import {
 import { providerCallbacks } from '../../helpers/rows.ts'
 
 /**
- * The hosted payment page over HTTP (contract §9, §6.1 payment_url): what the page and its status endpoint show,
- * what they never show, their security headers, and the test-mode buttons' path through the sandbox. The browser
- * side (scripts running, redirects, accessibility) is test/e2e/checkout.browser.test.ts.
+ * The hosted payment page over HTTP (docs/API.md: The hosted payment page, and payment_url in Transactions):
+ * what the page and its status endpoint show, what they never show, their security headers, and the test-mode
+ * buttons' path through the sandbox. The browser side (scripts running, redirects, accessibility) is
+ * test/e2e/checkout.browser.test.ts.
  */
 
 // biome-ignore lint/suspicious/noExplicitAny: responses are read as plain JSON.
@@ -511,7 +512,7 @@ for (const backend of backends()) {
 
       it('partially refunded and refunded stay "paid" to the customer', async () => {
         const shop = await ctx.newMerchant('Ticket Shop')
-        // Money already available: refund debits are ceiled while settlements are floored (contract §6.2).
+        // Money already available: refund debits are ceiled while settlements are floored (docs/API.md, Refunds).
         await sandbox(await create({ amount: 1_000_000 }, { merchant: shop }), 'paid', shop)
         const tx = await create({ amount: 150000, ...urls }, { merchant: shop })
         await sandbox(tx, 'paid', shop)

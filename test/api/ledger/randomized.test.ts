@@ -12,16 +12,16 @@ import {
 import { seededRandom } from '../../helpers/random.ts'
 
 /**
- * A long random walk over the money-moving operations (contract §6.1-§6.4), against an independent model
- * kept only from what the API answered. Each step's outcome is predicted from the model first (which
- * requests must succeed, which must be refused and why), and the model then follows the answer; at the end
- * every balance must equal the model and `ledger verify` (src/main.ts → ledger.verify()) must be clean.
- * Replay a failure with the printed seed: RANDOMIZED_SEED=<seed>.
+ * A long random walk over the money-moving operations (docs/API.md: Transactions, Refunds, Payouts, Balances,
+ * Rates), against an independent model kept only from what the API answered. Each step's outcome is predicted
+ * from the model first (which requests must succeed, which must be refused and why), and the model then follows
+ * the answer; at the end every balance must equal the model and `ledger verify` (src/main.ts → ledger.verify())
+ * must be clean. Replay a failure with the printed seed: RANDOMIZED_SEED=<seed>.
  */
 const SEED = Number(process.env.RANDOMIZED_SEED ?? 20260611)
 const OPERATIONS = 600
 
-/** ISO 4217 exponents (contract §1), written out here rather than taken from src. */
+/** ISO 4217 exponents (docs/API.md, Basics), written out here rather than taken from src. */
 const EXPONENT: Record<string, number> = { USD: 2, EUR: 2, RUB: 2, JPY: 0, KWD: 3, USDT: 6 }
 const CURRENCIES = Object.keys(DEMO_TEST_RATES)
 const PAYMENT_METHODS = ['card', 'p2p_card', 'bank_transfer'] as const

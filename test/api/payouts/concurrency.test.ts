@@ -259,7 +259,7 @@ for (const backend of backends()) {
         codes(results.map((r) => r.res)).join(', '),
       )
       assert.ok(refunds.every((r) => r.res.json().status === 'succeeded'))
-      // The refund's debit is not shown: ceil(60.00 USD / 1) = 60 USDT each (contract §6.2).
+      // The refund's debit is not shown: ceil(60.00 USD / 1) = 60 USDT each (docs/API.md, Refunds).
       const refundDebits = refunds.length * refundCents * MICRO_PER_CENT
       const reserved = payouts.reduce((s, r) => s + r.res.json().payout_usdt_amount_micro, 0)
       assert.equal(reserved, payouts.length * payoutCents * MICRO_PER_CENT)

@@ -19,7 +19,7 @@ import {
 import { payoutCallbacks } from '../../helpers/rows.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
-// Every expected figure below is worked out by hand in the comment above it (contract §6.3):
+// Every expected figure below is worked out by hand in the comment above it (docs/API.md, Payouts):
 //   payout_rate = market × (1 − markup_bps / 10000)
 //   amount_usdt_micro = ceil(amount in major units / payout_rate) in micro USDT
 //   fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro
@@ -58,7 +58,7 @@ interface Balance {
   total: number
 }
 
-/** The one error envelope (contract §3), its request_id the response's X-Request-Id. */
+/** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
 function assertError(res: LightMyRequestResponse, status: number, code: string) {
   assert.equal(res.statusCode, status, res.body)
   const { error } = JSON.parse(res.body)

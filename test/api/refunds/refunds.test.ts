@@ -37,7 +37,8 @@ for (const backend of backends()) {
     }
     /**
      * A merchant with some money already available: a settlement is floored and a refund debit is ceiled
-     * (contract §6.1, §6.2), so refunding a payment in full costs up to a micro unit more than it brought in.
+     * (docs/API.md: Transactions, Refunds), so refunding a payment in full costs up to a micro unit more than it
+     * brought in.
      */
     const fundedMerchant = async (name: string) => {
       const m = await ctx.newMerchant(name)

@@ -43,7 +43,7 @@ function prepare(route: SecurityRoute, resource: unknown): Prepared {
   }
 }
 
-/** The v1 HMAC of a request as the contract defines it (§2). */
+/** The v1 HMAC of a request as docs/API.md, Authentication defines it. */
 const v1Of = (secret: string, req: Prepared, t: number) =>
   sign(secret, t, req.method, req.url, req.idempotencyKey ?? '', req.payload ?? '')
 
@@ -84,7 +84,7 @@ function assertNoEcho(ctx: TestContext, res: Response): void {
   }
 }
 
-/** The one error envelope (contract §3), tied to the response's X-Request-Id, echoing no credential. */
+/** The one error envelope (docs/API.md, Errors), tied to the response's X-Request-Id, echoing no credential. */
 function assertError(ctx: TestContext, res: Response, status: number, code?: string | string[]): void {
   assert.equal(res.statusCode, status, res.body)
   assert.match(String(res.headers['content-type']), /^application\/json/)
@@ -417,7 +417,7 @@ for (const backend of backends()) {
             )
           }
           if (route.idempotency) {
-            // A request refused by authentication never owns its Idempotency-Key (contract §4).
+            // A request refused by authentication never owns its Idempotency-Key (docs/API.md, Idempotency).
             const owner = { ...req, idempotencyKey: sentKey }
             assertSuccess(ctx, await send(ctx, owner, { 'x-signature': signatureHeader(key, owner) }), route)
           }

@@ -16,7 +16,7 @@ import {
 // made, must stay fresh however slow the machine; the stale ones are aged explicitly.
 const FX_MAX_AGE_SECONDS = 3600
 
-/** The one error envelope (contract §3), its request_id the response's X-Request-Id. */
+/** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
 function assertError(res: LightMyRequestResponse, status: number, code: string) {
   assert.equal(res.statusCode, status, res.body)
   const { error } = res.json()

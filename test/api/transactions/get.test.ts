@@ -4,7 +4,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import { v7 } from 'uuid'
 import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
 
-/** The one error envelope (contract §3), its request_id the response's X-Request-Id. */
+/** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
 function assertNotFound(res: LightMyRequestResponse, what = '') {
   assert.equal(res.statusCode, 404, `${what}: ${res.body}`)
   const { error } = res.json()

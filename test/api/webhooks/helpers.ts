@@ -10,7 +10,7 @@ import {
   type TestMerchant,
 } from '../../helpers/harness.ts'
 
-/** The events a configuration subscribes to by default (contract §8), sorted. */
+/** The events a configuration subscribes to by default (docs/API.md, Webhooks), sorted. */
 export const ALL_EVENTS = [...EVENT_NAMES].sort()
 
 /** Retries within a fraction of a second, with the jitter pinned (serviceOptions for createTestContext). */
