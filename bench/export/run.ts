@@ -11,7 +11,7 @@
  *    every 50 ms: growth = peak − the RSS at rest before the first export. Time to first byte is from
  *    sending the request to the first chunk of the body; every line is counted (rows + the header).
  *
- * Targets of issue #14: RSS grows by less than 50 MB exporting 1 million transactions; first byte in under 1 s.
+ * The targets: RSS grows by less than 50 MB exporting 1 million transactions; first byte in under 1 s.
  * The figures replace the block between the bench:export markers in bench/README.md.
  */
 import { randomBytes } from 'node:crypto'

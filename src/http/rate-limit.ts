@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import { AppError, declareErrorResponses } from './errors.ts'
 
-/** Contract §10: a token bucket per API key, refilled at `perSecond` up to `burst`. */
+/** Rate limits (docs/API.md, Rate limits): a token bucket per API key, refilled at `perSecond` up to `burst`. */
 export interface RateLimitConfig {
   perSecond: number
   burst: number

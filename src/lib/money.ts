@@ -102,7 +102,7 @@ export interface FeeBreakdown {
   fee_payer: 'merchant' | 'customer' | 'split'
 }
 
-/** Contract §6.1: the fee, who bears it, and what the customer pays and the merchant nets. */
+/** Fees (docs/API.md, Transactions): the fee, who bears it, and what the customer pays and the merchant nets. */
 export function computeFees(amount: number, feeBps: number, merchantShareBps: number): FeeBreakdown {
   const fee = divRoundHalfUp(BigInt(amount) * BigInt(feeBps), 10000n)
   const merchantPart = divRoundHalfUp(fee * BigInt(merchantShareBps), 10000n)
@@ -167,9 +167,10 @@ export interface PayoutFigures {
 }
 
 /**
- * Contract §6.3: amount_usdt_micro = ceil(amount in major units / payout rate) (the merchant never sends the
- * beneficiary less than asked); fee = round_half_up(amount_usdt_micro × bps / 10000) + the fixed part; the
- * total is their sum. Null when the total would not be an exact integer in JSON (beyond 2^53 − 1).
+ * A payout's figures (docs/API.md, Payouts): amount_usdt_micro = ceil(amount in major units / payout rate) (the
+ * merchant never sends the beneficiary less than asked); fee = round_half_up(amount_usdt_micro × bps / 10000) +
+ * the fixed part; the total is their sum. Null when the total would not be an exact integer in JSON (beyond
+ * 2^53 − 1).
  */
 export function payoutFigures(
   amountMinor: number,

@@ -26,7 +26,7 @@ process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
 
 /** A process compiles its TypeScript with tsx at start: generous, as CI machines can be busy. */
 const START_DEADLINE_MS = 60_000
-/** The criterion: the local receiver has the event within 1 s of it happening. */
+/** How soon the local receiver must have the event: within 1 s of it happening. */
 const WITHIN_MS = 1_000
 
 const run = promisify(execFile)

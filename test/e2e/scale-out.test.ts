@@ -17,9 +17,9 @@ import {
 import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
- * Contract §11, scale-out: two `serve --role api` processes and one `serve --role worker`, as an operator runs
- * them behind a load balancer, on one PostgreSQL database and one Redis. Everything below goes over real HTTP
- * to the real programs: idempotency, rate limits and webhook deliveries hold across the processes.
+ * Scale-out (docs/OPERATIONS.md, Topology): two `serve --role api` processes and one `serve --role worker`, as an
+ * operator runs them behind a load balancer, on one PostgreSQL database and one Redis. Everything below goes over
+ * real HTTP to the real programs: idempotency, rate limits and webhook deliveries hold across the processes.
  */
 
 // Several processes on one database only make sense on PostgreSQL; nothing is skipped: without

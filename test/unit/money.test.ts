@@ -81,7 +81,7 @@ describe('integer division with named rounding', () => {
 })
 
 describe('computeFees', () => {
-  it('splits the fee between merchant and customer (the worked example in docs/API.md)', () => {
+  it('splits the fee between merchant and customer (a worked example of docs/API.md)', () => {
     assert.deepEqual(computeFees(150000, 250, 5000), {
       fee_amount: 3750,
       merchant_fee_merchant_amount: 1875,
@@ -179,7 +179,7 @@ describe('computeFees', () => {
 })
 
 describe('convertFloor / convertCeil', () => {
-  it('converts RUB to USDT micro units (the worked example in docs/API.md)', () => {
+  it('converts RUB to USDT micro units (a worked example of docs/API.md)', () => {
     // 1481.25 / 92.15 = 16.07433532… USDT
     assert.equal(convertFloor(148125, 'RUB', '92.15', 'USDT'), 16074335)
     assert.equal(convertCeil(148125, 'RUB', '92.15', 'USDT'), 16074336)
@@ -518,7 +518,7 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
 })
 
 describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rates): boundary cases', () => {
-  it('settlement floors (§6.1): a sub-micro excess is dropped, a sub-micro shortfall costs one micro', () => {
+  it('settlement floors: a sub-micro excess is dropped, a sub-micro shortfall costs one micro', () => {
     // 1.00 USD / 0.999999999999 = 1000000.000001… micro → floor 1000000 (ceil 1000001)
     assert.equal(convertFloor(100, 'USD', '0.999999999999', 'USDT'), 1000000)
     assert.equal(convertCeil(100, 'USD', '0.999999999999', 'USDT'), 1000001)
@@ -547,7 +547,7 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     assert.equal(convertCeil(MAX_AMOUNT, 'USDT', '1', 'USDT'), MAX_AMOUNT)
   })
 
-  it('refund debits round up (§6.2)', () => {
+  it('refund debits round up', () => {
     // a partial refund of 500.00 RUB at 92.15: 5.42593597… USDT = 5425935.97… micro → ceil 5425936 (floor 5425935)
     assert.equal(convertCeil(50000, 'RUB', '92.15', 'USDT'), 5425936)
     assert.equal(convertFloor(50000, 'RUB', '92.15', 'USDT'), 5425935)
@@ -557,7 +557,7 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     assert.equal(convertCeil(MAX_AMOUNT, 'KWD', '0.307', 'USDT'), 325732899022802)
   })
 
-  it('pay-in rate with a markup, then settle down and refund up (§6.1, §6.2, §6.4)', () => {
+  it('pay-in rate with a markup, then settle down and refund up', () => {
     // pay_in = 92.15 × (1 + 150/10000) = 92.15 × 1.015 = 93.53225
     assert.equal(applyMarkupUp('92.15', 150), '93.53225')
     // net 1481.25 RUB / 93.53225 = 15.83678356930… USDT → settle floor 15836783, refund ceil 15836784
@@ -565,7 +565,7 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     assert.equal(convertCeil(148125, 'RUB', '93.53225', 'USDT'), 15836784)
   })
 
-  it('markups at their edges (§6.4)', () => {
+  it('markups at their edges', () => {
     // JPY: 151.2 × 1.01 = 152.712; 151.2 × 0.99 = 149.688
     assert.equal(applyMarkupUp('151.2', 100), '152.712')
     assert.equal(applyMarkupDown('151.2', 100), '149.688')
@@ -588,7 +588,7 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     assert.equal(divideRates('0.000000000001', '2.000000000001'), '0')
   })
 
-  it('fee rounding and the split at their edges (§6.1)', () => {
+  it('fee rounding and the split at their edges', () => {
     // 44999 × 1 / 10000 = 4.4999 → 4; 45000 × 1 / 10000 = 4.5 → 5 (JPY-sized amounts)
     assert.equal(computeFees(44999, 1, 10000).fee_amount, 4)
     assert.equal(computeFees(45000, 1, 10000).fee_amount, 5)

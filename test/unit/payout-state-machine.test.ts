@@ -5,7 +5,8 @@ import type { PayoutStatus } from '../../src/db/types.ts'
 import { type PayoutTransition, payoutTransition } from '../../src/modules/payouts/state-machine.ts'
 
 /**
- * Contract §6.3: pending → processing → completed | failed; completed and failed are final.
+ * The payout statuses (docs/API.md, Payouts): pending → processing → completed | failed; completed and failed are
+ * final.
  * Every (status × provider outcome) pair, written out by hand.
  */
 const TABLE: [PayoutStatus, PayoutOutcome, PayoutTransition][] = [

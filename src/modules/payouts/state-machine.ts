@@ -10,10 +10,10 @@ export type PayoutTransition =
   | { kind: 'stale' }
 
 /**
- * Contract §6.3: pending → processing → completed | failed. A provider may refuse a payout it was just handed
- * (pending → failed) or report it done without having said it took it (pending → processing → completed).
- * Completed and failed are final: money that left is not returned by a late failure, and money returned is not
- * paid out again by a late completion.
+ * The payout statuses (docs/API.md, Payouts): pending → processing → completed | failed. A provider may refuse
+ * a payout it was just handed (pending → failed) or report it done without having said it took it (pending →
+ * processing → completed). Completed and failed are final: money that left is not returned by a late failure,
+ * and money returned is not paid out again by a late completion.
  */
 export function payoutTransition(from: PayoutStatus, outcome: PayoutOutcome): PayoutTransition {
   if (from === 'pending') {

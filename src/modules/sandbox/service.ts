@@ -44,7 +44,7 @@ export function createSandboxService(deps: SandboxDeps) {
   }
 }
 
-/** Contract §2: a test key, or a server that is not in production. */
+/** The sandbox rule (docs/API.md, Sandbox): a test key, or a server that is not in production. */
 export function assertSandbox(deps: Pick<SandboxDeps, 'config'>, auth: AuthContext): void {
   if (auth.mode !== 'test' && deps.config.appEnv === 'production') {
     throw new AppError('sandbox_unavailable', 'Sandbox operations need a test key in production.')

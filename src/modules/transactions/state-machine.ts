@@ -14,8 +14,8 @@ export type TransitionResult =
 const SETTLED: readonly TransactionStatus[] = ['paid', 'partially_refunded', 'refunded']
 
 /**
- * Contract §6.1. Money that arrived is never lost: a late `paid` after `failed` or `expired` is applied;
- * a `failed` or `expired` after the money arrived is not.
+ * The transitions of docs/API.md, The payment lifecycle. Money that arrived is never lost: a late `paid` after
+ * `failed` or `expired` is applied; a `failed` or `expired` after the money arrived is not.
  */
 export function transition(from: TransactionStatus, outcome: ProviderOutcome): TransitionResult {
   if (outcome === 'paid') {

@@ -23,9 +23,9 @@ const transactionsTable = (
 })
 
 /**
- * The one place a provider's outcome changes a transaction (docs/API.md, Transactions): under the row lock the caller
- * holds, the outcome is recorded, and when the state machine applies it the row moves on, its aggregate_version
- * grows and the event goes to the outbox, all in the caller's database transaction.
+ * The one place a provider's outcome changes a transaction (docs/API.md, The payment lifecycle): under the row
+ * lock the caller holds, the outcome is recorded, and when the state machine applies it the row moves on, its
+ * aggregate_version grows and the event goes to the outbox, all in the caller's database transaction.
  */
 export async function applyTransactionOutcome(
   deps: Deps,

@@ -235,7 +235,7 @@ for (const backend of backends()) {
         const rate = Number(rates[m]?.[currency]?.payout_rate)
         return Math.max(1, Math.floor((micro / 1e6) * rate * 10 ** (EXPONENT[currency] as number)))
       }
-      /** Contract §6.3, computed here from the API's payout rate and the merchant's configured fees. */
+      /** A payout's total (docs/API.md, Payouts), from the API's payout rate and the merchant's configured fees. */
       const payoutTotal = (m: number, amount: number, currency: string) => {
         const setup = SETUPS[m] as MerchantSetup
         const usdt = toMicro(amount, currency, rates[m]?.[currency]?.payout_rate as string, 'ceil')
@@ -292,7 +292,7 @@ for (const backend of backends()) {
         count('create')
         expectOk(res, 201, 'create')
         const tx = res.json()
-        // Contract §6.1 fees and settlement, recomputed independently.
+        // Fees and settlement (docs/API.md, Transactions), recomputed independently.
         const [feeBps, shareBps] = SETUPS[m]?.fees[method] ?? [0, 10000]
         const fee = halfUp(BigInt(amount) * BigInt(feeBps), 10000n)
         const merchantPart = halfUp(fee * BigInt(shareBps), 10000n)
@@ -390,7 +390,7 @@ for (const backend of backends()) {
           assert.equal(res.json().error.details.refundable_minor, remaining)
           return
         }
-        // Contract §6.2: the refund's settlement debit is ceil(amount in major units / the transaction's rate).
+        // The refund's settlement debit is ceil(amount in major units / the transaction's rate) (docs/API.md, Refunds).
         const debit = toMicro(asked, tx.currency, tx.fxRate, 'ceil')
         const a = account(tx.m, tx.mode)
         if (a.available < debit) {
