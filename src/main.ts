@@ -83,8 +83,14 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
   }
 
   const app = await buildApp({ db: handle.db, config, services, logger })
-  // The workers' services query their own connections (handle.background), never waiting behind requests.
-  const jobServices = role !== 'api' ? createServices(handle.background, config) : null
+  // The workers' services query their own connections (handle.background), never waiting behind requests; the
+  // embedded database has one session, so there the request services serve the workers too.
+  const jobServices =
+    role === 'api'
+      ? null
+      : handle.background === handle.db
+        ? services
+        : createServices(handle.background, config)
   const workers = jobServices ? startWorkers(handle, jobServices, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
   setMetricSources({ outbox: () => services.webhooks.outboxStats(), pool: () => handle.poolStats() })
@@ -139,7 +145,7 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
     metricsServer?.close()
     await workers?.stop()
     await services.close()
-    await jobServices?.close()
+    if (jobServices !== services) await jobServices?.close()
     await handle.close()
     process.exit(0)
   }

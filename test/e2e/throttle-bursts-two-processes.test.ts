@@ -46,7 +46,7 @@ interface Reply {
 
 interface Call {
   body?: unknown
-  /** The session cookie's value. */
+  /** The sign-in cookie's value (mg_session). */
   cookie?: string
   csrf?: string
   /** The client's address, sent in X-Forwarded-For (the processes trust their loopback peer). */
@@ -56,7 +56,7 @@ interface Call {
   headers?: Record<string, string>
 }
 
-/** A signed-in user over HTTP: who they are, and the session's cookie token and CSRF token. */
+/** A signed-in user over HTTP: who they are, and the sign-in's cookie token and CSRF token. */
 interface Session {
   uuid: string
   email: string
@@ -180,7 +180,7 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
         programEnv({
           APP_ENV: 'development',
           DATABASE_URL: databaseUrl,
-          // One key for every process: a session's CSRF token and a user's TOTP secret hold at either.
+          // One master key for every process: a sign-in's CSRF token and a user's TOTP secret hold at either.
           MASTER_KEY: TEST_MASTER_KEY,
           PUBLIC_BASE_URL,
           // The test's requests come from the loopback peer: its X-Forwarded-For names the client.
@@ -216,7 +216,7 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
     )
   })
 
-  it('checks exactly 5 of 30 wrong passwords for one email sent at once from 30 addresses; a right sign-in before counts for nothing', async () => {
+  it('checks exactly 5 of 30 wrong passwords for one email sent at once from 30 addresses; a right sign-in before counts for nothing', async (t) => {
     const user = await activeUser('viewer')
     await signIn(1, user)
     const replies = await burst(BURST, (i) =>
@@ -232,12 +232,12 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
     for (const row of failed) assert.equal(row.actor_user_uuid, user.uuid)
     const succeeded = (await auditRows(ctx, 'login_succeeded')).filter((r) => r.actor_user_uuid === user.uuid)
     assert.equal(succeeded.length, 1)
-    process.stdout.write(
-      `# per email: 401 × 5 (${split(replies, 401)} per process), 429 × ${BURST - 5} (${split(replies, 429)})\n`,
+    t.diagnostic(
+      `per email: 401 × 5 (${split(replies, 401)} per process), 429 × ${BURST - 5} (${split(replies, 429)})`,
     )
   })
 
-  it('checks exactly 20 of 30 sign-ins with unknown emails sent at once from one address', async () => {
+  it('checks exactly 20 of 30 sign-ins with unknown emails sent at once from one address', async (t) => {
     const ip = '10.31.0.1'
     const replies = await burst(BURST, (i) =>
       send(i, 'POST', '/dashboard/api/session', { body: { email: newEmail('guess'), password: 'x' }, ip }),
@@ -248,12 +248,12 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
     assertThrottled(replies)
     const failed = (await auditRows(ctx, 'login_failed')).filter((r) => r.ip === ip)
     assert.equal(failed.length, limit)
-    process.stdout.write(
-      `# per address: 401 × ${limit} (${split(replies, 401)} per process), 429 × ${BURST - limit} (${split(replies, 429)})\n`,
+    t.diagnostic(
+      `per address: 401 × ${limit} (${split(replies, 401)} per process), 429 × ${BURST - limit} (${split(replies, 429)})`,
     )
   })
 
-  it('checks exactly 5 of 30 wrong sign-in codes sent at once with the right password', async () => {
+  it('checks exactly 5 of 30 wrong sign-in codes sent at once with the right password', async (t) => {
     const user = await activeUser('viewer')
     const secret = await enrol(await signIn(0, user))
     const replies = await burst(BURST, (i) =>
@@ -275,10 +275,10 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
       ip: '10.32.1.1',
     })
     assert.equal(right.status, 429, right.text)
-    process.stdout.write(`# sign-in codes: 401 × 5 (${split(replies, 401)} per process)\n`)
+    t.diagnostic(`sign-in codes: 401 × 5 (${split(replies, 401)} per process)`)
   })
 
-  it('checks exactly 5 of 30 wrong codes sent at once to confirm, and to turn off, the second factor', async () => {
+  it('checks exactly 5 of 30 wrong codes sent at once to confirm, and to turn off, the second factor', async (t) => {
     const enrolling = await signIn(0, await activeUser('viewer'))
     const started = await send(1, 'POST', '/dashboard/api/me/totp', enrolling)
     assert.equal(started.status, 200, started.text)
@@ -299,12 +299,12 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
       const rejected = (await auditRows(ctx, 'totp_code_rejected')).filter((r) => r.target_id === who.uuid)
       assert.equal(rejected.length, 5)
     }
-    process.stdout.write(
-      `# confirm: 422 × 5 (${split(confirms, 422)} per process); turn off: 422 × 5 (${split(removals, 422)})\n`,
+    t.diagnostic(
+      `confirm: 422 × 5 (${split(confirms, 422)} per process); turn off: 422 × 5 (${split(removals, 422)})`,
     )
   })
 
-  it('checks only the one step-up code left of 30 payouts sent at once with a wrong X-Dashboard-Totp', async () => {
+  it('checks only the one step-up code left of 30 payouts sent at once with a wrong X-Dashboard-Totp', async (t) => {
     const merchant = await ctx.newMerchant('Two-process step-up')
     const owner = await signIn(0, await activeUser('owner', merchant.uuid))
     await enrol(owner)
@@ -347,6 +347,6 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
       .where('merchant_uuid', '=', merchant.uuid)
       .execute()
     assert.equal(payouts.length, 0, 'no payout was made')
-    process.stdout.write(`# step-up: 403 × 1 (${split(replies, 403)} per process), 429 × ${BURST - 1}\n`)
+    t.diagnostic(`step-up: 403 × 1 (${split(replies, 403)} per process), 429 × ${BURST - 1}`)
   })
 })
