@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import './lib/heap.ts'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { buildApp, createLogger, createServices, logDestination } from './app.ts'
+import { buildApp, createLogger, createServices, logDestination, type Services } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
 import { USER_ROLES, type UserRole } from './db/enums.ts'
-import { connect, type DbHandle, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
+import { connect, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
 import type { Mode } from './db/types.ts'
 import { AppError } from './http/errors.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
@@ -33,18 +33,20 @@ const seconds = (name: string) => (value: string) => {
   }
 }
 
-/** Opens the configured database, migrated, runs `work`, and closes it. */
-async function withDatabase<T>(work: (handle: DbHandle, config: Config) => Promise<T>): Promise<T> {
+/** Opens the configured database, migrated, runs `work` with the services over it, and closes it. */
+async function withServices<T>(work: (services: Services, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig()
   const handle = await connect({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
   })
+  const services = createServices(handle.db, config)
   try {
     await migrateToLatest(handle.db)
-    return await work(handle, config)
+    return await work(services, config)
   } finally {
+    await services.close()
     await handle.close()
   }
 }
@@ -173,7 +175,7 @@ program
   .command('migrate')
   .description('Bring the database schema up to date')
   .action(() =>
-    withDatabase(async () => {
+    withServices(async () => {
       out('database is up to date')
     }),
   )
@@ -186,13 +188,13 @@ merchants
   .option('--settlement-currency <code>', 'currency the merchant is settled in', 'USDT')
   .option('--json', 'print the result as JSON on the last line')
   .action((opts: { name: string; settlementCurrency: string; json?: boolean }) =>
-    withDatabase(async (handle, config) => {
+    withServices(async (services) => {
       const settlementCurrency = opts.settlementCurrency.toUpperCase()
       if (!isKnownCurrency(settlementCurrency))
         throw new UserError(
           `--settlement-currency ${opts.settlementCurrency} is not an ISO 4217 code or USDT`,
         )
-      const { merchant, keys } = await createServices(handle.db, config).merchants.createMerchant({
+      const { merchant, keys } = await services.merchants.createMerchant({
         name: opts.name,
         settlementCurrency,
       })
@@ -240,8 +242,8 @@ merchants
         payoutFixedFeeMicro?: number
       },
     ) =>
-      withDatabase(async (handle, config) => {
-        const updated = await createServices(handle.db, config).merchants.updateMerchant(uuid, {
+      withServices(async (services) => {
+        const updated = await services.merchants.updateMerchant(uuid, {
           name: opts.name,
           settlementHoldSeconds: opts.settlementHold,
           transactionTtlSeconds: opts.transactionTtl,
@@ -257,8 +259,8 @@ merchants
   .command('list')
   .description('List merchants')
   .action(() =>
-    withDatabase(async (handle, config) => {
-      for (const m of await createServices(handle.db, config).merchants.listMerchants())
+    withServices(async (services) => {
+      for (const m of await services.merchants.listMerchants())
         out(`${m.uuid}  ${m.name}  ${m.settlement_currency}`)
     }),
   )
@@ -271,8 +273,8 @@ keys
   .addOption(new Option('--mode <mode>', 'test or live').choices(['test', 'live']).makeOptionMandatory())
   .option('--json', 'print the key as JSON')
   .action((opts: { merchant: string; mode: Mode; json?: boolean }) =>
-    withDatabase(async (handle, config) => {
-      const key = await createServices(handle.db, config).merchants.createKey(opts.merchant, opts.mode)
+    withServices(async (services) => {
+      const key = await services.merchants.createKey(opts.merchant, opts.mode)
       if (!key) throw new UserError(`no merchant ${opts.merchant}`)
       out(
         opts.json
@@ -285,8 +287,8 @@ keys
   .command('revoke <keyId>')
   .description('Revoke an API key (answers 401 from then on)')
   .action((keyId: string) =>
-    withDatabase(async (handle, config) => {
-      const revoked = await createServices(handle.db, config).merchants.revokeKey(keyId)
+    withServices(async (services) => {
+      const revoked = await services.merchants.revokeKey(keyId)
       if (!revoked) throw new UserError(`no active key ${keyId}`)
       out(`revoked ${revoked.key_id}`)
     }),
@@ -297,9 +299,9 @@ rates
   .command('set <currency> <rate>')
   .description('Set the market rate of a currency, e.g. "rates set RUB 92.15"')
   .action((currency: string, rate: string) =>
-    withDatabase(async (handle, config) => {
+    withServices(async (services) => {
       try {
-        const row = await createServices(handle.db, config).rates.setMarketRate(currency.toUpperCase(), rate)
+        const row = await services.rates.setMarketRate(currency.toUpperCase(), rate)
         out(`${row.currency} ${row.market_rate} per 1 USDT (at ${row.updated_at.toISOString()})`)
       } catch (error) {
         throw new UserError((error as Error).message)
@@ -310,8 +312,8 @@ rates
   .command('list')
   .description('List market rates')
   .action(() =>
-    withDatabase(async (handle, config) => {
-      for (const r of await createServices(handle.db, config).rates.listMarketRates()) {
+    withServices(async (services) => {
+      for (const r of await services.rates.listMarketRates()) {
         out(`${r.currency}  ${r.market_rate}  ${r.updated_at.toISOString()}`)
       }
     }),
@@ -333,8 +335,7 @@ program
     10000,
   )
   .action((opts: { merchant: string; method: string; feeBps: number; merchantShareBps: number }) =>
-    withDatabase(async (handle, config) => {
-      const services = createServices(handle.db, config)
+    withServices(async (services) => {
       if (!(await services.merchants.getMerchant(opts.merchant)))
         throw new UserError(`no merchant ${opts.merchant}`)
       const fee = await services.merchants.setFee(
@@ -371,9 +372,9 @@ requisites
     {},
   )
   .action((opts: { method: string; field: Record<string, string> }) =>
-    withDatabase(async (handle, config) => {
+    withServices(async (services) => {
       if (!isH2hMethod(opts.method)) throw new UserError(`unknown method ${opts.method}`)
-      const row = await createServices(handle.db, config).requisites.add(opts.method, opts.field)
+      const row = await services.requisites.add(opts.method, opts.field)
       out(`requisites ${row.uuid} for ${row.payment_method}: ${JSON.stringify(row.fields)}`)
     }),
   )
@@ -381,8 +382,8 @@ requisites
   .command('list')
   .description('List the pool')
   .action(() =>
-    withDatabase(async (handle, config) => {
-      for (const r of await createServices(handle.db, config).requisites.list()) {
+    withServices(async (services) => {
+      for (const r of await services.requisites.list()) {
         out(
           `${r.uuid}  ${r.payment_method}  ${r.active ? 'active' : 'inactive'}  used ${r.assigned_count}×  ${JSON.stringify(r.fields)}`,
         )
@@ -398,8 +399,8 @@ program
     'Recompute every balance from the journal and check every entry balances; exits 1 on any difference',
   )
   .action(() =>
-    withDatabase(async (handle, config) => {
-      const report = await createServices(handle.db, config).ledger.verify()
+    withServices(async (services) => {
+      const report = await services.ledger.verify()
       for (const m of report.mismatches) {
         out(
           `MISMATCH account ${m.uuid} (${m.merchant_uuid} ${m.mode} ${m.currency} ${m.kind}): balance ${m.balance}, journal ${m.journal}`,
@@ -424,12 +425,9 @@ users
   .requiredOption('--email <email>', 'their email: unique across all merchants')
   .addOption(new Option('--role <role>', 'what they may do').choices([...USER_ROLES]).makeOptionMandatory())
   .action((opts: { merchant: string; email: string; role: UserRole }) =>
-    withDatabase(async (handle, config) => {
+    withServices(async (services) => {
       const invitation = await asUserError(() =>
-        createServices(handle.db, config).users.invite(
-          { merchantUuid: opts.merchant, email: opts.email, role: opts.role },
-          CLI,
-        ),
+        services.users.invite({ merchantUuid: opts.merchant, email: opts.email, role: opts.role }, CLI),
       )
       const { user } = invitation
       out(`invited ${user.email} as ${user.role} of merchant ${user.merchant_uuid} (user ${user.uuid})`)
@@ -443,8 +441,8 @@ users
     'Give a dashboard user (uuid or email) a new generated password, printed once; their sessions end at once',
   )
   .action((user: string) =>
-    withDatabase(async (handle, config) => {
-      const reset = await asUserError(() => createServices(handle.db, config).users.resetPassword(user, CLI))
+    withServices(async (services) => {
+      const reset = await asUserError(() => services.users.resetPassword(user, CLI))
       out(`new password for ${reset.user.email} (user ${reset.user.uuid}), shown this once:`)
       out(`  ${reset.password}`)
       out(`  ${reset.sessionsRevoked} session(s) ended`)
@@ -455,8 +453,8 @@ users
   .description("List a merchant's dashboard users")
   .requiredOption('--merchant <uuid>', 'the merchant')
   .action((opts: { merchant: string }) =>
-    withDatabase(async (handle, config) => {
-      const list = await asUserError(() => createServices(handle.db, config).users.list(opts.merchant))
+    withServices(async (services) => {
+      const list = await asUserError(() => services.users.list(opts.merchant))
       for (const u of list)
         out(
           `${u.uuid}  ${u.email}  ${u.role}  ${u.status}${u.password_set ? '' : '  (invitation not accepted)'}`,
@@ -467,10 +465,8 @@ users
   .command('disable <uuid>')
   .description('Disable a dashboard user: they cannot sign in, and their sessions end at once')
   .action((uuid: string) =>
-    withDatabase(async (handle, config) => {
-      const { user, sessionsRevoked } = await asUserError(() =>
-        createServices(handle.db, config).users.disable(uuid, CLI),
-      )
+    withServices(async (services) => {
+      const { user, sessionsRevoked } = await asUserError(() => services.users.disable(uuid, CLI))
       out(`disabled ${user.email} (user ${user.uuid}); ${sessionsRevoked} session(s) ended`)
     }),
   )
