@@ -127,14 +127,15 @@ for (const backend of backends()) {
     let ctx: TestContext
     let workers: ReturnType<typeof startWorkers>
     const t = tools(() => ctx)
-    // Three retries 200 ms (±20 %) apart: 4 attempts in all. Attempts time out after 300 ms.
+    // Three retries 200 ms (±20 %) apart: 4 attempts in all. Attempts time out after 1.5 s: long enough that
+    // a receiver that answers at once is never timed out on a loaded machine.
     const schedule = [0.2, 0.2, 0.2]
     before(async () => {
       ctx = await createTestContext(
         backend,
         {},
         {
-          sender: createSender({ allowPrivateNetworks: true, timeoutMs: 300 }),
+          sender: createSender({ allowPrivateNetworks: true, timeoutMs: 1500 }),
           dispatch: { schedule, random: seededRandom(7) },
         },
       )
@@ -181,7 +182,7 @@ for (const backend of backends()) {
     it('a hanging endpoint: the attempt times out, is recorded as such, and the retry succeeds', async () => {
       const receiver = await t.receiver((_req, i) => (i === 0 ? 'hang' : { status: 200 }))
       const tx = await t.paidTransaction(`${receiver.url}/slow`)
-      const delivery = await t.settled(tx.uuid, 'succeeded')
+      const delivery = await t.settled(tx.uuid, 'succeeded', 15_000)
       assert.equal(delivery.attempts, 2)
 
       const attempts = await t.attemptsOf(delivery.uuid)
@@ -189,9 +190,9 @@ for (const backend of backends()) {
       assert.ok(attempts.length === 2 && timedOut && retried, `${attempts.length} attempts`)
       assert.equal(timedOut.response_status, null)
       assert.equal(timedOut.response_body, null)
-      assert.match(timedOut.error ?? '', /timed out after 300 ms/)
-      assert.ok(timedOut.duration_ms >= 250, `gave up after ${timedOut.duration_ms} ms`)
-      assert.ok(timedOut.duration_ms < 5000, `gave up after ${timedOut.duration_ms} ms`)
+      assert.match(timedOut.error ?? '', /timed out after 1500 ms/)
+      assert.ok(timedOut.duration_ms >= 1400, `gave up after ${timedOut.duration_ms} ms`)
+      assert.ok(timedOut.duration_ms < 10_000, `gave up after ${timedOut.duration_ms} ms`)
       assert.equal(retried.response_status, 200)
       assert.equal(retried.error, null)
       t.assertSameEventFreshTimestamps(delivery, receiver.received, attempts, await t.secretOf())
@@ -231,10 +232,10 @@ for (const backend of backends()) {
     it('a timeout on every attempt also ends failed, each attempt timed out', async () => {
       const receiver = await t.receiver(() => 'hang')
       const tx = await t.paidTransaction(`${receiver.url}/never`)
-      const delivery = await t.settled(tx.uuid, 'failed', 10_000)
+      const delivery = await t.settled(tx.uuid, 'failed', 30_000)
       const attempts = await t.attemptsOf(delivery.uuid)
       assert.equal(attempts.length, 4)
-      for (const a of attempts) assert.match(a.error ?? '', /timed out after 300 ms/)
+      for (const a of attempts) assert.match(a.error ?? '', /timed out after 1500 ms/)
       assert.match(delivery.error ?? '', /timed out/)
       t.assertSameEventFreshTimestamps(delivery, receiver.received, attempts, await t.secretOf())
     })
@@ -317,7 +318,7 @@ for (const backend of backends()) {
         deliveries.map((d) => d.url),
         [`${configured.url}/hooks`, `${own.url}/own`, `${otherMerchants.url}/hooks`],
       )
-      // At least once: on a loaded machine a 300 ms attempt can time out after the receiver got it, and the
+      // At least once: on a loaded machine an attempt can time out after the receiver got it, and the
       // retry brings the same event again. What matters here is where events go, not how often.
       const received = (r: Receiver) => [...new Set(r.events().map((e) => e.transaction.uuid))]
       assert.deepEqual(received(configured), [viaConfig.uuid])
