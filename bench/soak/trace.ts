@@ -7,6 +7,7 @@
  */
 import { appendFileSync, writeFileSync } from 'node:fs'
 import pg from 'pg'
+import type { Second } from './sampler.ts'
 
 const COUNTERS = {
   wal_records: 'w.wal_records',
@@ -25,26 +26,21 @@ const COUNTERS = {
 } as const
 type Counter = keyof typeof COUNTERS
 
-/** The runner's own figures for the second. */
-export interface TraceRow {
-  second: number
-  done: number
-  errors: number
-  p50: number
-  p99: number
-  inFlight: number
-  apiEld: number
-  apiRss: number
-  /** The latest the runner's clock handed a request to its pool after it was due, in ms. */
-  lateMax: number
-  /** CPU time the API, the worker and the runner used in the second, in ms. */
-  apiCpu: number
-  workerCpu: number
-  runnerCpu: number
-  /** CPU time PostgreSQL's processes and the whole machine used in the second, in ms. */
-  pgCpu: number
-  machineCpu: number
-}
+/** The runner's own figures for the second: its number (from 1), its percentiles, and what the sampler took. */
+export type TraceRow = { second: number; p50: number; p99: number } & Pick<
+  Second,
+  | 'done'
+  | 'errors'
+  | 'inFlight'
+  | 'apiEld'
+  | 'apiRss'
+  | 'lateMax'
+  | 'apiCpu'
+  | 'workerCpu'
+  | 'runnerCpu'
+  | 'pgCpu'
+  | 'machineCpu'
+>
 
 export class PgTrace {
   private readonly client: pg.Client
