@@ -1,8 +1,11 @@
-/** What the benchmarks share: the machine they ran on, the server under test, its memory, seeded rows. */
+/**
+ * What the benchmarks share: the machine they ran on, the record of each run (bench/results/), the server under
+ * test, its memory, seeded rows.
+ */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { loadavg } from 'node:os'
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { loadavg, totalmem } from 'node:os'
 import pg from 'pg'
 import { createServices, type Services } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
@@ -46,23 +49,102 @@ export async function settledLoad(
 }
 
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: 'utf8' }).trim()
+/** A command's output, or null where it fails (no git, say, or not a checkout). */
+const shOrNull = (cmd: string, args: string[]) => {
+  try {
+    return sh(cmd, args)
+  } catch {
+    return null
+  }
+}
 
+/** The commit measured, from `git rev-parse --short HEAD`, marked where src/ has changes of its own. */
+function commitMeasured(): string {
+  const head = shOrNull('git', ['rev-parse', '--short', 'HEAD'])
+  if (!head) return 'unknown (not a git checkout)'
+  return `${head}${shOrNull('git', ['status', '--porcelain', 'src']) ? ' (src/ modified)' : ''}`
+}
+
+/** The machine a run is on, PostgreSQL's version and autovacuum, the commit, and when the run started (UTC). */
 export function machine(pgVersion: string, autovacuum: string) {
   const cpuModel = /model name\s*:\s*(.+)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown'
-  const memLine =
-    sh('free', ['-g'])
-      .split('\n')
-      .find((l) => l.startsWith('Mem:')) ?? ''
+  const startedAt = new Date().toISOString()
   return {
     nproc: sh('nproc', []),
-    memoryGiB: memLine.split(/\s+/)[1] ?? '?',
+    memoryGiB: round(totalmem() / 2 ** 30),
     cpu: cpuModel.trim(),
     node: process.version,
     postgres: pgVersion,
     autovacuum,
-    commit: `${sh('git', ['rev-parse', '--short', 'HEAD'])}${sh('git', ['status', '--porcelain', 'src']) ? ' (src/ modified)' : ''}`,
-    date: new Date().toISOString().slice(0, 10),
+    commit: commitMeasured(),
+    date: startedAt.slice(0, 10),
+    startedAt,
   }
+}
+
+export type Machine = ReturnType<typeof machine>
+
+/** The machine as a table: CPU, cores, memory, Node.js, PostgreSQL, the commit, then `more` rows. */
+export function machineTable(info: Machine, more: [string, string][] = []): string {
+  const rows: [string, string][] = [
+    ['CPU (/proc/cpuinfo)', info.cpu],
+    ['cores (`nproc`)', info.nproc],
+    ['memory', `${info.memoryGiB} GiB`],
+    ['Node.js', info.node],
+    ['PostgreSQL', `${info.postgres}, autovacuum ${info.autovacuum}`],
+    ...more,
+    ['commit measured', info.commit],
+  ]
+  return ['| machine | |', '|---|---|', ...rows.map(([what, value]) => `| ${what} | ${value} |`)].join('\n')
+}
+
+/** The command line that ran this runner, as `npm run bench:<name> -- …`. */
+function commandLine(bench: string): string {
+  const args = process.argv
+    .slice(2)
+    .map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`))
+  return `npm run bench:${bench}${args.length ? ` -- ${args.join(' ')}` : ''}`
+}
+
+/** Where the runners record their runs, one file a run. */
+const RESULTS = new URL('./results/', import.meta.url)
+
+/**
+ * Records a completed run in bench/results/<YYYY-MM-DD>T<HHMM>-<bench>.md (the run's start, UTC; `-2`, `-3` …
+ * after it when that name is taken): the command, the machine (with `more` rows) and the report. Returns the
+ * file's text, for the runner to print. A file that cannot be written is said on stderr; the text is returned.
+ */
+export function writeResult(bench: string, info: Machine, report: string, more: [string, string][] = []) {
+  const started = info.startedAt
+  const text = [
+    `# bench:${bench}, ${started.slice(0, 10)} ${started.slice(11, 16)} UTC`,
+    '',
+    `\`${commandLine(bench)}\``,
+    '',
+    machineTable(info, more),
+    '',
+    report.trimEnd(),
+    '',
+  ].join('\n')
+  const stem = `${started.slice(0, 10)}T${started.slice(11, 13)}${started.slice(14, 16)}-${bench}`
+  try {
+    mkdirSync(RESULTS, { recursive: true })
+    for (let n = 1; ; n++) {
+      const name = `${stem}${n === 1 ? '' : `-${n}`}.md`
+      try {
+        writeFileSync(new URL(name, RESULTS), text, { flag: 'wx' })
+        process.stderr.write(`[bench:${bench}] recorded in bench/results/${name}\n`)
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
+    }
+  } catch (error) {
+    process.stderr.write(
+      `[bench:${bench}] could not record the run in bench/results/: ${error instanceof Error ? error.message : String(error)}\n`,
+    )
+  }
+  return text
 }
 
 export interface Server {
@@ -182,9 +264,17 @@ export function sampleRss(pid: number, intervalMs = 100) {
  * `rows` transactions of one merchant and mode in one INSERT … SELECT generate_series, one second apart
  * and older than anything created through the API: 40 % paid, 40 % expired, 10 % failed, 10 % pending; the
  * description names one of five colours (search for one matches a fifth of the rows). The secondary indexes
- * are dropped for the load and made again from their own definitions, as a bulk load does.
+ * are dropped for the load and made again from their own definitions, as a bulk load does. `log` hears of the
+ * start and the seconds it took.
  */
-export async function seedTransactions(client: pg.Client, merchantUuid: string, rows: number) {
+export async function seedTransactions(
+  client: pg.Client,
+  merchantUuid: string,
+  rows: number,
+  log?: (line: string) => void,
+) {
+  log?.(`seeding ${rows.toLocaleString('en-US')} transactions`)
+  const started = performance.now()
   await client.query("SET maintenance_work_mem = '512MB'")
   await client.query('SET synchronous_commit = off')
   const { rows: indexes } = await client.query<{ indexname: string; indexdef: string }>(
@@ -219,6 +309,23 @@ export async function seedTransactions(client: pg.Client, merchantUuid: string, 
   )
   for (const index of indexes) await client.query(index.indexdef)
   await client.query('VACUUM (ANALYZE) transactions')
+  log?.(`seeded in ${round((performance.now() - started) / 1000)} s`)
+}
+
+/** seedTransactions on a connection of its own to the database at `databaseUrl`. */
+export async function seedDatabase(
+  databaseUrl: string,
+  merchantUuid: string,
+  rows: number,
+  log: (line: string) => void,
+) {
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    await seedTransactions(client, merchantUuid, rows, log)
+  } finally {
+    await client.end()
+  }
 }
 
 /**
@@ -269,25 +376,6 @@ export async function benchDatabase(adminUrl: string, prefix: string) {
   }
 }
 
-/**
- * Puts a benchmark's figures into bench/README.md between its markers (`<!-- bench:<name>:start -->` and
- * `…:end -->`), or, the first time, at the end under `heading`.
- */
-export function writeReadme(name: string, heading: string, block: string) {
-  const readme = new URL('./README.md', import.meta.url)
-  const startMark = `<!-- bench:${name}:start -->`
-  const endMark = `<!-- bench:${name}:end -->`
-  const text = readFileSync(readme, 'utf8')
-  const start = text.indexOf(startMark)
-  const end = text.indexOf(endMark)
-  const wrapped = `${startMark}\n${block}\n${endMark}`
-  const next =
-    start >= 0 && end > start
-      ? `${text.slice(0, start)}${wrapped}${text.slice(end + endMark.length)}`
-      : `${text.trimEnd()}\n\n## ${heading}\n\n${wrapped}\n`
-  writeFileSync(readme, next)
-}
-
 /** The service's rate limit in a benchmark: raised out of the way. */
 export const RATE_LIMIT = '1000000000'
 
@@ -314,6 +402,19 @@ export const serveArgs = (
     ? ['--import', 'tsx', ...nodeArgs, 'src/main.ts', 'serve', '--role', role]
     : [...nodeArgs, 'dist/main.js', 'serve', '--role', role]
 }
+
+/**
+ * `serve --role <role>` (serveArgs), started and answering: the API on its health route; a worker, which serves
+ * no HTTP but its metrics, on /metrics at `env.METRICS_PORT` (given to startServer as the port only to wait on).
+ */
+export const startService = (
+  role: 'api' | 'worker',
+  env: Record<string, string>,
+  options: { source?: boolean; nodeArgs?: string[] } = {},
+) =>
+  role === 'api'
+    ? startServer('API', serveArgs('api', options), env, '/integration/health')
+    : startServer('worker', serveArgs('worker', options), env, '/metrics', Number(env.METRICS_PORT))
 
 /** The V8 flags `npm start` gives the server (package.json's start script): a benchmark runs it the same way. */
 export const START_NODE_FLAGS: string[] = (() => {

@@ -4,7 +4,7 @@
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:api -- \
  *     [--duration 20] [--warmup 3] [--connections 50] [--list-connections 10] [--rows 1000000] \
- *     [--only create,get,list] [--max-load 1.5] [--load-wait 600] [--no-readme] [--profile] [--keep-database]
+ *     [--only create,get,list] [--max-load 1.5] [--load-wait 600] [--profile] [--keep-database]
  *     [--node-flags='--trace-gc ...'] (V8 flags for the API, after npm start's)
  *     [--source]
  *
@@ -18,7 +18,7 @@
  *
  * Before each measured run the 1-minute load average is polled every 15 s until it is at most --max-load
  * (for at most --load-wait seconds); the load at the start of the run is reported with its figures.
- * The figures replace the block between the bench:api markers in bench/README.md.
+ * It prints its report and records it in bench/results/<date>T<time>-api.md (bench/lib.ts, writeResult).
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -34,7 +34,6 @@ import {
   benchMerchant,
   cpuSeconds,
   fmt,
-  type machine,
   postgresCpuSeconds,
   postgresCpuSince,
   RATE_LIMIT,
@@ -43,11 +42,11 @@ import {
   type Server,
   sampleRss,
   seedTransactions,
-  serveArgs,
   settledLoad,
   sleep,
   startServer,
-  writeReadme,
+  startService,
+  writeResult,
 } from '../lib.ts'
 
 const { values } = parseArgs({
@@ -60,7 +59,6 @@ const { values } = parseArgs({
     only: { type: 'string', default: 'create,get,list' },
     'max-load': { type: 'string', default: '1.5' },
     'load-wait': { type: 'string', default: '600' },
-    'no-readme': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
     source: { type: 'boolean', default: false },
@@ -310,25 +308,12 @@ interface Check {
 }
 
 function report(
-  info: ReturnType<typeof machine>,
   runs: Measured[],
   checks: Check[],
   rss: { idle: number; peak: number; hwm: number } | null,
   notes: string[],
 ): string {
   const lines: string[] = []
-  lines.push(`Run of ${info.date}, \`npm run bench:api\` with its defaults (printed by the runner).`)
-  lines.push('')
-  lines.push('| machine | |')
-  lines.push('|---|---|')
-  lines.push(`| \`nproc\` | ${info.nproc} |`)
-  lines.push(`| \`free -g\` total | ${info.memoryGiB} GiB |`)
-  lines.push(`| CPU (/proc/cpuinfo) | ${info.cpu} |`)
-  lines.push(`| Node.js | ${info.node} |`)
-  lines.push(`| PostgreSQL | ${info.postgres}, default settings but autovacuum ${info.autovacuum} |`)
-  lines.push(`| commit measured | ${info.commit} |`)
-  lines.push(`| date | ${info.date} |`)
-  lines.push('')
   lines.push(
     `Settings: ${DURATION} s measured after ${WARMUP} s of warm-up per run; ${CONNECTIONS} connections for create and get, ` +
       `${LIST_CONNECTIONS} for list; the API with \`LOG_LEVEL=warn\`, \`RATE_LIMIT_PER_SECOND=${RATE_LIMIT}\` and ` +
@@ -402,11 +387,10 @@ async function main() {
     // The API as production runs it, compiled (`npm run build`), unless --source asks for tsx.
     const nodeFlags = (values['node-flags'] ?? '').split(' ').filter(Boolean)
     const startApi = (nodeArgs: string[] = [], extraEnv: Record<string, string> = {}) =>
-      startServer(
-        'API',
-        serveArgs('api', { source: values.source, nodeArgs: [...nodeFlags, ...nodeArgs] }),
+      startService(
+        'api',
         { ...env, ...extraEnv },
-        '/integration/health',
+        { source: values.source, nodeArgs: [...nodeFlags, ...nodeArgs] },
       )
     const startBaseline = (driver: 'pg' | 'postgres') =>
       startServer(
@@ -442,6 +426,13 @@ async function main() {
       request: () => ({ method: 'POST', path, body: createBody(`b${runTag}`) }),
     })
 
+    const driverGap = (kind: string, porsager: Measured, base: Measured): Check => ({
+      what: `driver gap (information): baseline postgres vs baseline pg, ${kind}`,
+      measured: `${fmt(porsager.rps)} vs ${fmt(base.rps)} req/s`,
+      ratio: porsager.rps / base.rps,
+      target: '—',
+      met: true,
+    })
     const ratioCheck = (what: string, app: Measured, base: Measured, min: number): Check => ({
       what,
       measured: `${fmt(app.rps)} vs ${fmt(base.rps)} req/s`,
@@ -483,13 +474,7 @@ async function main() {
         target: '≤ 1 × 200 MB',
         met: peak * 1.048576 <= 200,
       })
-      checks.push({
-        what: 'driver gap (information): baseline postgres vs baseline pg, create',
-        measured: `${fmt(porsager.rps)} vs ${fmt(base.rps)} req/s`,
-        ratio: porsager.rps / base.rps,
-        target: '—',
-        met: true,
-      })
+      checks.push(driverGap('create', porsager, base))
     }
 
     // This PostgreSQL may run with autovacuum off (the sandbox's does): analyze what the create runs wrote, as
@@ -538,13 +523,7 @@ async function main() {
         ...ratioCheck('get (information): API req/s vs baseline (pg)', app, base, 0),
         target: '—',
       })
-      checks.push({
-        what: 'driver gap (information): baseline postgres vs baseline pg, get',
-        measured: `${fmt(porsager.rps)} vs ${fmt(base.rps)} req/s`,
-        ratio: porsager.rps / base.rps,
-        target: '—',
-        met: true,
-      })
+      checks.push(driverGap('get', porsager, base))
     }
 
     if (values.profile) {
@@ -627,10 +606,7 @@ async function main() {
     }
 
     if (ONLY.has('list')) {
-      log(`seeding ${ROWS.toLocaleString('en-US')} transactions`)
-      const seedStart = performance.now()
-      await seedTransactions(client, merchant.uuid, ROWS)
-      log(`seeded in ${round((performance.now() - seedStart) / 1000)} s`)
+      await seedTransactions(client, merchant.uuid, ROWS, log)
       const variants: { label: string; query: string; where: string; filters: Record<string, string> }[] = [
         { label: 'list', query: '', where: '', filters: {} },
         {
@@ -685,12 +661,7 @@ async function main() {
     rmSync(profileDir, { recursive: true, force: true })
   }
 
-  const block = report(info, runs, checks, rss, notes)
-  console.log(block)
-  if (!values['no-readme']) {
-    writeReadme('api', 'API: `bench/api`', block)
-    log('bench/README.md updated')
-  }
+  console.log(writeResult('api', info, report(runs, checks, rss, notes)))
 }
 
 main().catch((error) => {

@@ -5,7 +5,7 @@
  * of its own.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:dashboard -- \
- *     [--rows 1000000] [--runs 5] [--no-readme] [--keep-database]
+ *     [--rows 1000000] [--runs 5] [--keep-database]
  *
  * 1. Seeds --rows transactions of one merchant in SQL (bench/lib.ts), as bench:api and bench:export do, and
  *    makes an owner of that merchant through the services (an invitation, then its acceptance).
@@ -19,25 +19,24 @@
  *    own timing comes from the page's Resource Timing entry for /integration/transactions.
  *
  * The target: the payments list's first page renders in under 1 s with 1 M transactions.
- * The figures replace the block between the bench:dashboard markers in bench/README.md.
+ * It prints its figures as JSON on stdout, and its report on stderr, recorded in
+ * bench/results/<date>T<time>-dashboard.md (bench/lib.ts, writeResult).
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import pg from 'pg'
 import type { Browser, BrowserContext } from 'playwright-core'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import { CLI } from '../../src/modules/users/deps.ts'
 import { launchChromium } from '../../test/helpers/browser.ts'
-import { benchDatabase, freePort, round, seedTransactions, startServer, writeReadme } from '../lib.ts'
+import { benchDatabase, benchEnv, freePort, round, seedDatabase, startServer, writeResult } from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
     rows: { type: 'string', default: '1000000' },
     runs: { type: 'string', default: '5' },
-    'no-readme': { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
   },
 })
@@ -169,15 +168,7 @@ async function main() {
   try {
     const port = await freePort()
     const base = `http://127.0.0.1:${port}`
-    const env = {
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrl,
-      MASTER_KEY: randomBytes(32).toString('hex'),
-      PUBLIC_BASE_URL: base,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: '1000000000',
-      RATE_LIMIT_BURST: '1000000000',
-    }
+    const env = { ...benchEnv(databaseUrl, randomBytes(32).toString('hex')), PUBLIC_BASE_URL: base }
     const handle = await connectPostgres(databaseUrl, 2)
     await migrateToLatest(handle.db)
     const services = createServices(handle.db, loadConfig({ ...env, PORT: String(port) }))
@@ -189,13 +180,7 @@ async function main() {
     await services.users.acceptInvitation({ token, password }, { ip: null, userAgent: null })
     await services.close()
     await handle.close()
-    const client = new pg.Client({ connectionString: databaseUrl })
-    await client.connect()
-    log(`seeding ${ROWS.toLocaleString('en-US')} transactions`)
-    const seedStarted = Date.now()
-    await seedTransactions(client, merchant.uuid, ROWS)
-    await client.end()
-    log(`seeded in ${round((Date.now() - seedStarted) / 1000)} s`)
+    await seedDatabase(databaseUrl, merchant.uuid, ROWS, log)
 
     server = await startServer(
       'API',
@@ -241,8 +226,6 @@ async function main() {
     console.log(JSON.stringify(result, null, 2))
 
     const block = [
-      `Run of ${info.date}, \`npm run bench:dashboard -- --rows ${ROWS} --runs ${RUNS}\`, commit ${info.commit}: ${info.nproc} cores (${info.cpu}), ${info.memoryGiB} GiB, Node.js ${info.node}, ${info.postgres} (autovacuum ${info.autovacuum}), Chromium ${browserVersion} headless.`,
-      '',
       `Times are from the navigation's start (\`performance.now()\` in the page). DOM ready: the document's DOMContentLoaded handlers have run (the dashboard's script is loaded). API call starts: when the page sends its \`/integration/transactions\` request (after the session check). Rows in DOM: the table has its ${PAGE_ROWS} rows; rows painted: the frame after, what the target is judged on. API call: the page's \`/integration/transactions\` request from its start to the end of its answer, and of that the request to the answer's first byte (the server's time). Run 1 of the first case is the server's first page and the browser's empty cache; later runs have the dashboard's scripts cached.`,
       ...results.flatMap((c) => [
         '',
@@ -258,8 +241,7 @@ async function main() {
       '',
       `Target ${worst < TARGET_MS ? 'met' : 'NOT met'}: the slowest first page was painted ${worst} ms after the navigation started, ${round(worst / TARGET_MS, 3)} × the 1 s target.`,
     ].join('\n')
-    if (!values['no-readme']) writeReadme('dashboard', 'Dashboard: payments first page', block)
-    console.error(block)
+    console.error(writeResult('dashboard', info, block, [['Chromium', `${browserVersion} headless`]]))
   } finally {
     await browser?.close()
     await server?.stop()

@@ -3,7 +3,7 @@
  * every transaction of a merchant with `Accept: text/csv`, on PostgreSQL, on a database of its own.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:export -- \
- *     [--rows 1000000] [--runs 2] [--no-readme] [--keep-database]
+ *     [--rows 1000000] [--runs 2] [--starts 3] [--node-flags '…'] [--keep-database]
  *
  * 1. Seeds --rows transactions of one merchant in SQL (bench/lib.ts), as bench:api does.
  * 2. Warms the server up: a JSON page and a small filtered export, so what is loaded once is loaded.
@@ -12,23 +12,24 @@
  *    sending the request to the first chunk of the body; every line is counted (rows + the header).
  *
  * The targets: RSS grows by less than 50 MB exporting 1 million transactions; first byte in under 1 s.
- * The figures replace the block between the bench:export markers in bench/README.md.
+ * It prints its figures as JSON on stdout, and its report on stderr, recorded in
+ * bench/results/<date>T<time>-export.md (bench/lib.ts, writeResult).
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import pg from 'pg'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import {
   benchDatabase,
+  benchEnv,
   round,
   rssMiB,
   sampleRss,
-  seedTransactions,
+  seedDatabase,
   startServer,
-  writeReadme,
+  writeResult,
 } from '../lib.ts'
 
 const { values } = parseArgs({
@@ -37,7 +38,6 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '2' },
     starts: { type: 'string', default: '3' },
     'node-flags': { type: 'string', default: '' },
-    'no-readme': { type: 'boolean', default: false },
     'keep-database': { type: 'boolean', default: false },
   },
 })
@@ -83,27 +83,14 @@ async function main() {
   log(`database ${name}`)
   let server: Awaited<ReturnType<typeof startServer>> | undefined
   try {
-    const env = {
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrl,
-      MASTER_KEY: randomBytes(32).toString('hex'),
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: '1000000000',
-      RATE_LIMIT_BURST: '1000000000',
-    }
+    const env = benchEnv(databaseUrl, randomBytes(32).toString('hex'))
     const handle = await connectPostgres(databaseUrl, 2)
     await migrateToLatest(handle.db)
     const services = createServices(handle.db, loadConfig(env))
     const { merchant, keys } = await services.merchants.createMerchant({ name: 'Bench export' })
     await services.close()
     await handle.close()
-    const client = new pg.Client({ connectionString: databaseUrl })
-    await client.connect()
-    log(`seeding ${ROWS.toLocaleString('en-US')} transactions`)
-    const seedStarted = Date.now()
-    await seedTransactions(client, merchant.uuid, ROWS)
-    await client.end()
-    log(`seeded in ${round((Date.now() - seedStarted) / 1000)} s`)
+    await seedDatabase(databaseUrl, merchant.uuid, ROWS, log)
 
     const headers = { 'x-api-key': keys.test.secret }
     const runs: (Export & {
@@ -145,8 +132,6 @@ async function main() {
 
     const MB = 1_000_000 / 2 ** 20 // one MB (10^6 bytes) in MiB
     const block = [
-      `Run of ${info.date}, \`npm run bench:export -- --rows ${ROWS} --runs ${RUNS} --starts ${STARTS}${nodeFlags.length ? ` --node-flags '${nodeFlags.join(' ')}'` : ''}\`, commit ${info.commit}: ${info.nproc} cores (${info.cpu}), ${info.memoryGiB} GiB, Node.js ${info.node}, ${info.postgres} (autovacuum ${info.autovacuum}).`,
-      '',
       `The server is started ${STARTS} times; each start is warmed up, then exports every row ${RUNS} times. Growth is the peak RSS during an export minus the RSS at rest after that start's warm-up.`,
       '',
       '| start | run | rows | CSV size | total time | rows/s | time to first byte | vs target (< 1 s) | RSS at rest | RSS peak | RSS after | RSS growth | vs target (< 50 MB) |',
@@ -158,8 +143,7 @@ async function main() {
       '',
       `Both targets ${worstGrowth / MB < RSS_TARGET_MB && worstTtfb < TTFB_TARGET_MS ? 'met' : 'NOT met'}: worst growth ${round(worstGrowth / MB)} MB, worst first byte ${worstTtfb} ms.`,
     ].join('\n')
-    if (!values['no-readme']) writeReadme('export', 'CSV export: `bench/export`', block)
-    console.error(block)
+    console.error(writeResult('export', info, block))
   } finally {
     await server?.stop()
     await database.close(Boolean(values['keep-database']))

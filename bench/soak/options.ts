@@ -16,7 +16,6 @@ export const USAGE = `Soak: the API and one worker under a fixed rate of mixed t
   --max-in-flight 5000    above this many requests waiting, a request due is not sent (an error)
   --mix create=12,get=24,list=2,paid=1,refund=1
                           how many of each kind in every round of requests, spread evenly
-  --no-readme             do not put the report into bench/README.md
   --source                run the server from the sources with tsx (default: the build, dist/main.js)
   --keep-database         do not drop the run's database at the end
   --profile <dir>         the API and the worker write a V8 CPU profile there when they stop
@@ -26,6 +25,7 @@ export const USAGE = `Soak: the API and one worker under a fixed rate of mixed t
   --load-wait 600         ... for at most this many seconds
   --help                  this text
 
+A run that ends prints its report and records it in bench/results/<date>T<time>-soak.md.
 Exit code: 0 when the verdict passes, 2 when it does not, 1 on an error.
 `
 
@@ -43,7 +43,6 @@ export interface SoakOptions {
   connections: number
   maxInFlight: number
   mix: Op[]
-  noReadme: boolean
   /** The production build (dist/main.js) rather than the sources. */
   compiled: boolean
   keepDatabase: boolean
@@ -68,7 +67,6 @@ export function soakOptions(args: string[] = process.argv.slice(2)): SoakOptions
       connections: { type: 'string', default: '64' },
       'max-in-flight': { type: 'string', default: '5000' },
       mix: { type: 'string', default: 'create=12,get=24,list=2,paid=1,refund=1' },
-      'no-readme': { type: 'boolean', default: false },
       compiled: { type: 'boolean', default: true },
       source: { type: 'boolean', default: false },
       'keep-database': { type: 'boolean', default: false },
@@ -94,7 +92,6 @@ export function soakOptions(args: string[] = process.argv.slice(2)): SoakOptions
     connections: Number(values.connections),
     maxInFlight: Number(values['max-in-flight']),
     mix: values.help ? [] : parseMix(values.mix),
-    noReadme: values['no-readme'],
     compiled: values.compiled && !values.source,
     keepDatabase: values['keep-database'],
     profile: values.profile,

@@ -2,7 +2,7 @@
  * The soak's verdict and its report: the second window of --window-minutes against the last, a table per minute,
  * a table per kind of request, and the notes that say what the figures rest on.
  */
-import { fmt, type machine, round } from '../lib.ts'
+import { fmt, type Machine, round } from '../lib.ts'
 import { maxOf, percentileOf } from './histogram.ts'
 import type { Maintenance } from './maintenance.ts'
 import type { SoakOptions } from './options.ts'
@@ -133,9 +133,7 @@ export function errorsNote(ops: Map<Op, OpSummary>): string | null {
 
 export function report(input: {
   options: SoakOptions
-  info: ReturnType<typeof machine>
-  /** PostgreSQL's settings that shape a long write load, as the run's sessions had them. */
-  settings: string[]
+  info: Machine
   rate: number
   rateNote: string
   minutes: Aggregate[]
@@ -158,17 +156,6 @@ export function report(input: {
     `Run of ${info.date}: ${minutes} min at ${fmt(input.rate)} req/s (${input.rateNote}), reached over the first ` +
       `${options.rampSeconds} s, from ${merchants} merchant${merchants === 1 ? '' : 's'} taking turns, windows of ${windowMinutes} min.`,
   )
-  lines.push('')
-  lines.push('| machine | |')
-  lines.push('|---|---|')
-  lines.push(`| \`nproc\` | ${info.nproc} |`)
-  lines.push(`| \`free -g\` total | ${info.memoryGiB} GiB |`)
-  lines.push(`| CPU (/proc/cpuinfo) | ${info.cpu} |`)
-  lines.push(`| Node.js | ${info.node} |`)
-  lines.push(`| PostgreSQL | ${info.postgres}, autovacuum ${info.autovacuum} |`)
-  lines.push(`| PostgreSQL settings | ${input.settings.join(', ')} |`)
-  lines.push(`| server | ${options.compiled ? 'compiled (`node dist/main.js`)' : 'from the sources (tsx)'} |`)
-  lines.push(`| commit measured | ${info.commit} |`)
   lines.push('')
   lines.push(
     '| minute | req/s | errors | p50 ms | p99 ms | API RSS MiB | worker RSS MiB | API event-loop p99 ms | worker event-loop p99 ms | deliveries/s | outbox max | API CPU ms/req | worker CPU % | runner CPU % | PostgreSQL CPU % | machine CPU % |',

@@ -36,13 +36,13 @@ import {
   benchMerchant,
   fmt,
   freePort,
+  machineTable,
   round,
   type Server,
-  serveArgs,
   settledLoad,
   sleep,
-  startServer,
-  writeReadme,
+  startService,
+  writeResult,
 } from '../lib.ts'
 import { maintenance as maintenanceRounds } from './maintenance.ts'
 import { soakOptions, USAGE } from './options.ts'
@@ -135,22 +135,10 @@ async function main() {
     const workerMetricsPort = await freePort()
     // --profile <dir>: both processes write a V8 CPU profile there when they stop.
     const profileArgs = options.profile ? ['--cpu-prof', `--cpu-prof-dir=${options.profile}`] : []
-    const program = (role: 'api' | 'worker') => serveArgs(role, { source: !COMPILED, nodeArgs: profileArgs })
-    const api = await startServer(
-      'API',
-      program('api'),
-      { ...env, METRICS_PORT: String(apiMetricsPort) },
-      '/integration/health',
-    )
+    const program = { source: !COMPILED, nodeArgs: profileArgs }
+    const api = await startService('api', { ...env, METRICS_PORT: String(apiMetricsPort) }, program)
     servers.push(api)
-    // The worker serves no HTTP but its metrics: PORT is set to the metrics port only for startServer's wait.
-    const worker = await startServer(
-      'worker',
-      program('worker'),
-      { ...env, METRICS_PORT: String(workerMetricsPort) },
-      '/metrics',
-      workerMetricsPort,
-    )
+    const worker = await startService('worker', { ...env, METRICS_PORT: String(workerMetricsPort) }, program)
     servers.push(worker)
 
     let rate: number
@@ -265,7 +253,6 @@ async function main() {
     const block = report({
       options,
       info,
-      settings,
       rate,
       rateNote,
       minutes,
@@ -279,11 +266,16 @@ async function main() {
       notes,
       passed,
     })
-    console.log(block)
-    if (!options.noReadme && ranSeconds === DURATION_S) {
-      writeReadme('soak', 'Soak: `bench/soak`', block)
-      log('bench/README.md updated')
-    }
+    const more: [string, string][] = [
+      ['PostgreSQL settings', settings.join(', ')],
+      ['server', COMPILED ? 'compiled (`node dist/main.js`)' : 'from the sources (tsx)'],
+    ]
+    // A run cut short is printed, not recorded.
+    console.log(
+      ranSeconds === DURATION_S
+        ? writeResult('soak', info, block, more)
+        : `${machineTable(info, more)}\n\n${block}`,
+    )
     process.exitCode = passed ? 0 : 2
   } finally {
     await pool?.destroy().catch(() => {})

@@ -1,6 +1,6 @@
 /**
  * What each vacuum of `transactions` has to do as the table grows, with its pages filled to 100 % (the table's
- * default) and to 90 % (a fillfactor tried as migration 0018 and reverted: bench/README.md). A model of the soak's
+ * default) and to 90 % (a fillfactor tried as migration 0018 and reverted: bench/results/2026-11-29-vacuum.md). A model of the soak's
  * writes, without the HTTP load: payments inserted in batches at the soak's rate of creates (one every 1.67 ms), one
  * in twelve of each batch paid, one in twenty-four of the batch before partially refunded (each a new row version,
  * as the service's status changes are), and a `VACUUM (VERBOSE, PARALLEL 0)` whenever autovacuum's default
@@ -10,18 +10,19 @@
  * `autovacuum_vacuum_cost_limit` per `autovacuum_vacuum_cost_delay`), which is where a throttled vacuum spends its
  * time. The vacuums themselves run unthrottled.
  *
- *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:vacuum [-- --rows 1060000 --batch 10000 --no-readme]
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:vacuum [-- --rows 1060000 --batch 10000]
+ *
+ * It prints its report and records it in bench/results/<date>T<time>-vacuum.md (bench/lib.ts, writeResult).
  */
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { benchDatabase, benchEnv, benchMerchant, fmt, writeReadme } from '../lib.ts'
+import { benchDatabase, benchEnv, benchMerchant, fmt, writeResult } from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
     rows: { type: 'string', default: '1060000' },
     batch: { type: 'string', default: '10000' },
-    'no-readme': { type: 'boolean', default: false },
   },
 })
 const ROWS = Number(values.rows)
@@ -145,13 +146,6 @@ const total = (vacuums: Vacuum[], key: keyof Vacuum) => vacuums.reduce((sum, v) 
 const lines = [
   `Run of ${info.date}: ${fmt(ROWS, 0)} payments in batches of ${fmt(BATCH, 0)}; a vacuum whenever autovacuum's default thresholds say one is due; the throttle of this server's autovacuum (vacuum_cost_delay ${throttle.delay}, vacuum_cost_limit ${throttle.limit}) applied to each vacuum's buffers by the cost model.`,
   '',
-  '| machine | |',
-  '|---|---|',
-  `| \`nproc\` | ${info.nproc} |`,
-  `| CPU (/proc/cpuinfo) | ${info.cpu} |`,
-  `| PostgreSQL | ${info.postgres} |`,
-  `| commit measured | ${info.commit} |`,
-  '',
   '| fillfactor | payments at the vacuum | heap pages | scanned | hits | misses | dirtied | WAL MiB | seconds at the throttle |',
   '|---|---|---|---|---|---|---|---|---|',
   ...runs.flatMap((run) =>
@@ -168,6 +162,4 @@ const lines = [
       `| ${run.fillfactor} | ${run.vacuums.length} | ${fmt(total(run.vacuums, 'scanned'), 0)} | ${fmt(total(run.vacuums, 'dirtied'), 0)} | ${fmt(total(run.vacuums, 'walMiB'))} | ${fmt(total(run.vacuums, 'throttledS'))} | heap ${run.sizes?.heap}, indexes ${run.sizes?.indexes} |`,
   ),
 ]
-const block = lines.join('\n')
-console.log(block)
-if (!values['no-readme']) writeReadme('vacuum', 'Vacuum of transactions: `bench/vacuum`', block)
+console.log(writeResult('vacuum', info, lines.join('\n')))

@@ -6,19 +6,18 @@
  *     [--events 5000] [--workers 1] [--latency-samples 200] [--source]
  *
  * The workers run the production build as `npm start` runs it (`npm run build` first); --source runs them from
- * the sources with tsx.
+ * the sources with tsx. It prints its figures as JSON and records them in bench/results/<date>T<time>-webhooks.md
+ * (bench/lib.ts, writeResult).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { cpus, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
-import pg from 'pg'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
-import { serveArgs } from '../lib.ts'
+import { benchDatabase, round, serveArgs, writeResult } from '../lib.ts'
 
 const { values } = parseArgs({
   options: {
@@ -36,7 +35,6 @@ const masterKey = randomBytes(32).toString('hex')
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN
-const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits
 
 async function waitFor(check: () => boolean, timeoutMs: number, what: string) {
   const deadline = Date.now() + timeoutMs
@@ -48,13 +46,8 @@ async function waitFor(check: () => boolean, timeoutMs: number, what: string) {
 
 async function main() {
   // A database of its own.
-  const name = `mg_bench_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: adminUrl })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE ${name}`)
-  const url = new URL(adminUrl)
-  url.pathname = `/${name}`
-  const databaseUrl = url.toString()
+  const database = await benchDatabase(adminUrl, 'mg_bench_webhooks')
+  const databaseUrl = database.url
 
   // The receiver: answers 200 at once and notes when each event arrived.
   const receivedAt = new Map<string, number>()
@@ -148,16 +141,10 @@ async function main() {
   await services.close()
   await handle.close()
   receiver.close()
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-  await admin.end()
+  await database.close(false)
 
   const result = {
-    machine: {
-      cpus: cpus().length,
-      cpu: cpus()[0]?.model,
-      memoryGiB: round(totalmem() / 2 ** 30),
-      node: process.version,
-    },
+    machine: database.info,
     events: EVENTS,
     workers: WORKERS,
     queue_seconds: round(queueSeconds, 2),
@@ -172,7 +159,9 @@ async function main() {
       max: round(latencies[latencies.length - 1] ?? NaN),
     },
   }
-  console.log(JSON.stringify(result, null, 2))
+  const json = JSON.stringify(result, null, 2)
+  console.log(json)
+  writeResult('webhooks', database.info, `\`\`\`json\n${json}\n\`\`\``)
 }
 
 main().catch((error) => {
