@@ -226,7 +226,7 @@ async function main() {
     console.log(JSON.stringify(result, null, 2))
 
     const block = [
-      `Times are from the navigation's start (\`performance.now()\` in the page). DOM ready: the document's DOMContentLoaded handlers have run (the dashboard's script is loaded). API call starts: when the page sends its \`/integration/transactions\` request (after the session check). Rows in DOM: the table has its ${PAGE_ROWS} rows; rows painted: the frame after, what the target is judged on. API call: the page's \`/integration/transactions\` request from its start to the end of its answer, and of that the request to the answer's first byte (the server's time). Run 1 of the first case is the server's first page and the browser's empty cache; later runs have the dashboard's scripts cached.`,
+      `Times are from the navigation's start (\`performance.now()\` in the page). DOM ready: the document's DOMContentLoaded handlers have run (the dashboard's script is loaded). API call starts: when the page sends its \`/integration/transactions\` request (beside its \`/dashboard/api/me\` check of who is signed in). Rows in DOM: the table has its ${PAGE_ROWS} rows; rows painted: the frame after, what the target is judged on. API call: the page's \`/integration/transactions\` request from its start to the end of its answer, and of that the request to the answer's first byte (the server's time). Run 1 of the first case is the server's first page and the browser's empty cache; later runs have the dashboard's scripts cached.`,
       ...results.flatMap((c) => [
         '',
         `**${c.name}**: \`/dashboard/test/payments${c.query}\``,

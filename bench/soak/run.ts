@@ -91,7 +91,7 @@ async function main() {
 
   const database = await benchDatabase(adminUrl, 'mg_bench_soak')
   const { name, info, autovacuum, autovacuumThrottle: throttle } = database
-  // --wal-compression: set on the run's database only (its sessions compress the full-page images they write);
+  // --wal-compression: set on the run's database only (its connections compress the full-page images they write);
   // the server's other databases keep theirs.
   const { walCompression } = options
   if (walCompression !== undefined && !/^(pglz|lz4|zstd|on|off)$/.test(walCompression))
