@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely'
 import pg from 'pg'
 import lockfile from 'proper-lockfile'
+import { preparingPool, type SharedConnections } from './driver/prepared.ts'
 import * as foundation from './migrations/0001_foundation.ts'
 import * as lifecycle from './migrations/0002_lifecycle.ts'
 import * as ledger from './migrations/0003_ledger.ts'
@@ -20,7 +21,6 @@ import * as transactionListFilters from './migrations/0014_transaction_list_filt
 import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_event.ts'
 import * as transactionExternalIdIndex from './migrations/0016_transaction_external_id_index.ts'
 import * as transactionStatistics from './migrations/0017_transaction_statistics.ts'
-import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>

@@ -7,8 +7,9 @@ import type { Db } from '../../src/db/index.ts'
 import { backends, freshDatabase, postgresUrlOf } from '../helpers/harness.ts'
 
 /**
- * On PostgreSQL, statements outside a transaction share a few pipelined connections (src/db/prepared.ts);
- * a transaction has a connection of its own. The embedded database has one connection and no sharing.
+ * On PostgreSQL, statements outside a transaction share a few pipelined connections
+ * (src/db/driver/prepared.ts); a transaction has a connection of its own. The embedded database has one
+ * connection and no sharing.
  */
 const pid = (db: Db, tag: number) =>
   sql<{ pid: number; tag: number }>`SELECT pg_backend_pid() AS pid, ${tag}::int AS tag`

@@ -1,6 +1,6 @@
 import { CompiledQuery, type Insertable, type Selectable } from 'kysely'
-import type { Executor } from './index.ts'
-import type { Database } from './types.ts'
+import type { Executor } from '../index.ts'
+import type { Database } from '../types.ts'
 
 /**
  * The text of `compiled`, the first statement of its shape Kysely built, if its parameters are `values`

@@ -1,6 +1,6 @@
 import { type Compilable, CompiledQuery, type Selectable, type Updateable } from 'kysely'
-import type { Executor } from './index.ts'
-import type { Database } from './types.ts'
+import type { Executor } from '../index.ts'
+import type { Database } from '../types.ts'
 
 /**
  * Stands for the value at `index` in the one extra build that finds where each value goes in a statement's
