@@ -14,7 +14,7 @@ const insert = (db: Db, row: Row, returning = ALL) =>
 
 for (const backend of backends()) {
   describe(`insertReturning (${backend})`, () => {
-    const database = suiteDatabase(backend)
+    const database = suiteDatabase(backend, 'prepared')
     let db: Db
 
     before(async () => {

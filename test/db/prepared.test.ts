@@ -31,7 +31,7 @@ interface Prepared {
 
 for (const backend of backends()) {
   describe(`prepared statements (${backend})`, () => {
-    const database = suiteDatabase(backend)
+    const database = suiteDatabase(backend, 'prepared')
     let db: Db
 
     before(async () => {

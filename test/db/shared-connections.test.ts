@@ -23,7 +23,7 @@ if (backends().includes('postgres'))
     let admin: pg.Client
 
     before(async () => {
-      fresh = await freshDatabase('postgres')
+      fresh = await freshDatabase('postgres', 'prepared')
       db = fresh.handle.db
       await sql`CREATE TABLE items (id int PRIMARY KEY, note text NOT NULL)`.execute(db)
       await sql`INSERT INTO items VALUES (1, 'one')`.execute(db)

@@ -15,7 +15,7 @@ let suite = 0
 
 for (const backend of backends()) {
   describe(`compiledOnce (${backend})`, () => {
-    const database = suiteDatabase(backend)
+    const database = suiteDatabase(backend, 'prepared')
     let db: Db
     const key = (name: string) => `test.${suite}.${name}`
 
