@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import ipaddr from 'ipaddr.js'
+import { DATABASE_DRIVERS, type DatabaseDriver } from './db/driver/mode.ts'
 
 export type AppEnv = 'development' | 'production'
 
@@ -16,6 +17,11 @@ export interface Config {
    * wait behind requests for a connection (not used on the embedded database, nor by a `--role api` process).
    */
   databaseWorkerPoolSize: number
+  /**
+   * How statements reach the database (DATABASE_DRIVER): `prepared`, through the driver layer (the default);
+   * `plain`, Kysely over an ordinary node-postgres pool (src/db/driver/mode.ts).
+   */
+  databaseDriver: DatabaseDriver
   dataDir: string
   port: number
   host: string
@@ -184,6 +190,12 @@ function parseLogFormat(value: string | undefined): 'json' | 'pretty' | null {
   throw new ConfigError(`LOG_FORMAT must be json, pretty or auto, got "${value}"`)
 }
 
+export function parseDatabaseDriver(value: string | undefined): DatabaseDriver {
+  if (value === undefined || value === '') return 'prepared'
+  if ((DATABASE_DRIVERS as readonly string[]).includes(value)) return value as DatabaseDriver
+  throw new ConfigError(`DATABASE_DRIVER must be ${DATABASE_DRIVERS.join(' or ')}, got "${value}"`)
+}
+
 function parsePort(name: string, value: string): number {
   const port = Number(value)
   if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
@@ -302,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databasePoolSize: parseWhole('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 10),
     databaseWorkerPoolSize: parseWhole('DATABASE_WORKER_POOL_SIZE', env.DATABASE_WORKER_POOL_SIZE, 3),
+    databaseDriver: parseDatabaseDriver(env.DATABASE_DRIVER),
     dataDir,
     port,
     host,

@@ -40,6 +40,7 @@ async function withServices<T>(work: (services: Services, config: Config) => Pro
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
+    driver: config.databaseDriver,
   })
   const services = createServices(handle.db, config)
   try {
@@ -72,6 +73,7 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
     workerPoolSize: config.databaseWorkerPoolSize,
+    driver: config.databaseDriver,
     log: logger,
   })
   const applied = await migrateToLatest(handle.db)

@@ -1,6 +1,6 @@
+import { compiledOnce } from './driver/statement.ts'
 import type { Db } from './index.ts'
 import type { Scope as KeyScope } from './scope.ts'
-import { compiledOnce } from './statement.ts'
 
 /** How long a key and its answer are kept (docs/API.md, Idempotency). */
 export const RETENTION_MS = 7 * 24 * 3600 * 1000

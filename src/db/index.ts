@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely'
 import pg from 'pg'
 import lockfile from 'proper-lockfile'
+import { type DatabaseDriver, markPrepared } from './driver/mode.ts'
+import type { SharedConnections } from './driver/prepared.ts'
 import * as foundation from './migrations/0001_foundation.ts'
 import * as lifecycle from './migrations/0002_lifecycle.ts'
 import * as ledger from './migrations/0003_ledger.ts'
@@ -20,7 +22,6 @@ import * as transactionListFilters from './migrations/0014_transaction_list_filt
 import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_event.ts'
 import * as transactionExternalIdIndex from './migrations/0016_transaction_external_id_index.ts'
 import * as transactionStatistics from './migrations/0017_transaction_statistics.ts'
-import { preparingPool, type SharedConnections } from './prepared.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -30,6 +31,8 @@ export type Executor = Db | Trx
 
 export interface DbHandle {
   db: Db
+  /** How its statements reach the database (DATABASE_DRIVER, `driver/mode.ts`). */
+  driver: DatabaseDriver
   /**
    * The database of the workers (expiry, settlement, payout and refund jobs, the outbox dispatcher,
    * housekeeping): on PostgreSQL a pool of its own, made on first use, so that the jobs never wait behind
@@ -83,13 +86,53 @@ export interface DbLog {
   info(fields: object, message: string): void
 }
 
+/** The driver layer's pool (`driver/prepared.ts`), loaded only when the layer is on. */
+type Layer = typeof import('./driver/prepared.ts')
+
+/**
+ * The layer's module for `driver`, or null for the plain one: `prepared.ts` (and `shaped-query.ts`, which
+ * requires node-postgres' internals) are then never loaded.
+ */
+const loadLayer = async (driver: DatabaseDriver): Promise<Layer | null> =>
+  driver === 'prepared' ? await import('./driver/prepared.ts') : null
+
+/**
+ * Kysely over `pool`: through the driver layer (with its `shared` connections, if any), or, without it, Kysely's
+ * PostgresDialect over the pool itself. Also what the shared connections hold now (none without the layer).
+ */
+function kyselyOver(
+  pool: pg.Pool,
+  layer: Layer | null,
+  shared?: SharedConnections,
+): { db: Db; sharedStats(): { open: number; idle: number } } {
+  // The pool listens for errors on a client only while it is idle in the pool. One checked out (between the
+  // statements of a transaction, or just connected: the server's FATAL may arrive in the same read as its
+  // ReadyForQuery) whose connection is cut would emit 'error' with no listener, and that ends the process.
+  // With this one, present from the moment the pool hands the client out, the running or next statement
+  // fails instead, and the pool drops the client, no longer queryable, when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+  })
+  if (!layer)
+    return {
+      db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+      sharedStats: () => ({ open: 0, idle: 0 }),
+    }
+  const preparing = layer.preparingPool(pool, shared)
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing }) })
+  markPrepared(db)
+  return { db, sharedStats: () => preparing.sharedStats() }
+}
+
 export async function connectPostgres(
   url: string,
   poolSize = 10,
   log?: DbLog,
   /** The workers' pool (`background`), besides `poolSize`. */
   backgroundPoolSize = 3,
+  driver: DatabaseDriver = 'prepared',
 ): Promise<DbHandle> {
+  const layer = await loadLayer(driver)
   const settings = {
     connectionString: url,
     application_name: APPLICATION_NAME,
@@ -97,9 +140,10 @@ export async function connectPostgres(
     // A server gone without a word (a failover behind a virtual IP) is noticed on a connection left open.
     keepAlive: true,
   }
-  // A quarter of the connections (at least one, and none of a pool of 1) are shared by the statements that
-  // run outside a transaction, pipelined; the rest are checked out by transactions (see preparingPool).
-  const sharedCount = poolSize > 1 ? Math.max(1, Math.floor(poolSize / 4)) : 0
+  // With the layer, a quarter of the connections (at least one, and none of a pool of 1) are shared by the
+  // statements that run outside a transaction, pipelined; the rest are checked out by transactions (see
+  // preparingPool). Without it, every statement checks a connection out of the pool.
+  const sharedCount = layer && poolSize > 1 ? Math.max(1, Math.floor(poolSize / 4)) : 0
   const pool = new pg.Pool({ ...settings, max: poolSize - sharedCount, types })
   const shared: SharedConnections | undefined =
     sharedCount > 0
@@ -115,10 +159,9 @@ export async function connectPostgres(
       : undefined
   // An idle connection the server ends (restart, failover, an administrator) leaves the pool and the next
   // query opens another; without a listener the pool's 'error' event would crash the process. A connection
-  // checked out when it is cut: see preparingPool.
+  // checked out when it is cut: see kyselyOver.
   pool.on('error', () => {})
-  const preparing = preparingPool(pool, shared)
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing }) })
+  const { db, sharedStats } = kyselyOver(pool, layer, shared)
   // The workers' connections, apart from the requests': under a burst of requests (a server starting while
   // clients already send) the jobs would otherwise queue behind them and give up after CONNECT_TIMEOUT_MS.
   // Made when first asked for, so a process that runs no workers neither opens nor counts it. No shared
@@ -128,15 +171,13 @@ export async function connectPostgres(
     if (!jobs) {
       const pool = new pg.Pool({ ...settings, max: backgroundPoolSize, types })
       pool.on('error', () => {})
-      jobs = {
-        pool,
-        db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) }),
-      }
+      jobs = { pool, db: kyselyOver(pool, layer).db }
     }
     return jobs
   }
   return {
     db,
+    driver,
     get background() {
       return openBackground().db
     },
@@ -144,7 +185,7 @@ export async function connectPostgres(
     listen: (channel, onNotify) => listenWithReconnect(settings, channel, onNotify, log),
     poolStats: () => {
       // The pool's connections and the shared ones, against DATABASE_POOL_SIZE; then the workers' pool.
-      const sharedNow = preparing.sharedStats()
+      const sharedNow = sharedStats()
       const background = {
         total: jobs?.pool.totalCount ?? 0,
         idle: jobs?.pool.idleCount ?? 0,
@@ -276,9 +317,14 @@ async function listenWithReconnect(
  */
 export async function connectPglite(
   dataDir: string | null,
-  /** `loadDataDir`: start from another embedded database's files (`dumpDataDir`) rather than an empty one. */
-  options: { loadDataDir?: Blob } = {},
+  options: {
+    /** Start from another embedded database's files (`dumpDataDir`) rather than an empty one. */
+    loadDataDir?: Blob
+    /** How statements reach it (`driver/mode.ts`); the layer's by default. */
+    driver?: DatabaseDriver
+  } = {},
 ): Promise<DbHandle> {
+  const driver = options.driver ?? 'prepared'
   let release: (() => Promise<void>) | null = null
   let path = 'memory://'
   if (dataDir) {
@@ -312,9 +358,10 @@ export async function connectPglite(
     loadDataDir: options.loadDataDir,
   })
   const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, types })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparingPool(pool) }) })
+  const { db } = kyselyOver(pool, await loadLayer(driver))
   return {
     db,
+    driver,
     background: db,
     kind: 'pglite',
     async listen(channel, onNotify) {
@@ -338,10 +385,18 @@ export function connect(options: {
   workerPoolSize?: number
   /** Reports of the LISTEN session's losses and reconnections (PostgreSQL). */
   log?: DbLog
+  /** How statements reach the database (DATABASE_DRIVER); the layer's by default. */
+  driver?: DatabaseDriver
 }): Promise<DbHandle> {
   return options.databaseUrl
-    ? connectPostgres(options.databaseUrl, options.poolSize, options.log, options.workerPoolSize)
-    : connectPglite(options.dataDir)
+    ? connectPostgres(
+        options.databaseUrl,
+        options.poolSize,
+        options.log,
+        options.workerPoolSize,
+        options.driver,
+      )
+    : connectPglite(options.dataDir, { driver: options.driver })
 }
 
 /** The service's migrations, by name, in order. */

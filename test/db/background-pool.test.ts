@@ -13,6 +13,7 @@ import {
   postgresUrlOf,
   startReceiver,
   type TestContext,
+  testDriver,
 } from '../helpers/harness.ts'
 
 /**
@@ -24,7 +25,10 @@ import {
 
 process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
 
-/** The requests' pool: 3 connections for transactions and 1 shared by single statements (see connectPostgres). */
+/**
+ * The requests' pool: with the driver layer, 3 connections for transactions and 1 shared by single statements;
+ * without it, 4 for both (see connectPostgres).
+ */
 const POOL_SIZE = 4
 const WORKER_POOL_SIZE = 2
 /** Below the 5 s a query waits for a connection before it fails: a job stuck behind requests cannot meet it. */
@@ -50,6 +54,7 @@ describe("the workers' own connections (postgres)", () => {
       dataDir: null,
       poolSize: POOL_SIZE,
       workerPoolSize: WORKER_POOL_SIZE,
+      driver: testDriver(),
     })
     locker = new pg.Client({ connectionString: url })
     await locker.connect()
@@ -98,8 +103,8 @@ describe("the workers' own connections (postgres)", () => {
       .where('uuid', '=', held.uuid)
       .execute()
 
-    // Every connection of the requests' pool busy: the transactions' ones held open, and the shared one
-    // stuck behind a table lock.
+    // Every connection of the requests' pool busy: the transactions' ones held open, and the shared one (or,
+    // without the driver layer, the pool's last) stuck behind a table lock.
     const gate = new Promise<void>((resolve) => {
       release = resolve
     })

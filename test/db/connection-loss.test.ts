@@ -5,7 +5,7 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { connectPostgres, type DbHandle } from '../../src/db/index.ts'
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts'
-import { eventually } from '../helpers/harness.ts'
+import { eventually, testDriver } from '../helpers/harness.ts'
 
 /**
  * The PostgreSQL connection layer when the server ends its sessions (a failover, a restart, an administrator):
@@ -52,10 +52,16 @@ describe('connection loss (postgres)', () => {
     await admin.query(`CREATE DATABASE ${name}`)
     const url = new URL(ADMIN_URL)
     url.pathname = `/${name}`
-    handle = await connectPostgres(url.toString(), 4, {
-      warn: (_fields, message) => logged.push(`warn ${message}`),
-      info: (_fields, message) => logged.push(`info ${message}`),
-    })
+    handle = await connectPostgres(
+      url.toString(),
+      4,
+      {
+        warn: (_fields, message) => logged.push(`warn ${message}`),
+        info: (_fields, message) => logged.push(`info ${message}`),
+      },
+      undefined,
+      testDriver(),
+    )
     await sql`CREATE TABLE notes (id int PRIMARY KEY)`.execute(handle.db)
   })
 

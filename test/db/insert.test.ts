@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
+import { insertReturning, selectOneBy } from '../../src/db/driver/insert.ts'
 import type { Db } from '../../src/db/index.ts'
-import { insertReturning, selectOneBy } from '../../src/db/insert.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 // The helper is typed by the service's tables; this table stands in for one of them.
@@ -14,7 +14,7 @@ const insert = (db: Db, row: Row, returning = ALL) =>
 
 for (const backend of backends()) {
   describe(`insertReturning (${backend})`, () => {
-    const database = suiteDatabase(backend)
+    const database = suiteDatabase(backend, 'prepared')
     let db: Db
 
     before(async () => {

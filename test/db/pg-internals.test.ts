@@ -6,9 +6,9 @@ import pg from 'pg'
 import { ROOT } from '../helpers/program.ts'
 
 /**
- * What src/db's driver layer (shaped-query.ts, prepared.ts) takes from node-postgres beyond its public API:
- * its Result and value mapping modules, the Query's own steps, and the Connection's messages, state and
- * socket. node-postgres is pinned to one version; an upgrade that moves or renames any of these fails here,
+ * What the driver layer (src/db/driver/: shaped-query.ts, prepared.ts) takes from node-postgres beyond its
+ * public API: its Result and value mapping modules, the Query's own steps, and the Connection's messages, state
+ * and socket. node-postgres is pinned to one version; an upgrade that moves or renames any of these fails here,
  * by name, before it can fail on the money path.
  */
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
+import { mapValue } from '../../src/db/driver/shaped-query.ts'
 import type { Db } from '../../src/db/index.ts'
-import { mapValue } from '../../src/db/shaped-query.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 /** Counts the Describe messages node-postgres sends, from now until stop(). */
@@ -31,7 +31,7 @@ interface Prepared {
 
 for (const backend of backends()) {
   describe(`prepared statements (${backend})`, () => {
-    const database = suiteDatabase(backend)
+    const database = suiteDatabase(backend, 'prepared')
     let db: Db
 
     before(async () => {

@@ -7,8 +7,9 @@ import type { Db } from '../../src/db/index.ts'
 import { backends, freshDatabase, postgresUrlOf } from '../helpers/harness.ts'
 
 /**
- * On PostgreSQL, statements outside a transaction share a few pipelined connections (src/db/prepared.ts);
- * a transaction has a connection of its own. The embedded database has one connection and no sharing.
+ * On PostgreSQL, statements outside a transaction share a few pipelined connections
+ * (src/db/driver/prepared.ts); a transaction has a connection of its own. The embedded database has one
+ * connection and no sharing.
  */
 const pid = (db: Db, tag: number) =>
   sql<{ pid: number; tag: number }>`SELECT pg_backend_pid() AS pid, ${tag}::int AS tag`
@@ -22,7 +23,7 @@ if (backends().includes('postgres'))
     let admin: pg.Client
 
     before(async () => {
-      fresh = await freshDatabase('postgres')
+      fresh = await freshDatabase('postgres', 'prepared')
       db = fresh.handle.db
       await sql`CREATE TABLE items (id int PRIMARY KEY, note text NOT NULL)`.execute(db)
       await sql`INSERT INTO items VALUES (1, 'one')`.execute(db)

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
+import { compiledOnce, isKept } from '../../src/db/driver/statement.ts'
 import type { Db } from '../../src/db/index.ts'
-import { compiledOnce, isKept } from '../../src/db/statement.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 // The builder is typed by the service's tables; this table stands in for one of them.
@@ -15,7 +15,7 @@ let suite = 0
 
 for (const backend of backends()) {
   describe(`compiledOnce (${backend})`, () => {
-    const database = suiteDatabase(backend)
+    const database = suiteDatabase(backend, 'prepared')
     let db: Db
     const key = (name: string) => `test.${suite}.${name}`
 

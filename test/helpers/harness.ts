@@ -9,7 +9,8 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { type KyselyPlugin, sql } from 'kysely'
 import pg from 'pg'
 import { buildApp, createLogger, createServices, type ServiceOptions, type Services } from '../../src/app.ts'
-import { type Config, loadConfig } from '../../src/config.ts'
+import { type Config, loadConfig, parseDatabaseDriver } from '../../src/config.ts'
+import type { DatabaseDriver } from '../../src/db/driver/mode.ts'
 import {
   connectPglite,
   connectPostgres,
@@ -30,13 +31,19 @@ export function backends(): Backend[] {
 }
 
 /**
+ * How the suites' databases are reached: DATABASE_DRIVER, as the program reads it (the driver layer unless
+ * `plain`). A test of the layer itself asks for `prepared`.
+ */
+export const testDriver = (): DatabaseDriver => parseDatabaseDriver(process.env.DATABASE_DRIVER)
+
+/**
  * A fresh database for the suite this is called in, made before its tests and dropped after them. Returns
  * the way to reach it from inside the tests.
  */
-export function suiteDatabase(backend: Backend): () => Db {
+export function suiteDatabase(backend: Backend, driver = testDriver()): () => Db {
   let fresh: { handle: DbHandle; drop(): Promise<void> } | null = null
   before(async () => {
-    fresh = await freshDatabase(backend)
+    fresh = await freshDatabase(backend, driver)
   })
   after(() => fresh?.drop())
   return () => {
@@ -46,9 +53,12 @@ export function suiteDatabase(backend: Backend): () => Db {
 }
 
 /** A fresh, empty database of the given kind; `drop` removes it. */
-export async function freshDatabase(backend: Backend): Promise<{ handle: DbHandle; drop(): Promise<void> }> {
+export async function freshDatabase(
+  backend: Backend,
+  driver = testDriver(),
+): Promise<{ handle: DbHandle; drop(): Promise<void> }> {
   if (backend === 'pglite') {
-    const handle = await connectPglite(null)
+    const handle = await connectPglite(null, { driver })
     return { handle, drop: () => handle.close() }
   }
   const adminUrl = process.env.TEST_DATABASE_URL as string
@@ -59,7 +69,7 @@ export async function freshDatabase(backend: Backend): Promise<{ handle: DbHandl
   await admin.end()
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
-  const handle = await connectPostgres(url.toString(), 20)
+  const handle = await connectPostgres(url.toString(), 20, undefined, undefined, driver)
   return {
     handle,
     async drop() {
@@ -78,17 +88,18 @@ export async function freshDatabase(backend: Backend): Promise<{ handle: DbHandl
  */
 export async function migratedDatabase(
   backend: Backend,
+  driver = testDriver(),
 ): Promise<{ handle: DbHandle; drop(): Promise<void> }> {
   if (backend === 'pglite') {
-    const handle = await connectPglite(null, { loadDataDir: await pgliteTemplate() }).catch(() =>
+    const handle = await connectPglite(null, { loadDataDir: await pgliteTemplate(), driver }).catch(() =>
       // A kept template that cannot be started from (cut short, or left by another version): made again.
-      pgliteTemplate(true).then((made) => connectPglite(null, { loadDataDir: made })),
+      pgliteTemplate(true).then((made) => connectPglite(null, { loadDataDir: made, driver })),
     )
     // Applies nothing when the template is current; a test that changes a migration sees it applied.
     await migrateToLatest(handle.db)
     return { handle, drop: () => handle.close() }
   }
-  const fresh = await freshDatabase(backend)
+  const fresh = await freshDatabase(backend, driver)
   await migrateToLatest(fresh.handle.db)
   return fresh
 }

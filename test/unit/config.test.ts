@@ -25,6 +25,17 @@ describe('loadConfig', () => {
     refused({ ...DEVELOPMENT, LOG_FORMAT: 'text' }, /LOG_FORMAT must be json, pretty or auto, got "text"/)
   })
 
+  it('DATABASE_DRIVER: the driver layer unless plain, anything else refused', () => {
+    assert.equal(loadConfig(DEVELOPMENT).databaseDriver, 'prepared')
+    assert.equal(loadConfig({ ...DEVELOPMENT, DATABASE_DRIVER: '' }).databaseDriver, 'prepared')
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_DRIVER: 'prepared' }).databaseDriver, 'prepared')
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_DRIVER: 'plain' }).databaseDriver, 'plain')
+    refused(
+      { ...DEVELOPMENT, DATABASE_DRIVER: 'Plain' },
+      /DATABASE_DRIVER must be prepared or plain, got "Plain"/,
+    )
+  })
+
   it('sends HSTS only in production behind an https address, for a year unless HSTS_MAX_AGE says otherwise', () => {
     const https = { ...PRODUCTION, PUBLIC_BASE_URL: 'https://pay.example' }
     assert.equal(loadConfig(https).hstsMaxAgeSeconds, 31_536_000)

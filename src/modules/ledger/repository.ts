@@ -1,4 +1,5 @@
 import { sql } from 'kysely'
+import { compiledOnce } from '../../db/driver/statement.ts'
 import {
   JOURNAL_ENTRY_KINDS,
   JOURNAL_REFERENCE_TYPES,
@@ -8,7 +9,6 @@ import {
 import type { Executor } from '../../db/index.ts'
 import { type Cursor, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import { compiledOnce } from '../../db/statement.ts'
 import type { AccountKind, Mode } from '../../db/types.ts'
 
 /** A journal entry with its lines, as `postEntries` writes it. */

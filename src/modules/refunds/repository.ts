@@ -1,10 +1,10 @@
 import { type ExpressionBuilder, type Insertable, sql } from 'kysely'
+import { insertReturningAll } from '../../db/driver/insert.ts'
+import { compiledOnce, updateByUuid } from '../../db/driver/statement.ts'
 import type { RefundStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
-import { insertReturningAll } from '../../db/insert.ts'
 import { keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import { compiledOnce, updateByUuid } from '../../db/statement.ts'
 import type { Database, RefundsTable } from '../../db/types.ts'
 import type { Cursor } from '../../http/pagination.ts'
 

@@ -1,8 +1,8 @@
 import { type Insertable, sql } from 'kysely'
+import { compiledOnce } from '../../db/driver/statement.ts'
 import type { Executor } from '../../db/index.ts'
 import { type KeysetColumns, keysetPage } from '../../db/keyset.ts'
 import type { Scope } from '../../db/scope.ts'
-import { compiledOnce } from '../../db/statement.ts'
 import type {
   EventsTable,
   Mode,

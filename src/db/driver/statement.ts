@@ -1,6 +1,7 @@
 import { type Compilable, CompiledQuery, type Selectable, type Updateable } from 'kysely'
-import type { Executor } from './index.ts'
-import type { Database } from './types.ts'
+import type { Executor } from '../index.ts'
+import type { Database } from '../types.ts'
+import { isPrepared } from './mode.ts'
 
 /**
  * Stands for the value at `index` in the one extra build that finds where each value goes in a statement's
@@ -59,7 +60,8 @@ function shapeOf(built: CompiledQuery, probe: CompiledQuery, values: readonly un
  * update sets, how many rows an insert has) belongs in `key`. The first call checks what it can: it builds the
  * statement a second time with a stand-in for each value and keeps it only if the text is the same and each
  * stand-in is where its value was. A statement given a value that is not a plain one (an array, an object, an
- * SQL expression) is built by Kysely every time, as is every statement of an executor with a Kysely plugin.
+ * SQL expression) is built by Kysely every time, as is every statement of an executor with a Kysely plugin, and
+ * every statement when the layer is off (`mode.ts`).
  */
 export function compiledOnce<V extends unknown[], O>(
   db: Executor,
@@ -69,8 +71,8 @@ export function compiledOnce<V extends unknown[], O>(
 ): CompiledQuery<O> {
   const values = given as V
   // A plugin may rewrite any statement as Kysely compiles it (the tests inject database failures with one), and
-  // a kept text would pass it by: with one, every statement is built and compiled.
-  if (db.getExecutor().plugins.length > 0) return build(...values).compile()
+  // a kept text would pass it by: with one, every statement is built and compiled. So it is with the layer off.
+  if (!isPrepared(db) || db.getExecutor().plugins.length > 0) return build(...values).compile()
   const shape = shapes.get(key)
   const plain = values.every(isPlainValue)
   if (shape && plain) {

@@ -248,14 +248,6 @@ export function preparingPool(
   pool: pg.Pool,
   shared?: SharedConnections,
 ): PostgresPool & { sharedStats(): { open: number; idle: number } } {
-  // The pool listens for errors on a client only while it is idle in the pool. One checked out (between the
-  // statements of a transaction, or just connected: the server's FATAL may arrive in the same read as its
-  // ReadyForQuery) whose connection is cut would emit 'error' with no listener, and that ends the process.
-  // With this one, present from the moment the pool hands the client out, the running or next statement
-  // fails instead, and the pool drops the client, no longer queryable, when it is released.
-  pool.on('connect', (client) => {
-    client.on('error', () => {})
-  })
   const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>()
   const checkOut = async (): Promise<PostgresPoolClient> => {
     const client = await pool.connect()

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Insertable, type Selectable } from 'kysely'
-import type { Executor } from './index.ts'
-import type { Database } from './types.ts'
+import type { Executor } from '../index.ts'
+import type { Database } from '../types.ts'
+import { isPrepared } from './mode.ts'
 
 /**
  * The text of `compiled`, the first statement of its shape Kysely built, if its parameters are `values`
@@ -75,7 +76,7 @@ function fits(shape: InsertShape, row: Record<string, unknown>, returning: Retur
  * matched column by column, as building a key of its 36 column names was a tenth of what a create allocated).
  * A column whose value is undefined is left out, as Kysely leaves it out. The first build checks that Kysely
  * passes the values through unchanged and in column order, and a row with a value that is not a plain one (an
- * SQL expression, say) goes through Kysely.
+ * SQL expression, say) goes through Kysely, as does every insert when the layer is off (`mode.ts`).
  */
 async function insertOne<T extends keyof Database & string>(
   db: Executor,
@@ -83,6 +84,7 @@ async function insertOne<T extends keyof Database & string>(
   row: Insertable<Database[T]>,
   returning: Returning,
 ): Promise<unknown> {
+  if (!isPrepared(db)) return viaKysely(db, table, row, returning)
   const fields = row as Record<string, unknown>
   const values: unknown[] = []
   let plain = true
@@ -158,7 +160,7 @@ const selectQuery = <T extends keyof Database & string>(
  * The row of `table` whose `column` is `value` (a key: at most one row), or undefined: the statement Kysely
  * builds, built once per table and column and reused with the value as its one parameter (building a get's
  * statement anew was 15 % of its CPU). The first build checks that the value is the statement's only parameter;
- * if not, every call goes through Kysely.
+ * if not, every call goes through Kysely, as every call does when the layer is off (`mode.ts`).
  */
 export async function selectOneBy<T extends keyof Database & string>(
   db: Executor,
@@ -166,6 +168,7 @@ export async function selectOneBy<T extends keyof Database & string>(
   column: keyof Selectable<Database[T]> & string,
   value: string,
 ): Promise<Selectable<Database[T]> | undefined> {
+  if (!isPrepared(db)) return selectQuery(db, table, column, value).executeTakeFirst()
   const key = `${table}.${column}`
   let text = selectTexts.get(key)
   if (text === undefined) {
