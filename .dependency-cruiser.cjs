@@ -55,14 +55,14 @@ module.exports = {
       comment:
         "A module reaches another module through its service, never its repository (the SQL is the owner's).",
       from: { path: '^src/modules/([^/]+)/' },
-      to: { path: '^src/modules/[^/]+/repository[.]ts$', pathNot: '^src/modules/$1/' },
+      to: { path: '^src/modules/[^/]+/repository([.]ts$|/)', pathNot: '^src/modules/$1/' },
     },
     {
       name: 'program-through-services',
       severity: 'error',
       comment: 'Workers and the program call services, not repositories.',
       from: { path: ['^src/workers/', PROGRAM] },
-      to: { path: '^src/modules/[^/]+/repository[.]ts$' },
+      to: { path: '^src/modules/[^/]+/repository([.]ts$|/)' },
     },
     {
       name: 'production-code-is-not-test-code',

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Db } from '../db/index.ts'
 import { randomBase62 } from '../lib/ids.ts'
 import type { AttemptRecord, ClaimedDelivery, WebhookService } from '../modules/webhooks/service.ts'
+import { TargetQueue } from './target-queue.ts'
 
 export interface DispatcherOptions {
   /** HTTP attempts in flight at once in this process. */
@@ -48,11 +49,7 @@ export function startDispatcher(deps: {
     workerId: `${hostname()}-${process.pid}-${randomBase62(6)}`,
     ...deps.options,
   }
-  const inflightByTarget = new Map<string, number>()
-  const maxWaiting = 2 * options.perTargetCap
-  // Claimed deliveries waiting for a slot of their target: at most twice perTargetCap each, so a claim never
-  // waits longer than two rounds of its target's attempts (2 × the HTTP timeout, inside the lease).
-  const waitingByTarget = new Map<string, ClaimedDelivery[]>()
+  const targets = new TargetQueue<ClaimedDelivery>(options.perTargetCap)
   const running = new Set<Promise<void>>()
   let finished: Outcome[] = []
   let flushing: Promise<void> = Promise.resolve()
@@ -88,21 +85,8 @@ export function startDispatcher(deps: {
     return flushing
   }
 
-  /** Frees the delivery's slot of its target: a delivery waiting for it takes it (true), or none waits. */
-  function settle(delivery: ClaimedDelivery): boolean {
-    const left = (inflightByTarget.get(delivery.target) ?? 1) - 1
-    if (left > 0) inflightByTarget.set(delivery.target, left)
-    else inflightByTarget.delete(delivery.target)
-    const queue = waitingByTarget.get(delivery.target)
-    const next = stopping ? undefined : queue?.shift()
-    if (queue && queue.length === 0) waitingByTarget.delete(delivery.target)
-    if (!next) return false
-    deliver(next)
-    return true
-  }
-
+  /** Sends a delivery that holds a slot of its target; the slot goes to the next waiting one when it ends. */
   function deliver(delivery: ClaimedDelivery): void {
-    inflightByTarget.set(delivery.target, (inflightByTarget.get(delivery.target) ?? 0) + 1)
     const job = webhooks
       .send(delivery, options.workerId)
       .then(
@@ -115,8 +99,10 @@ export function startDispatcher(deps: {
       )
       .finally(() => {
         running.delete(job)
+        const next = targets.release(delivery.target)
         // A claim only when the freed slot found no delivery waiting for it.
-        if (!settle(delivery)) wake()
+        if (next) deliver(next)
+        else wake()
       })
     running.add(job)
   }
@@ -135,16 +121,8 @@ export function startDispatcher(deps: {
         // queue is bounded, so they are at most 2 × concurrency in all). One claim takes at most what one
         // target can hold (its slots and its queue): a backlog for one endpoint then fills its queue without
         // claiming rows only to give them back.
-        const free = Math.min(options.concurrency - running.size, maxWaiting + options.perTargetCap)
+        const free = Math.min(options.concurrency - running.size, targets.capacity)
         if (free <= 0) break
-        // Targets whose slots and queue are full are left out of the claim: their rows would only be given
-        // back, and a backlog of them could fill every claim ahead of other merchants' deliveries.
-        const saturated = [...inflightByTarget]
-          .filter(
-            ([target, n]) =>
-              n + (waitingByTarget.get(target)?.length ?? 0) >= options.perTargetCap + maxWaiting,
-          )
-          .map(([target]) => target)
         const now = new Date()
         const claimed = await webhooks.claimDue(
           db,
@@ -152,21 +130,15 @@ export function startDispatcher(deps: {
           now,
           new Date(now.getTime() + options.leaseMs),
           free,
-          saturated,
+          // A backlog of full targets could otherwise fill every claim ahead of other merchants' deliveries.
+          targets.saturated(),
         )
         const giveBack: string[] = []
         for (const delivery of claimed) {
-          if (stopping) giveBack.push(delivery.uuid)
-          else if ((inflightByTarget.get(delivery.target) ?? 0) < options.perTargetCap) deliver(delivery)
-          else {
-            // The target's slots are busy: the delivery waits for one, or goes back when its queue is full.
-            const queue = waitingByTarget.get(delivery.target) ?? []
-            if (queue.length >= maxWaiting) giveBack.push(delivery.uuid)
-            else {
-              queue.push(delivery)
-              waitingByTarget.set(delivery.target, queue)
-            }
-          }
+          // Sent now, or waiting for a slot of its target; back when that queue is full too, or at shutdown.
+          const admission = stopping ? 'full' : targets.admit(delivery)
+          if (admission === 'start') deliver(delivery)
+          else if (admission === 'full') giveBack.push(delivery.uuid)
         }
         if (giveBack.length) await webhooks.releaseClaims(options.workerId, giveBack)
         // A full batch suggests more are due.
@@ -199,9 +171,10 @@ export function startDispatcher(deps: {
     wake,
     async stop() {
       stopping = true
+      // What waits is given back with the rest of the claims below; a slot that frees starts nothing.
+      targets.dropWaiting()
       clearInterval(timer)
       await unlisten?.()
-      waitingByTarget.clear()
       await Promise.allSettled([...running])
       await flush()
       await webhooks.releaseClaims(options.workerId)

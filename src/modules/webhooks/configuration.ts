@@ -9,7 +9,8 @@ import { iso } from '../../lib/time.ts'
 import type { WebhookDeps } from './deps.ts'
 import { attemptNow } from './dispatch.ts'
 import { deliveryView } from './log.ts'
-import * as repo from './repository.ts'
+import * as configRepo from './repository/configs.ts'
+import * as deliveryRepo from './repository/deliveries.ts'
 import { EVENT_NAMES, type UpdateWebhookConfigInput, type WebhookConfigView } from './schemas.ts'
 import { ensureConfig, newWebhookSecret } from './secrets.ts'
 import { assertSafeUrl, UnsafeTargetError } from './ssrf.ts'
@@ -58,7 +59,7 @@ export async function updateConfig(
   const scope = scopeOf(auth)
   await ensureConfig(deps, deps.db, scope)
   const enabled = input.enabled ?? true
-  const updated = await repo.updateConfig(deps.db, scope, {
+  const updated = await configRepo.updateConfig(deps.db, scope, {
     url: input.url,
     ...(input.url !== undefined && { target: input.url === null ? null : new URL(input.url).host }),
     enabled,
@@ -77,7 +78,7 @@ export async function rotateSecret(
   const scope = scopeOf(auth)
   await ensureConfig(deps, deps.db, scope)
   const now = new Date()
-  const updated = await repo.rotateSecret(
+  const updated = await configRepo.rotateSecret(
     deps.db,
     scope,
     encryptSecret(deps.config.masterKey, newWebhookSecret()),
@@ -110,7 +111,7 @@ export async function sendTest(deps: WebhookDeps, auth: AuthContext) {
     },
   })
   const worker = `api-test-${newId()}`
-  const delivery = await repo.insertDelivery(deps.db, {
+  const delivery = await deliveryRepo.insertDelivery(deps.db, {
     uuid: newId(),
     event_id: eventId,
     merchant_uuid: scope.merchantUuid,

@@ -3,8 +3,10 @@ import { newId } from '../../lib/ids.ts'
 import { deliveryOutcomes } from '../../lib/metrics.ts'
 import { type AttemptResult, nextAttemptDelayMs } from './delivery.ts'
 import type { DispatchOptions, WebhookDeps } from './deps.ts'
-import type { AttemptRecord, ClaimedDelivery } from './repository.ts'
-import * as repo from './repository.ts'
+import type { AttemptRecord } from './repository/attempts.ts'
+import * as attemptRepo from './repository/attempts.ts'
+import * as configRepo from './repository/configs.ts'
+import type { ClaimedDelivery } from './repository/deliveries.ts'
 import { ensureConfig, signingSecrets } from './secrets.ts'
 
 /** A finished attempt, waiting to be recorded: what to write, and whether to switch the configuration off. */
@@ -103,12 +105,12 @@ export async function sendAttempt(
 export async function recordOutcomes(deps: Pick<WebhookDeps, 'db'>, outcomes: AttemptOutcome[]) {
   const records = outcomes.map((o) => o.record)
   const gone = outcomes.filter((o) => o.disable)
-  if (gone.length === 0) await repo.recordAttempts(deps.db, records)
+  if (gone.length === 0) await attemptRepo.recordAttempts(deps.db, records)
   else
     await deps.db.transaction().execute(async (trx) => {
-      await repo.recordAttempts(trx, records)
+      await attemptRepo.recordAttempts(trx, records)
       for (const o of gone) {
-        await repo.updateConfig(
+        await configRepo.updateConfig(
           trx,
           { merchantUuid: o.delivery.merchant_uuid, mode: o.delivery.mode },
           {

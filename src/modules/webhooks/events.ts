@@ -8,7 +8,7 @@ import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { WebhookDeps } from './deps.ts'
-import * as repo from './repository.ts'
+import * as eventRepo from './repository/events.ts'
 import { EVENT_NAMES, type EventName, type ListEventsInput, type WebhookStatus } from './schemas.ts'
 
 const isEventName = (value: string): value is EventName => (EVENT_NAMES as readonly string[]).includes(value)
@@ -18,7 +18,7 @@ const isEventName = (value: string): value is EventName => (EVENT_NAMES as reado
  * cursor digest): distinct types in order, dates as instants, the uuid in lower case. Pure; an invalid value is
  * 422 on its field. An export takes the same query and filters.
  */
-export function eventFilters(query: Omit<ListEventsInput, 'cursor' | 'per_page'>): repo.EventFilters {
+export function eventFilters(query: Omit<ListEventsInput, 'cursor' | 'per_page'>): eventRepo.EventFilters {
   let types: EventName[] | undefined
   if (query.type !== undefined) {
     const names = distinctSorted(query.type)
@@ -41,7 +41,7 @@ export function eventFilters(query: Omit<ListEventsInput, 'cursor' | 'per_page'>
 }
 
 /** What a cursor remembers of the filters it was made under. */
-const digestOf = (filters: repo.EventFilters) =>
+const digestOf = (filters: eventRepo.EventFilters) =>
   filterDigest({
     type: filters.types?.join(','),
     created_from: filters.from?.toISOString(),
@@ -53,7 +53,9 @@ const digestOf = (filters: repo.EventFilters) =>
  * An event as the API shows it: the body its webhook carries (stored once, sent as is on every attempt),
  * parsed, and how its delivery stands.
  */
-export function eventView(row: repo.EventRow): Record<string, unknown> & { webhook_status: WebhookStatus } {
+export function eventView(
+  row: eventRepo.EventRow,
+): Record<string, unknown> & { webhook_status: WebhookStatus } {
   return { ...(JSON.parse(row.body) as Record<string, unknown>), webhook_status: row.webhook_status }
 }
 
@@ -67,8 +69,8 @@ export function listEvents(
     query,
     { digest: digestOf(filters), path: `${deps.config.publicBaseUrl}/integration/events` },
     // The cursors mark an event by when it occurred (the list's time column) and its id.
-    async (cursor, limit): Promise<(repo.EventRow & { created_at: Date })[]> =>
-      (await repo.listEventsPage(deps.db, scopeOf(auth), filters, cursor, limit)).map((row) => ({
+    async (cursor, limit): Promise<(eventRepo.EventRow & { created_at: Date })[]> =>
+      (await eventRepo.listEventsPage(deps.db, scopeOf(auth), filters, cursor, limit)).map((row) => ({
         ...row,
         created_at: row.occurred_at,
       })),
@@ -79,7 +81,7 @@ export function listEvents(
 /** The merchant's event in this key's mode, or 404 (a malformed id included). */
 export async function getEvent(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, eventId: string) {
   const id = eventId.toLowerCase()
-  const row = isUuid(id) ? await repo.findEvent(deps.db, scopeOf(auth), id) : undefined
+  const row = isUuid(id) ? await eventRepo.findEvent(deps.db, scopeOf(auth), id) : undefined
   if (!row) throw notFound('event')
   return eventView(row)
 }
@@ -92,9 +94,9 @@ export async function* exportEvents(
 ) {
   const filters = eventFilters(exportQuery(query))
   for await (const rows of keysetBatches(
-    repo.eventsQuery(deps.db, scopeOf(auth), filters),
+    eventRepo.eventsQuery(deps.db, scopeOf(auth), filters),
     EXPORT_BATCH_ROWS,
-    repo.EVENT_KEYSET,
+    eventRepo.EVENT_KEYSET,
   ))
     yield rows.map(eventView)
 }

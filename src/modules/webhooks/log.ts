@@ -6,7 +6,8 @@ import { filterDigest, listAnswer } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { iso } from '../../lib/time.ts'
 import type { WebhookDeps } from './deps.ts'
-import * as repo from './repository.ts'
+import * as attemptRepo from './repository/attempts.ts'
+import * as deliveryRepo from './repository/deliveries.ts'
 import type { WebhookDeliveryView } from './schemas.ts'
 
 export interface ListDeliveriesInput {
@@ -45,14 +46,14 @@ export function listDeliveries(
   return listAnswer(
     query,
     { digest: filterDigest(filters), path: `${deps.config.publicBaseUrl}/integration/webhook/deliveries` },
-    (cursor, limit) => repo.listDeliveries(deps.db, scopeOf(auth), filters, cursor, limit),
+    (cursor, limit) => deliveryRepo.listDeliveries(deps.db, scopeOf(auth), filters, cursor, limit),
     deliveryView,
   )
 }
 
 /** The merchant's delivery `uuid`, or 404 (a malformed uuid included). */
 async function findOwnDelivery(deps: Pick<WebhookDeps, 'db'>, scope: Scope, uuid: string) {
-  const row = isUuid(uuid) ? await repo.findDelivery(deps.db, scope, uuid) : undefined
+  const row = isUuid(uuid) ? await deliveryRepo.findDelivery(deps.db, scope, uuid) : undefined
   if (!row) throw notFound('webhook delivery')
   return row
 }
@@ -68,8 +69,8 @@ export async function redeliver(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext
     throw new AppError('invalid_state', 'Test deliveries are not redelivered: send a new test instead.')
   const now = new Date()
   const updated = await deps.db.transaction().execute(async (trx) => {
-    const requeued = await repo.requeueDelivery(trx, uuid, now)
-    await repo.notifyDispatchers(trx)
+    const requeued = await deliveryRepo.requeueDelivery(trx, uuid, now)
+    await deliveryRepo.notifyDispatchers(trx)
     return requeued
   })
   return deliveryView(updated)
@@ -82,7 +83,7 @@ export async function redeliver(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext
  */
 export async function deliveryAttempts(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, uuid: string) {
   const row = await findOwnDelivery(deps, scopeOf(auth), uuid)
-  const attempts = await repo.listAttempts(deps.db, row.uuid)
+  const attempts = await attemptRepo.listAttempts(deps.db, row.uuid)
   return {
     delivery: deliveryView(row),
     request: {
@@ -94,7 +95,7 @@ export async function deliveryAttempts(deps: Pick<WebhookDeps, 'db'>, auth: Auth
         'webhook-timestamp': '<the attempt start, unix seconds>',
         'webhook-signature': 'v1,<HMAC-SHA256 of id.timestamp.body with the secret of the time>',
       },
-      body: await repo.deliveryBody(deps.db, row),
+      body: await deliveryRepo.deliveryBody(deps.db, row),
     },
     attempts: attempts.map((a) => ({
       attempt: a.attempt,

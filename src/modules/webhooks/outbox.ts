@@ -1,7 +1,7 @@
 import type { Executor } from '../../db/index.ts'
 import type { Mode } from '../../db/types.ts'
 import { newId } from '../../lib/ids.ts'
-import * as repo from './repository.ts'
+import * as eventRepo from './repository/events.ts'
 import type { EventName } from './schemas.ts'
 
 export interface RecordEventInput {
@@ -57,6 +57,6 @@ export async function recordEvent(trx: Executor, input: RecordEventInput): Promi
   }
   // The event, its delivery (if it has a target) and the dispatchers' wake-up together.
   const to = input.callbackUrl ? { url: input.callbackUrl, target: new URL(input.callbackUrl).host } : null
-  await repo.insertEventWithDelivery(trx, event, delivery, to)
+  await eventRepo.insertEventWithDelivery(trx, event, delivery, to)
   return eventId
 }

@@ -1,5 +1,6 @@
 import type { WebhookDeps } from './deps.ts'
-import * as repo from './repository.ts'
+import * as deliveryRepo from './repository/deliveries.ts'
+import * as eventRepo from './repository/events.ts'
 
 const DAY_MS = 86_400_000
 
@@ -18,16 +19,16 @@ export async function purgeExpiredEvents(
   let purged = 0
   for (;;) {
     const { found, deleted } = await deps.db.transaction().execute(async (trx) => {
-      const candidates = await repo.lockExpiredEvents(trx, before, batch)
+      const candidates = await eventRepo.lockExpiredEvents(trx, before, batch)
       if (candidates.length === 0) return { found: 0, deleted: 0 }
-      const deliveries = await repo.lockDeliveriesOf(trx, candidates)
+      const deliveries = await deliveryRepo.lockDeliveriesOf(trx, candidates)
       // Pending since the candidates were chosen (a redelivery): kept, like any event still being delivered.
       const busy = new Set(deliveries.filter((d) => d.status === 'pending').map((d) => d.event_id))
-      await repo.deleteDeliveries(
+      await deliveryRepo.deleteDeliveries(
         trx,
         deliveries.filter((d) => !busy.has(d.event_id)).map((d) => d.uuid),
       )
-      const count = await repo.deleteEvents(
+      const count = await eventRepo.deleteEvents(
         trx,
         candidates.filter((uuid) => !busy.has(uuid)),
       )

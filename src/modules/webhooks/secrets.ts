@@ -5,7 +5,7 @@ import type { Scope } from '../../db/scope.ts'
 import type { WebhookConfig } from '../../db/types.ts'
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts'
 import type { WebhookDeps } from './deps.ts'
-import * as repo from './repository.ts'
+import * as configRepo from './repository/configs.ts'
 import { EVENT_NAMES } from './schemas.ts'
 
 export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
@@ -52,8 +52,8 @@ export function signingSecrets(
  */
 export const ensureConfig = async (deps: Pick<WebhookDeps, 'config'>, db: Executor, scope: Scope) =>
   // A first secret is made and sealed only when there is no configuration yet.
-  (await repo.findConfig(db, scope)) ??
-  repo.ensureConfig(
+  (await configRepo.findConfig(db, scope)) ??
+  configRepo.ensureConfig(
     db,
     scope,
     encryptSecret(deps.config.masterKey, newWebhookSecret()),

@@ -15,7 +15,7 @@ import {
   redeliver,
 } from './log.ts'
 import { recordEvent } from './outbox.ts'
-import * as repo from './repository.ts'
+import * as deliveryRepo from './repository/deliveries.ts'
 import { purgeExpiredEvents } from './retention.ts'
 import type { ListEventsInput, UpdateWebhookConfigInput } from './schemas.ts'
 import { createSecretOpener } from './secrets.ts'
@@ -23,8 +23,9 @@ import { createEventStreams } from './stream.ts'
 
 export type { DispatchOptions } from './deps.ts'
 export type { RecordEventInput } from './outbox.ts'
-export type { AttemptRecord, ClaimedDelivery } from './repository.ts'
-export { WAKE_CHANNEL } from './repository.ts'
+export type { AttemptRecord } from './repository/attempts.ts'
+export type { ClaimedDelivery } from './repository/deliveries.ts'
+export { WAKE_CHANNEL } from './repository/deliveries.ts'
 export { newWebhookSecret } from './secrets.ts'
 
 export type WebhookService = ReturnType<typeof createWebhookService>
@@ -34,7 +35,8 @@ export type WebhookService = ReturnType<typeof createWebhookService>
  * instance's database, configuration, HTTP client and retry schedule. The operations live in outbox.ts (events
  * written in the caller's transaction), dispatch.ts (sending and recording attempts), configuration.ts (URL,
  * events, secrets, test sends), log.ts (the delivery log), events.ts (the events API) and retention.ts (old
- * events removed); their SQL in repository.ts.
+ * events removed); their SQL in repository/, one file per table (configs.ts, events.ts, deliveries.ts,
+ * attempts.ts).
  */
 export function createWebhookService(deps: {
   db: Db
@@ -81,11 +83,11 @@ export function createWebhookService(deps: {
     purgeEvents: (now?: Date) => purgeExpiredEvents(bound, now),
 
     leaseMs: config.webhook.leaseMs,
-    claimDue: repo.claimDue,
-    send: (delivery: repo.ClaimedDelivery, worker: string) => sendAttempt(bound, delivery, worker),
+    claimDue: deliveryRepo.claimDue,
+    send: (delivery: deliveryRepo.ClaimedDelivery, worker: string) => sendAttempt(bound, delivery, worker),
     record: (outcomes: AttemptOutcome[]) => recordOutcomes(bound, outcomes),
-    releaseClaims: (worker: string, uuids?: string[]) => repo.releaseClaims(db, worker, uuids),
+    releaseClaims: (worker: string, uuids?: string[]) => deliveryRepo.releaseClaims(db, worker, uuids),
     /** Deliveries waiting to be sent, and the age of the oldest (the outbox metrics). */
-    outboxStats: () => repo.outboxStats(db),
+    outboxStats: () => deliveryRepo.outboxStats(db),
   }
 }

@@ -7,7 +7,7 @@ import { AppError } from '../../http/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
 import type { WebhookDeps } from './deps.ts'
 import { eventFilters } from './events.ts'
-import * as repo from './repository.ts'
+import * as eventRepo from './repository/events.ts'
 
 /** How often an open stream looks for new events. */
 export const STREAM_POLL_MS = 200
@@ -59,7 +59,7 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
     let newest = floor.getTime()
     const last = lastEventId?.toLowerCase()
     if (last && isUuid(last)) {
-      const event = await repo.findEvent(deps.db, scope, last)
+      const event = await eventRepo.findEvent(deps.db, scope, last)
       if (event) {
         floor = event.occurred_at
         newest = floor.getTime()
@@ -109,7 +109,7 @@ export function createEventStreams(deps: Pick<WebhookDeps, 'db'>) {
         while (!stop.signal.aborted) {
           const from = new Date(Math.max(floor.getTime(), newest - STREAM_LOOKBACK_MS))
           for (const [id, at] of sent) if (at < from.getTime()) sent.delete(id)
-          const rows = await repo.eventsSince(deps.db, scope, {
+          const rows = await eventRepo.eventsSince(deps.db, scope, {
             from,
             types,
             except: [...sent.keys()],

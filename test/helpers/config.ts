@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto'
+import { type Config, loadConfig } from '../../src/config.ts'
+import { programEnv } from './program.ts'
+
+export const TEST_MASTER_KEY = randomBytes(32).toString('hex')
+
+/**
+ * The environment of a real `serve` on a test's PostgreSQL database (postgresUrlOf): development, the suites'
+ * master key, warnings only, on 127.0.0.1:`port`; `extra` adds to it. Nothing of the caller's leaks in.
+ */
+export const serviceEnv = (databaseUrl: string, port: number, extra: Record<string, string> = {}) =>
+  programEnv({
+    APP_ENV: 'development',
+    DATABASE_URL: databaseUrl,
+    MASTER_KEY: TEST_MASTER_KEY,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    ...extra,
+  })
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return {
+    ...loadConfig({
+      APP_ENV: 'development',
+      MASTER_KEY: TEST_MASTER_KEY,
+      PUBLIC_BASE_URL: 'http://gateway.test',
+      LOG_LEVEL: 'info',
+    }),
+    // Suites fire requests far faster than a merchant would; the rate-limit suite sets its own limits.
+    rateLimit: { perSecond: 1_000_000, burst: 1_000_000 },
+    // Suites change rates straight in the database and expect the next request to see it.
+    rateCacheMs: 0,
+    ...overrides,
+  }
+}
