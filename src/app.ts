@@ -291,7 +291,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       publicBaseUrl: config.publicBaseUrl,
     }),
   )
-  registerDashboardAnswers(app, db)
+  registerDashboardAnswers(app, services.users)
   await registerRateLimit(app, config.rateLimit, config.redisUrl)
   registerIdempotency(app, db, fingerprintKey(config.masterKey), config.idempotencyLeaseMs)
   // Each module registers its own schemas; a module whose routes answer another's resources comes after it.

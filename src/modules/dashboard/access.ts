@@ -1,13 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import { isMode } from '../../db/enums.ts'
-import type { Db } from '../../db/index.ts'
 import { type AuthContext, DASHBOARD_MODE_HEADER, type SessionAccess } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
 import type { MerchantService } from '../merchants/service.ts'
-import { type AuditEntry, recordAudit } from '../users/audit.ts'
-import { dashboardActor } from '../users/deps.ts'
+import type { DashboardAction } from '../users/audit.ts'
 import type { Permission } from '../users/roles.ts'
-import { fromOf, requirePermission, selfOf, sessionGuards } from '../users/routes.ts'
+import { requirePermission, selfOf, sessionGuards } from '../users/routes.ts'
 import type { UserService } from '../users/service.ts'
 import type { DashboardSession } from '../users/sessions.ts'
 
@@ -139,7 +137,7 @@ export function dashboardAccess(deps: {
 }
 
 /** The object an answer names (its `uuid`), for the audit log. */
-function targetOf(payload: unknown): AuditEntry['target'] {
+function targetOf(payload: unknown): DashboardAction['target'] {
   if (typeof payload !== 'string') return undefined
   try {
     const uuid = (JSON.parse(payload) as { uuid?: unknown }).uuid
@@ -155,17 +153,15 @@ function targetOf(payload: unknown): AuditEntry['target'] {
  * what, in which mode, from where. A replayed answer (the same Idempotency-Key) changed nothing and is not
  * written again.
  */
-export function registerDashboardAnswers(app: FastifyInstance, db: Db): void {
+export function registerDashboardAnswers(app: FastifyInstance, users: Pick<UserService, 'audit'>): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const session = request.dashboardSession
     if (!session) return payload
     reply.header('cache-control', 'no-store')
     if (!CHANGES.has(request.method) || reply.statusCode >= 300) return payload
     if (reply.getHeader('idempotent-replayed')) return payload
-    await recordAudit(db, {
+    await users.audit(selfOf(session, request), {
       action: 'api_operation',
-      merchantUuid: session.user.merchant_uuid,
-      actor: dashboardActor(session.user.uuid, fromOf(request)),
       target: targetOf(payload),
       mode: request.auth?.mode ?? null,
       details: {

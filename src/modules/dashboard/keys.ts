@@ -6,9 +6,7 @@ import { Nullable } from '../../http/schemas.ts'
 import { registerValidators } from '../../http/validation.ts'
 import { iso } from '../../lib/time.ts'
 import type { MerchantService } from '../merchants/service.ts'
-import { recordAudit } from '../users/audit.ts'
-import { dashboardActor } from '../users/deps.ts'
-import { fromOf, requirePermission, sessionGuards } from '../users/routes.ts'
+import { requirePermission, selfOf, sessionGuards } from '../users/routes.ts'
 import type { UserService } from '../users/service.ts'
 
 const PREFIX = '/dashboard/api/keys'
@@ -36,7 +34,7 @@ const CreatedKey = Type.Object({
 const KeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 100 }) })
 
 export interface DashboardKeyOptions {
-  users: Pick<UserService, 'authenticate'>
+  users: Pick<UserService, 'authenticate' | 'audit'>
   merchants: Pick<MerchantService, 'listKeys' | 'createKey' | 'revokeMerchantKey'>
   publicBaseUrl: string
 }
@@ -47,7 +45,7 @@ export interface DashboardKeyOptions {
  * or its seal. Making and revoking are written to the audit log in the same transaction.
  */
 export const dashboardKeyRoutes: FastifyPluginAsyncTypebox<DashboardKeyOptions> = async (app, options) => {
-  const { merchants } = options
+  const { users, merchants } = options
   // The app's strict validators in this plugin's context (see users/routes.ts).
   registerValidators(app)
   const { requireSession, requireChange } = sessionGuards(options.users, options.publicBaseUrl)
@@ -79,14 +77,16 @@ export const dashboardKeyRoutes: FastifyPluginAsyncTypebox<DashboardKeyOptions> 
       requirePermission(session, 'developer_tools')
       const mode = request.body.mode as 'test' | 'live'
       const key = await merchants.createKey(session.user.merchant_uuid, mode, (trx, made) =>
-        recordAudit(trx, {
-          action: 'api_key_created',
-          merchantUuid: session.user.merchant_uuid,
-          actor: dashboardActor(session.user.uuid, fromOf(request)),
-          target: { type: 'api_key', id: made.key_id },
-          mode: made.mode,
-          at: made.created_at,
-        }),
+        users.audit(
+          selfOf(session, request),
+          {
+            action: 'api_key_created',
+            target: { type: 'api_key', id: made.key_id },
+            mode: made.mode,
+            at: made.created_at,
+          },
+          trx,
+        ),
       )
       if (!key) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
       return reply.code(201).send({
@@ -105,14 +105,16 @@ export const dashboardKeyRoutes: FastifyPluginAsyncTypebox<DashboardKeyOptions> 
       session.user.merchant_uuid,
       request.params.key_id,
       (trx, key) =>
-        recordAudit(trx, {
-          action: 'api_key_revoked',
-          merchantUuid: session.user.merchant_uuid,
-          actor: dashboardActor(session.user.uuid, fromOf(request)),
-          target: { type: 'api_key', id: key.key_id },
-          mode: key.mode,
-          at: key.revoked_at,
-        }),
+        users.audit(
+          selfOf(session, request),
+          {
+            action: 'api_key_revoked',
+            target: { type: 'api_key', id: key.key_id },
+            mode: key.mode,
+            at: key.revoked_at,
+          },
+          trx,
+        ),
     )
     if (revoked === 'not_found') throw new AppError('not_found', 'No such API key.')
     if (revoked === 'already_revoked') throw new AppError('invalid_state', 'This API key is revoked already.')
