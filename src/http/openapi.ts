@@ -14,6 +14,9 @@ export interface OpenApiOptions {
   webhooks: Json
 }
 
+/** The dashboard's own API: its routes are left out of the merchant's document. */
+export const DASHBOARD_API_PREFIX = '/dashboard/api/'
+
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
 
 /** Response headers the shared machinery sends, declared once and referenced by every response that has them. */
@@ -85,6 +88,58 @@ function declareSharedHeaders(doc: Json): Json {
     }
   }
   return doc
+}
+
+/** Every `$ref` value in a part of a document. */
+function refsIn(node: unknown, found: Set<string>): Set<string> {
+  if (Array.isArray(node)) for (const item of node) refsIn(item, found)
+  else if (node && typeof node === 'object')
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.add(value)
+      else refsIn(value, found)
+    }
+  return found
+}
+
+/**
+ * Drops the components no operation, webhook or used component references: the app's shared schemas include
+ * the dashboard API's, which this document does not describe.
+ */
+function dropUnusedComponents(doc: Json): Json {
+  const components: Json = doc.components ?? {}
+  const { components: _, ...rest } = doc
+  const used = refsIn(rest, new Set())
+  for (let queue = [...used]; queue.length > 0; ) {
+    const [, , kind, name] = String(queue.pop()).split('/')
+    const target = kind && name ? components[kind]?.[name] : undefined
+    for (const ref of refsIn(target, new Set()))
+      if (!used.has(ref)) {
+        used.add(ref)
+        queue.push(ref)
+      }
+  }
+  for (const kind of ['schemas', 'headers'])
+    for (const name of Object.keys(components[kind] ?? {}))
+      if (!used.has(`#/components/${kind}/${name}`)) delete components[kind][name]
+  return doc
+}
+
+/**
+ * A request body with an $id is a named component (CreateTransactionRequest…): the operation references it. The
+ * route keeps the schema itself, which types the handler's request.body and validates it. `inDocument` says
+ * which routes the document describes.
+ */
+const routesOf =
+  (inDocument: (url: string) => boolean) =>
+  ({ schema, url }: { schema: Json; url: string }) => {
+    if (!inDocument(url)) return { schema: { ...schema, hide: true }, url }
+    const body = schema?.body as { $id?: string } | undefined
+    return { schema: body?.$id ? { ...schema, body: Type.Ref(body.$id) } : schema, url }
+  }
+
+const refResolver = {
+  buildLocalReference: (json: Json, _base: unknown, _fragment: unknown, i: number) =>
+    (json.$id as string) || `def-${i}`,
 }
 
 const SIGNING = `Sign the request with the key's secret instead of sending it: \`X-Signature: key_id=<key_id>,t=<unix seconds>,v1=<hex>\`, where
@@ -160,15 +215,12 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         headers: HEADERS as never,
       },
     },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
-    // A request body with an $id is a named component (CreateTransactionRequest…): the operation references it.
-    // The route keeps the schema itself, which types the handler's request.body and validates it.
-    transform: ({ schema, url }) => {
-      const body = schema?.body as { $id?: string } | undefined
-      return { schema: body?.$id ? { ...schema, body: Type.Ref(body.$id) } : schema, url }
-    },
+    refResolver,
+    transform: routesOf((url) => !url.startsWith(DASHBOARD_API_PREFIX)) as never,
     transformObject: (document) =>
-      declareSharedHeaders((document as { openapiObject: Json }).openapiObject) as never,
+      dropUnusedComponents(
+        declareSharedHeaders((document as { openapiObject: Json }).openapiObject),
+      ) as never,
   })
   await app.register(swaggerUi, {
     routePrefix: '/docs',

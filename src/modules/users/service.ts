@@ -35,7 +35,10 @@ import {
 
 export type UserService = ReturnType<typeof createUserService>
 
-/** The dashboard's people and sessions: every operation of the module, bound to its dependencies. */
+/**
+ * The dashboard's people, their sessions and second factor, and the audit log of what they do: every operation
+ * of the module, bound to its dependencies. Its HTTP face is modules/dashboard/.
+ */
 export function createUserService(input: {
   db: Db
   config: Config
