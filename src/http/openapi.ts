@@ -14,8 +14,15 @@ export interface OpenApiOptions {
   webhooks: Json
 }
 
-/** The dashboard's own API: its routes are left out of the merchant's document. */
+/** The dashboard's own API: its routes make the dashboard's document, and are left out of the merchant's. */
 export const DASHBOARD_API_PREFIX = '/dashboard/api/'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The dashboard's own API's OpenAPI document (`/dashboard/api/…`), for its generated types. */
+    dashboardSwagger(): Json
+  }
+}
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
 
@@ -60,23 +67,26 @@ function* operations(doc: Json): Generator<[string, string, Json]> {
     for (const method of METHODS) if (item[method]) yield [method, path, item[method]]
 }
 
+/** An operation whose caller authenticates: the merchant API's rate limits count it. */
+const authenticated = (operation: Json) => Array.isArray(operation.security) && operation.security.length > 0
+
 /**
  * Declares the headers the shared machinery puts on answers, where it puts them: X-Request-Id on every answer;
- * the RateLimit-* headers on every answer of an authenticated operation that got past authentication (a 401
- * is not counted); Retry-After on 429, 503 and, with an Idempotency-Key, 409; Idempotent-Replayed on every
- * answer a replay can repeat (an operation that takes an Idempotency-Key stores its answers below 500, except
- * the refusals made before the key is claimed).
+ * the RateLimit-* headers on every answer of a `limited` operation that got past authentication (a 401 is not
+ * counted); Retry-After on 429, 503 and, with an Idempotency-Key, 409; Idempotent-Replayed on every answer a
+ * replay can repeat (an operation that takes an Idempotency-Key stores its answers below 500, except the
+ * refusals made before the key is claimed).
  */
-function declareSharedHeaders(doc: Json): Json {
+function declareSharedHeaders(doc: Json, limited: (operation: Json) => boolean = authenticated): Json {
   for (const [, , operation] of operations(doc)) {
-    const limited = Array.isArray(operation.security) && operation.security.length > 0
+    const counted = limited(operation)
     const idempotent = (operation.parameters ?? []).some(
       (p: Json) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key',
     )
     for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
       const code = Number(status)
       const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
-      if (limited && code !== 401)
+      if (counted && code !== 401)
         for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
           headers[name] = header(name)
       if (code === 429 || code === 503 || (idempotent && code === 409))
@@ -102,8 +112,8 @@ function refsIn(node: unknown, found: Set<string>): Set<string> {
 }
 
 /**
- * Drops the components no operation, webhook or used component references: the app's shared schemas include
- * the dashboard API's, which this document does not describe.
+ * Drops the components no operation, webhook or used component references. The app's shared schemas are all
+ * offered to both documents (one set of schemas, one Fastify instance): each keeps the ones it uses.
  */
 function dropUnusedComponents(doc: Json): Json {
   const components: Json = doc.components ?? {}
@@ -222,6 +232,7 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         declareSharedHeaders((document as { openapiObject: Json }).openapiObject),
       ) as never,
   })
+  await registerDashboardOpenApi(app, options)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: true,
@@ -232,4 +243,74 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
   })
 
   app.get('/integration/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}
+
+/**
+ * The dashboard's own API's document (`app.dashboardSwagger()`): every `/dashboard/api/…` route, made at
+ * generate time (scripts/openapi.ts) for the dashboard's generated types, and not served. A route declares
+ * its session (http/session.ts), which adds the credentials it asks for; the views a page calls in a mode ask
+ * for `X-Dashboard-Mode` too, and are rate-limited like the merchant API.
+ */
+async function registerDashboardOpenApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+  await app.register(swagger, {
+    decorator: 'dashboardSwagger',
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'merchant-gateway: Dashboard API',
+        version: options.version,
+        description:
+          "The dashboard's own endpoints: its sessions, people, second factor, audit log and API keys, and the figures its pages show that the merchant API does not answer. Only the dashboard's pages call them, with the session cookie; a change must come from a page of this service (its Origin) and carry the session's CSRF token. The guide: docs/DASHBOARD.md.",
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: options.publicBaseUrl }],
+      tags: [
+        {
+          name: 'Sign-in',
+          description: 'Sessions: signing in and out, who is signed in, accepting an invitation.',
+        },
+        {
+          name: 'Security',
+          description: "The second factor: each user's own, and the merchant's requirement.",
+        },
+        { name: 'People', description: "The merchant's dashboard users: invite, change a role, disable." },
+        { name: 'Audit log', description: 'What was done in the dashboard and by the operator.' },
+        { name: 'API keys', description: "The merchant's API keys: list, make, revoke." },
+        { name: 'Home', description: "The home page's figures." },
+        { name: 'Merchant', description: "The merchant's profile, as the operator set it." },
+        { name: 'Webhooks', description: "A webhook delivery's attempts, for the webhooks page." },
+      ],
+      components: {
+        securitySchemes: {
+          Session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'mg_session',
+            description: 'The session cookie that signing in sets (HttpOnly).',
+          },
+          CsrfToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-CSRF-Token',
+            description: "The session's CSRF token (`csrf_token` of the session): sent with every change.",
+          },
+          DashboardMode: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Dashboard-Mode',
+            description: 'The mode the page works in, `test` or `live`.',
+          },
+        },
+        headers: HEADERS as never,
+      },
+    },
+    refResolver,
+    transform: routesOf((url) => url.startsWith(DASHBOARD_API_PREFIX)) as never,
+    transformObject: (document) =>
+      dropUnusedComponents(
+        declareSharedHeaders((document as { openapiObject: Json }).openapiObject, (operation) =>
+          (operation.security ?? []).some((scheme: Json) => 'DashboardMode' in scheme),
+        ),
+      ) as never,
+  })
 }
