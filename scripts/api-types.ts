@@ -1,9 +1,9 @@
 /**
  * `npm run generate:client`: the TypeScript types of the service's two APIs, generated with openapi-typescript
- * from their OpenAPI documents: the merchant API's (the one served at /integration/openapi.json) for its two
- * clients, the dashboard (dashboard/src/api/schema.d.ts) and the merchant SDK (sdk/src/openapi.ts), and the
- * dashboard's own API's (`/dashboard/api/…`) into dashboard/src/api/openapi.ts. The files are checked in;
- * test/unit/api-types.test.ts fails when any is out of date, so no client can drift from its API.
+ * from their OpenAPI documents: the merchant API's (the one served at /integration/openapi.json) into
+ * sdk/src/openapi.ts, which the SDK and the dashboard's pages both import, and the dashboard's own API's
+ * (`/dashboard/api/…`) into dashboard/src/api/openapi.ts. Both files are checked in;
+ * test/unit/api-types.test.ts fails when either is out of date, so no client can drift from its API.
  */
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -13,9 +13,8 @@ import { type OpenApiDocument, openApiDocuments } from './openapi.ts'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 
-/** The merchant API's types: the SDK's, and the dashboard's copy (the same text). */
+/** The merchant API's types: the SDK's, imported by the dashboard too. */
 export const MERCHANT_TYPES = join(ROOT, 'sdk/src/openapi.ts')
-const DASHBOARD_MERCHANT_TYPES = join(ROOT, 'dashboard/src/api/schema.d.ts')
 /** The dashboard's own API's types. */
 export const DASHBOARD_TYPES = join(ROOT, 'dashboard/src/api/openapi.ts')
 
@@ -27,10 +26,8 @@ async function typesOf(document: OpenApiDocument, source: string): Promise<strin
 /** The text of each generated file, by its path, for the documents the service makes today. */
 export async function apiTypes(): Promise<Map<string, string>> {
   const { merchant, dashboard } = await openApiDocuments()
-  const merchantTypes = await typesOf(merchant, 'the served OpenAPI document')
   return new Map([
-    [DASHBOARD_MERCHANT_TYPES, merchantTypes],
-    [MERCHANT_TYPES, merchantTypes],
+    [MERCHANT_TYPES, await typesOf(merchant, 'the served OpenAPI document')],
     [DASHBOARD_TYPES, await typesOf(dashboard, "the dashboard API's OpenAPI document")],
   ])
 }

@@ -6,6 +6,7 @@ import { apiTypes, DASHBOARD_TYPES, MERCHANT_TYPES } from '../../scripts/api-typ
 describe("the API clients' generated types", () => {
   it('are what openapi-typescript makes of the two documents today (else: npm run generate:client)', async () => {
     const fresh = await apiTypes()
+    assert.deepEqual([...fresh.keys()].sort(), [DASHBOARD_TYPES, MERCHANT_TYPES].sort())
     assert.ok(fresh.get(MERCHANT_TYPES)?.includes('"/integration/transactions"'))
     assert.ok(!fresh.get(MERCHANT_TYPES)?.includes('"/dashboard/api/'))
     assert.ok(fresh.get(DASHBOARD_TYPES)?.includes('"/dashboard/api/session"'))
