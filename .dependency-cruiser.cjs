@@ -58,6 +58,14 @@ module.exports = {
       to: { path: '^src/modules/[^/]+/repository([.]ts$|/)', pathNot: '^src/modules/$1/' },
     },
     {
+      name: 'another-modules-routes-are-its-own',
+      severity: 'error',
+      comment:
+        "A module's routes.ts is its HTTP face, registered by app.ts: another module never imports it. What routes share (auth, the dashboard's session guard, errors) is in http/.",
+      from: { path: '^src/modules/([^/]+)/' },
+      to: { path: '^src/modules/[^/]+/routes[.]ts$', pathNot: '^src/modules/$1/' },
+    },
+    {
       name: 'program-through-services',
       severity: 'error',
       comment: 'Workers and the program call services, not repositories.',

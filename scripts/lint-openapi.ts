@@ -1,7 +1,7 @@
 /**
- * `npm run lint:openapi`: writes the served OpenAPI document to a temporary file and lints it with Redocly's
- * `recommended` ruleset (redocly.yaml), offline: no telemetry, no update check. Exits non-zero on any error or
- * warning.
+ * `npm run lint:openapi`: writes the served OpenAPI document and the dashboard API's to temporary files and lints
+ * each with Redocly's `recommended` ruleset (redocly.yaml), offline: no telemetry, no update check. Exits
+ * non-zero on any error or warning.
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -17,15 +17,17 @@ interface LintReport {
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dir = mkdtempSync(join(tmpdir(), 'merchant-gateway-openapi-'))
-const file = join(dir, 'openapi.json')
 const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' }
-try {
-  const print = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts/openapi.ts'), file], {
-    cwd: root,
-    stdio: 'inherit',
-    env,
-  })
-  if (print.status !== 0) process.exit(print.status ?? 1)
+
+/** Writes one document (`--dashboard`: the dashboard API's) and lints it; whether it has no problem at all. */
+function lint(name: string, args: string[]): boolean {
+  const file = join(dir, `${name}.json`)
+  const print = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'scripts/openapi.ts'), ...args, file],
+    { cwd: root, stdio: 'inherit', env },
+  )
+  if (print.status !== 0) return false
   const lint = spawnSync(
     process.execPath,
     [
@@ -48,18 +50,24 @@ try {
     process.stderr.write(
       `redocly lint did not answer JSON (exit ${lint.status}):\n${lint.stdout}${lint.stderr}`,
     )
-    process.exit(1)
+    return false
   }
   for (const problem of report.problems)
     process.stdout.write(
-      `${problem.severity} ${problem.ruleId}: ${problem.message} (${problem.location[0]?.pointer ?? ''})\n`,
+      `${name}: ${problem.severity} ${problem.ruleId}: ${problem.message} (${problem.location[0]?.pointer ?? ''})\n`,
     )
   const { errors, warnings } = report.totals
   process.stdout.write(
-    `Redocly ${report.version}, recommended ruleset (redocly.yaml): ${errors} error(s), ${warnings} warning(s).\n`,
+    `${name}: Redocly ${report.version}, recommended ruleset (redocly.yaml): ${errors} error(s), ${warnings} warning(s).\n`,
   )
   // Redocly exits 0 on warnings: the house allows none.
-  process.exitCode = errors + warnings === 0 && lint.status === 0 ? 0 : 1
+  return errors + warnings === 0 && lint.status === 0
+}
+
+try {
+  const merchant = lint('openapi', [])
+  const dashboard = lint('dashboard-openapi', ['--dashboard'])
+  process.exitCode = merchant && dashboard ? 0 : 1
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -20,13 +20,15 @@ import { registerPagination } from './http/pagination.ts'
 import { registerRateLimit } from './http/rate-limit.ts'
 import { registerRequestId, requestIdOptions } from './http/request-id.ts'
 import { registerSecurityHeaders } from './http/security-headers.ts'
+import { registerSessionGuard } from './http/session.ts'
 import { registerValidators } from './http/validation.ts'
 import { httpDuration } from './lib/metrics.ts'
 import { checkoutRoutes } from './modules/checkout/routes.ts'
 import { type CheckoutService, createCheckoutService } from './modules/checkout/service.ts'
 import { dashboardAccess, registerDashboardAnswers } from './modules/dashboard/access.ts'
-import { dashboardKeyRoutes } from './modules/dashboard/keys.ts'
-import { dashboardPages } from './modules/dashboard/routes.ts'
+import { dashboardSessions } from './modules/dashboard/guard.ts'
+import { dashboardPages } from './modules/dashboard/pages.ts'
+import { dashboardRoutes, dashboardViews } from './modules/dashboard/routes.ts'
 import { healthRoutes } from './modules/health/routes.ts'
 import { balanceRoutes } from './modules/ledger/routes.ts'
 import { createLedgerService, type LedgerService } from './modules/ledger/service.ts'
@@ -42,7 +44,6 @@ import { sandboxRoutes } from './modules/sandbox/routes.ts'
 import { createSandboxService, type SandboxService } from './modules/sandbox/service.ts'
 import { transactionRoutes } from './modules/transactions/routes.ts'
 import { createTransactionService, type TransactionService } from './modules/transactions/service.ts'
-import { dashboardRoutes } from './modules/users/routes.ts'
 import { createUserService, type UserService } from './modules/users/service.ts'
 import { createSender, type Sender } from './modules/webhooks/delivery.ts'
 import { WEBHOOKS_DOCUMENT } from './modules/webhooks/openapi.ts'
@@ -269,29 +270,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { db, version: VERSION })
   await app.register(checkoutRoutes, { checkout: services.checkout })
-  // The dashboard signs in with a session cookie, not an API key: registered before the keys' auth and limits.
+  // The dashboard's own API signs in with a session cookie, not an API key: registered before the keys' auth
+  // and limits, each route declaring the session it needs (`config.session`).
+  const sessions = dashboardSessions(services.users, config.publicBaseUrl)
+  registerSessionGuard(app, sessions.guard)
   await app.register(dashboardRoutes, {
-    users: services.users,
-    publicBaseUrl: config.publicBaseUrl,
-    sessionAbsoluteSeconds: config.dashboard.sessionAbsoluteSeconds,
-  })
-  await app.register(dashboardKeyRoutes, {
     users: services.users,
     merchants: services.merchants,
     publicBaseUrl: config.publicBaseUrl,
+    sessionAbsoluteSeconds: config.dashboard.sessionAbsoluteSeconds,
   })
 
   // An API key, or the session of a dashboard page (which calls the same operations).
   registerAuth(
     app,
     services.merchants,
-    dashboardAccess({
-      users: services.users,
-      merchants: services.merchants,
-      publicBaseUrl: config.publicBaseUrl,
-    }),
+    dashboardAccess({ users: services.users, merchants: services.merchants, sessions }),
   )
-  registerDashboardAnswers(app, db)
+  registerDashboardAnswers(app, services.users)
   await registerRateLimit(app, config.rateLimit, config.redisUrl)
   registerIdempotency(app, db, fingerprintKey(config.masterKey), config.idempotencyLeaseMs)
   // Each module registers its own schemas; a module whose routes answer another's resources comes after it.
@@ -302,11 +298,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(sandboxRoutes, { sandbox: services.sandbox })
   await app.register(rateRoutes, { rates: services.rates })
   await app.register(webhookRoutes, { webhooks: services.webhooks })
-  await app.register(dashboardPages, {
+  await app.register(dashboardViews, {
     transactions: services.transactions,
     webhooks: services.webhooks,
     merchants: services.merchants,
   })
+  await app.register(dashboardPages)
 
   return app
 }

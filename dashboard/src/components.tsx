@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query'
 import type { FormEvent, ReactNode } from 'react'
 import { Link, useSearchParams } from 'react-router'
-import type { Transaction } from './api/client'
+import type { ApiEvent, Schemas, Transaction } from './api/client'
 import { downloadCsv } from './download'
 import { money, when } from './format'
 import { useMode } from './layout'
@@ -44,7 +44,7 @@ export function ErrorNote({ error }: { error: unknown }) {
  * Cursor paging: the API's prev/next cursors as two links to this page's address with that cursor (the
  * filters kept). An empty cursor is the first page.
  */
-export function Pager({ meta }: { meta: { prev_cursor: string | null; next_cursor: string | null } }) {
+export function Pager({ meta }: { meta: Pick<Schemas['CursorMeta'], 'prev_cursor' | 'next_cursor'> }) {
   const [params] = useSearchParams()
   const hrefFor = (cursor: string) => {
     const next = new URLSearchParams(params)
@@ -172,7 +172,7 @@ export function Timeline({
   prefix,
 }: {
   createdAt: string
-  events: { event_id: string; event: string; aggregate_version: number; occurred_at: string }[]
+  events: Pick<ApiEvent, 'event_id' | 'event' | 'aggregate_version' | 'occurred_at'>[]
   prefix: string
 }) {
   return (

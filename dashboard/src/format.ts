@@ -1,3 +1,6 @@
+// The SDK's generated file itself, not api/client: this module is pure, and its unit test runs under Node.
+import type { components } from '../../sdk/src/openapi.ts'
+
 /** Currencies the API counts in other units than ISO 4217's: USDT in micro units (docs/API.md). */
 const OWN_DIGITS: Record<string, number> = { USDT: 6 }
 
@@ -61,15 +64,11 @@ export function moneyShort(minor: number, currency: string): string {
   return money(minor, currency).replace(/(\.\d\d\d*?)0+ /, '$1 ')
 }
 
-/** A payout's figures, as the API gives them in a quote and in a payout's `fx`. */
-export interface PayoutFigures {
-  method: string
-  amount: number
-  currency: string
-  amount_usdt_micro: number
-  fee_usdt_micro: number
-  payout_usdt_amount_micro: number
-}
+/** A payout's figures, as the API gives them in a quote (and, as strings, in a payout's `fx`). */
+export type PayoutFigures = Pick<
+  components['schemas']['PayoutQuoteResponse'],
+  'method' | 'amount' | 'currency' | 'amount_usdt_micro' | 'fee_usdt_micro' | 'payout_usdt_amount_micro'
+>
 
 /**
  * What the recipient gets, the fee and the total debited from the USDT balance (docs/API.md, Payouts). A wallet

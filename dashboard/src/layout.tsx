@@ -2,6 +2,9 @@ import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-rout
 import type { Mode } from './api/client'
 import { useCan, useMe, useSignOut } from './session'
 
+/** The mode switch's choices, in its order. */
+const MODE_LABELS: Record<Mode, string> = { live: 'Live', test: 'Test' }
+
 /** The mode of the page: from its path (/dashboard/test/… or /dashboard/live/…). */
 export function useMode(): Mode {
   const { mode } = useParams()
@@ -46,7 +49,7 @@ export function Layout() {
         <span className="brand">Merchant dashboard</span>
         <fieldset className="mode-switch">
           <legend className="visually-hidden">Mode</legend>
-          {(['live', 'test'] as const).map((m) => (
+          {(Object.keys(MODE_LABELS) as Mode[]).map((m) => (
             <label key={m} className={m === mode ? 'on' : ''}>
               <input
                 type="radio"
@@ -57,7 +60,7 @@ export function Layout() {
                   navigate(m === mode ? location.pathname : otherModePath(location.pathname, mode))
                 }
               />
-              {m === 'live' ? 'Live' : 'Test'}
+              {MODE_LABELS[m]}
             </label>
           ))}
         </fieldset>

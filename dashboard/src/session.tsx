@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { createContext, type ReactNode, useContext } from 'react'
 import { Navigate, useLocation } from 'react-router'
-import { ApiError, setCsrfToken } from './api/client'
+import { ApiError, data, noContent, setCsrfToken } from './api/client'
 import { dashboardApi, type Me, type Permission } from './api/dashboard'
 
 const SessionContext = createContext<Me | null>(null)
@@ -21,7 +21,7 @@ export const ME_KEY = ['me']
 export const meQuery = {
   queryKey: ME_KEY,
   queryFn: async () => {
-    const answer = await dashboardApi<Me>('GET', '/me')
+    const answer = await data(dashboardApi.GET('/dashboard/api/me'))
     setCsrfToken(answer.csrf_token)
     return answer
   },
@@ -48,7 +48,9 @@ export function RequireSession({ children }: { children: ReactNode }) {
 export function useSignOut() {
   const queryClient = useQueryClient()
   return async (everywhere = false) => {
-    await dashboardApi('DELETE', everywhere ? '/sessions' : '/session').catch(() => undefined)
+    await noContent(
+      dashboardApi.DELETE(everywhere ? '/dashboard/api/sessions' : '/dashboard/api/session'),
+    ).catch(() => undefined)
     setCsrfToken('')
     queryClient.clear()
   }

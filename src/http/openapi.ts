@@ -14,6 +14,16 @@ export interface OpenApiOptions {
   webhooks: Json
 }
 
+/** The dashboard's own API: its routes make the dashboard's document, and are left out of the merchant's. */
+export const DASHBOARD_API_PREFIX = '/dashboard/api/'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The dashboard's own API's OpenAPI document (`/dashboard/api/…`), for its generated types. */
+    dashboardSwagger(): Json
+  }
+}
+
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const
 
 /** Response headers the shared machinery sends, declared once and referenced by every response that has them. */
@@ -57,23 +67,26 @@ function* operations(doc: Json): Generator<[string, string, Json]> {
     for (const method of METHODS) if (item[method]) yield [method, path, item[method]]
 }
 
+/** An operation whose caller authenticates: the merchant API's rate limits count it. */
+const authenticated = (operation: Json) => Array.isArray(operation.security) && operation.security.length > 0
+
 /**
  * Declares the headers the shared machinery puts on answers, where it puts them: X-Request-Id on every answer;
- * the RateLimit-* headers on every answer of an authenticated operation that got past authentication (a 401
- * is not counted); Retry-After on 429, 503 and, with an Idempotency-Key, 409; Idempotent-Replayed on every
- * answer a replay can repeat (an operation that takes an Idempotency-Key stores its answers below 500, except
- * the refusals made before the key is claimed).
+ * the RateLimit-* headers on every answer of a `limited` operation that got past authentication (a 401 is not
+ * counted); Retry-After on 429, 503 and, with an Idempotency-Key, 409; Idempotent-Replayed on every answer a
+ * replay can repeat (an operation that takes an Idempotency-Key stores its answers below 500, except the
+ * refusals made before the key is claimed).
  */
-function declareSharedHeaders(doc: Json): Json {
+function declareSharedHeaders(doc: Json, limited: (operation: Json) => boolean = authenticated): Json {
   for (const [, , operation] of operations(doc)) {
-    const limited = Array.isArray(operation.security) && operation.security.length > 0
+    const counted = limited(operation)
     const idempotent = (operation.parameters ?? []).some(
       (p: Json) => p.in === 'header' && String(p.name).toLowerCase() === 'idempotency-key',
     )
     for (const [status, response] of Object.entries<Json>(operation.responses ?? {})) {
       const code = Number(status)
       const headers: Json = { 'X-Request-Id': header('X-Request-Id') }
-      if (limited && code !== 401)
+      if (counted && code !== 401)
         for (const name of ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])
           headers[name] = header(name)
       if (code === 429 || code === 503 || (idempotent && code === 409))
@@ -85,6 +98,58 @@ function declareSharedHeaders(doc: Json): Json {
     }
   }
   return doc
+}
+
+/** Every `$ref` value in a part of a document. */
+function refsIn(node: unknown, found: Set<string>): Set<string> {
+  if (Array.isArray(node)) for (const item of node) refsIn(item, found)
+  else if (node && typeof node === 'object')
+    for (const [key, value] of Object.entries(node)) {
+      if (key === '$ref' && typeof value === 'string') found.add(value)
+      else refsIn(value, found)
+    }
+  return found
+}
+
+/**
+ * Drops the components no operation, webhook or used component references. The app's shared schemas are all
+ * offered to both documents (one set of schemas, one Fastify instance): each keeps the ones it uses.
+ */
+function dropUnusedComponents(doc: Json): Json {
+  const components: Json = doc.components ?? {}
+  const { components: _, ...rest } = doc
+  const used = refsIn(rest, new Set())
+  for (let queue = [...used]; queue.length > 0; ) {
+    const [, , kind, name] = String(queue.pop()).split('/')
+    const target = kind && name ? components[kind]?.[name] : undefined
+    for (const ref of refsIn(target, new Set()))
+      if (!used.has(ref)) {
+        used.add(ref)
+        queue.push(ref)
+      }
+  }
+  for (const kind of ['schemas', 'headers'])
+    for (const name of Object.keys(components[kind] ?? {}))
+      if (!used.has(`#/components/${kind}/${name}`)) delete components[kind][name]
+  return doc
+}
+
+/**
+ * A request body with an $id is a named component (CreateTransactionRequest…): the operation references it. The
+ * route keeps the schema itself, which types the handler's request.body and validates it. `inDocument` says
+ * which routes the document describes.
+ */
+const routesOf =
+  (inDocument: (url: string) => boolean) =>
+  ({ schema, url }: { schema: Json; url: string }) => {
+    if (!inDocument(url)) return { schema: { ...schema, hide: true }, url }
+    const body = schema?.body as { $id?: string } | undefined
+    return { schema: body?.$id ? { ...schema, body: Type.Ref(body.$id) } : schema, url }
+  }
+
+const refResolver = {
+  buildLocalReference: (json: Json, _base: unknown, _fragment: unknown, i: number) =>
+    (json.$id as string) || `def-${i}`,
 }
 
 const SIGNING = `Sign the request with the key's secret instead of sending it: \`X-Signature: key_id=<key_id>,t=<unix seconds>,v1=<hex>\`, where
@@ -160,16 +225,14 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
         headers: HEADERS as never,
       },
     },
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) || `def-${i}` },
-    // A request body with an $id is a named component (CreateTransactionRequest…): the operation references it.
-    // The route keeps the schema itself, which types the handler's request.body and validates it.
-    transform: ({ schema, url }) => {
-      const body = schema?.body as { $id?: string } | undefined
-      return { schema: body?.$id ? { ...schema, body: Type.Ref(body.$id) } : schema, url }
-    },
+    refResolver,
+    transform: routesOf((url) => !url.startsWith(DASHBOARD_API_PREFIX)) as never,
     transformObject: (document) =>
-      declareSharedHeaders((document as { openapiObject: Json }).openapiObject) as never,
+      dropUnusedComponents(
+        declareSharedHeaders((document as { openapiObject: Json }).openapiObject),
+      ) as never,
   })
+  await registerDashboardOpenApi(app, options)
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: true,
@@ -180,4 +243,74 @@ export async function registerOpenApi(app: FastifyInstance, options: OpenApiOpti
   })
 
   app.get('/integration/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+}
+
+/**
+ * The dashboard's own API's document (`app.dashboardSwagger()`): every `/dashboard/api/…` route, made at
+ * generate time (scripts/openapi.ts) for the dashboard's generated types, and not served. A route declares
+ * its session (http/session.ts), which adds the credentials it asks for; the views a page calls in a mode ask
+ * for `X-Dashboard-Mode` too, and are rate-limited like the merchant API.
+ */
+async function registerDashboardOpenApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
+  await app.register(swagger, {
+    decorator: 'dashboardSwagger',
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'merchant-gateway: Dashboard API',
+        version: options.version,
+        description:
+          "The dashboard's own endpoints: its sessions, people, second factor, audit log and API keys, and the figures its pages show that the merchant API does not answer. Only the dashboard's pages call them, with the session cookie; a change must come from a page of this service (its Origin) and carry the session's CSRF token. The guide: docs/DASHBOARD.md.",
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      servers: [{ url: options.publicBaseUrl }],
+      tags: [
+        {
+          name: 'Sign-in',
+          description: 'Sessions: signing in and out, who is signed in, accepting an invitation.',
+        },
+        {
+          name: 'Security',
+          description: "The second factor: each user's own, and the merchant's requirement.",
+        },
+        { name: 'People', description: "The merchant's dashboard users: invite, change a role, disable." },
+        { name: 'Audit log', description: 'What was done in the dashboard and by the operator.' },
+        { name: 'API keys', description: "The merchant's API keys: list, make, revoke." },
+        { name: 'Home', description: "The home page's figures." },
+        { name: 'Merchant', description: "The merchant's profile, as the operator set it." },
+        { name: 'Webhooks', description: "A webhook delivery's attempts, for the webhooks page." },
+      ],
+      components: {
+        securitySchemes: {
+          Session: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'mg_session',
+            description: 'The session cookie that signing in sets (HttpOnly).',
+          },
+          CsrfToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-CSRF-Token',
+            description: "The session's CSRF token (`csrf_token` of the session): sent with every change.",
+          },
+          DashboardMode: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Dashboard-Mode',
+            description: 'The mode the page works in, `test` or `live`.',
+          },
+        },
+        headers: HEADERS as never,
+      },
+    },
+    refResolver,
+    transform: routesOf((url) => url.startsWith(DASHBOARD_API_PREFIX)) as never,
+    transformObject: (document) =>
+      dropUnusedComponents(
+        declareSharedHeaders((document as { openapiObject: Json }).openapiObject, (operation) =>
+          (operation.security ?? []).some((scheme: Json) => 'DashboardMode' in scheme),
+        ),
+      ) as never,
+  })
 }

@@ -1,24 +1,17 @@
 import createClient, { type Middleware } from 'openapi-fetch'
-import type { components, paths } from './schema'
+// The merchant API's types: the SDK's generated file, the one copy (npm run generate:client).
+import type { components, paths } from '../../../sdk/src/openapi'
 
-export type Mode = 'test' | 'live'
 export type Schemas = components['schemas']
 export type Transaction = Schemas['TransactionResponse']
 export type Refund = Schemas['RefundResponse']
 export type Balance = Schemas['MerchantBalance']
 export type ApiEvent = Schemas['Event']
 export type Delivery = Schemas['WebhookDelivery']
+export type Mode = Transaction['mode']
 
-/** The error envelope every answer of the service uses. */
-export interface ApiErrorBody {
-  error: {
-    code: string
-    message: string
-    request_id: string
-    details?: unknown
-    errors?: Record<string, string[]>
-  }
-}
+/** The error envelope every answer of the service uses (a 422's names each invalid field). */
+export type ApiErrorBody = Schemas['ErrorResponse'] | Schemas['ValidationErrorResponse']
 
 /** A refused call: the envelope's message, code and request id, for the page to show. */
 export class ApiError extends Error {
@@ -33,7 +26,8 @@ export class ApiError extends Error {
   }
   /** Each invalid field's first complaint, for a form to show beside the field. */
   get fieldErrors(): Record<string, string> {
-    return Object.fromEntries(Object.entries(this.body?.error.errors ?? {}).map(([k, v]) => [k, v[0] ?? '']))
+    const errors = this.body && 'errors' in this.body.error ? this.body.error.errors : undefined
+    return Object.fromEntries(Object.entries(errors ?? {}).map(([k, v]) => [k, v[0] ?? '']))
   }
 }
 
@@ -59,20 +53,21 @@ export async function apiErrorOf(response: Response): Promise<ApiError> {
 }
 
 /**
- * The merchant API, typed from its own OpenAPI document (schema.d.ts is generated from it), called with the
- * dashboard session: the cookie goes by itself, `X-Dashboard-Mode` names the mode, and a change carries the
- * session's CSRF token.
+ * What a call in the dashboard session adds: the cookie goes by itself, `X-Dashboard-Mode` names the mode (when
+ * the call is in one), and a change carries the session's CSRF token.
  */
+export const sessionMiddleware = (mode?: Mode): Middleware => ({
+  onRequest({ request }) {
+    for (const [name, value] of Object.entries(sessionHeaders(request.method, mode)))
+      request.headers.set(name, value)
+    return request
+  },
+})
+
+/** The merchant API, typed from its own OpenAPI document, called with the dashboard session in a mode. */
 function apiFor(mode: Mode) {
   const client = createClient<paths>({ baseUrl: window.location.origin, credentials: 'same-origin' })
-  const session: Middleware = {
-    onRequest({ request }) {
-      for (const [name, value] of Object.entries(sessionHeaders(request.method, mode)))
-        request.headers.set(name, value)
-      return request
-    },
-  }
-  client.use(session)
+  client.use(sessionMiddleware(mode))
   return client
 }
 
@@ -89,4 +84,10 @@ export async function data<T>(
   const { data, error, response } = await call
   if (response.ok && data !== undefined) return data as Exclude<NonNullable<T>, string>
   throw new ApiError(response.status, (error as ApiErrorBody) ?? null)
+}
+
+/** Waits for a call that answers no body (204), or throws its error as an ApiError. */
+export async function noContent(call: Promise<{ error?: unknown; response: Response }>): Promise<void> {
+  const { error, response } = await call
+  if (!response.ok) throw new ApiError(response.status, (error as ApiErrorBody) ?? null)
 }

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
-import { type ApiKey, dashboardApi } from '../api/dashboard'
+import { data } from '../api/client'
+import { type DashboardSchemas, dashboardApi } from '../api/dashboard'
 import { ErrorNote, Scroll } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
@@ -31,14 +32,14 @@ await fetch('https://gateway.example/integration/refunds', {
 export function ApiKeys() {
   const mode = useMode()
   const queryClient = useQueryClient()
-  const [created, setCreated] = useState<{ key_id: string; secret: string } | null>(null)
+  const [created, setCreated] = useState<DashboardSchemas['CreatedApiKey'] | null>(null)
   const [copied, setCopied] = useState(false)
   const keys = useQuery({
     queryKey: ['keys'],
-    queryFn: () => dashboardApi<{ data: ApiKey[] }>('GET', '/keys'),
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/keys')),
   })
   const create = useMutation({
-    mutationFn: () => dashboardApi<{ key_id: string; secret: string }>('POST', '/keys', { mode }),
+    mutationFn: () => data(dashboardApi.POST('/dashboard/api/keys', { body: { mode } })),
     onSuccess: (key) => {
       setCreated(key)
       setCopied(false)
@@ -46,7 +47,8 @@ export function ApiKeys() {
     },
   })
   const revoke = useMutation({
-    mutationFn: (keyId: string) => dashboardApi('DELETE', `/keys/${encodeURIComponent(keyId)}`),
+    mutationFn: (keyId: string) =>
+      data(dashboardApi.DELETE('/dashboard/api/keys/{key_id}', { params: { path: { key_id: keyId } } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['keys'] }),
   })
   return (

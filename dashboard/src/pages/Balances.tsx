@@ -1,20 +1,11 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link } from 'react-router'
 import { api, data } from '../api/client'
+import { BALANCE_TRANSACTION_TYPE_VALUES } from '../api/values'
 import { ErrorNote, ExportButton, Pager, Scroll, useExport, useListFilters } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
-const TYPES = [
-  'payment',
-  'settlement',
-  'refund',
-  'refund_reversal',
-  'payout_reserve',
-  'payout',
-  'payout_release',
-  'adjustment',
-]
 const FILTERS = ['type', 'currency', 'source_uuid', 'created_from', 'created_to'] as const
 
 const sourcePath: Record<string, (uuid: string) => string | null> = {
@@ -86,7 +77,7 @@ export function Balances() {
             Type
             <select name="type" defaultValue={params.get('type') ?? ''}>
               <option value="">Any</option>
-              {TYPES.map((t) => (
+              {BALANCE_TRANSACTION_TYPE_VALUES.map((t) => (
                 <option key={t} value={t}>
                   {t.replaceAll('_', ' ')}
                 </option>

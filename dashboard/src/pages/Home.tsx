@@ -13,7 +13,7 @@ import {
   YAxis,
 } from 'recharts'
 import { api, data } from '../api/client'
-import { type DailyPayments, dashboardApi } from '../api/dashboard'
+import { dashboardApi, inMode } from '../api/dashboard'
 import { ErrorNote, PaymentsTable } from '../components'
 import { money, percent } from '../format'
 import { useMode } from '../layout'
@@ -39,7 +39,8 @@ export function Home() {
   })
   const stats = useQuery({
     queryKey: [mode, 'stats', span],
-    queryFn: () => dashboardApi<{ data: DailyPayments[] }>('GET', `/stats?days=${span}`, undefined, mode),
+    queryFn: () =>
+      data(dashboardApi.GET('/dashboard/api/stats', { params: { query: { days: span } }, ...inMode(mode) })),
   })
   const latest = useQuery({
     queryKey: [mode, 'transactions', 'latest'],

@@ -9,15 +9,12 @@ import { useMode } from '../layout'
 import { useCan } from '../session'
 
 type Quote = Schemas['PayoutQuoteResponse']
-type Method = 'usdt_wallet' | 'card'
-
-interface Draft {
-  method: Method
-  amount: number
-  currency: string
-  destination: Record<string, string>
-  external_id: string
-}
+/** What the form asks, before the quote: the payout's request without its quote. */
+type Draft = Pick<
+  Schemas['CreatePayoutRequest'],
+  'method' | 'amount' | 'currency' | 'destination' | 'external_id'
+>
+type Method = Draft['method']
 
 /** Seconds left until an instant, ticking once a second. */
 function useSecondsLeft(until: string | null): number {
@@ -47,7 +44,7 @@ export function NewPayout() {
   const [fieldError, setFieldError] = useState<string | null>(null)
   const security = useQuery({
     queryKey: ['merchant-security'],
-    queryFn: () => dashboardApi<{ require_totp: boolean }>('GET', '/merchant/security'),
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/merchant/security')),
   })
   const balances = useQuery({
     queryKey: [mode, 'balances'],

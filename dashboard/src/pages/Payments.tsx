@@ -1,10 +1,9 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { api, data, type Mode } from '../api/client'
+import { PAYMENT_METHOD_VALUES, TRANSACTION_STATUS_VALUES } from '../api/values'
 import { ErrorNote, ExportButton, Pager, PaymentsTable, useExport, useListFilters } from '../components'
 import { useMode } from '../layout'
 
-const STATUSES = ['pending', 'paid', 'failed', 'expired', 'partially_refunded', 'refunded'] as const
-const METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
 const FILTERS = ['search', 'status', 'payment_method', 'currency', 'date_from', 'date_to'] as const
 
 /**
@@ -50,7 +49,7 @@ export function Payments() {
             Status
             <select name="status" defaultValue={params.get('status') ?? ''}>
               <option value="">Any</option>
-              {STATUSES.map((s) => (
+              {TRANSACTION_STATUS_VALUES.map((s) => (
                 <option key={s} value={s}>
                   {s.replaceAll('_', ' ')}
                 </option>
@@ -61,7 +60,7 @@ export function Payments() {
             Method
             <select name="payment_method" defaultValue={params.get('payment_method') ?? ''}>
               <option value="">Any</option>
-              {METHODS.map((m) => (
+              {PAYMENT_METHOD_VALUES.map((m) => (
                 <option key={m} value={m}>
                   {m.replaceAll('_', ' ')}
                 </option>

@@ -1,17 +1,13 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useParams, useSearchParams } from 'react-router'
-import { api, data } from '../api/client'
+import { api, data, type Schemas } from '../api/client'
 import { ErrorNote, ExportButton, Pager, Scroll, Status, Timeline, useExport } from '../components'
 import { moneyShort, payoutFigures, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
 /** A payout's destination, masked: the end of a wallet address or a card number, never all of it. */
-function destinationOf(payout: {
-  method: string
-  destination: Record<string, string>
-  wallet: { address: string; type: string } | null
-}) {
+function destinationOf(payout: Pick<Schemas['PayoutResponse'], 'method' | 'destination' | 'wallet'>) {
   const mask = (text: string) => (text.length > 8 ? `…${text.slice(-4)}` : text)
   if (payout.wallet) return `${payout.wallet.type} wallet ${mask(payout.wallet.address)}`
   const values = Object.values(payout.destination)

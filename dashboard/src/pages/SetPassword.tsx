@@ -1,5 +1,6 @@
 import { type FormEvent, useState } from 'react'
 import { Link, useSearchParams } from 'react-router'
+import { noContent } from '../api/client'
 import { dashboardApi } from '../api/dashboard'
 
 /** The page an invitation's link opens: choose a password, once. */
@@ -18,7 +19,7 @@ export function SetPassword() {
       return
     }
     try {
-      await dashboardApi('POST', '/invitations/accept', { token, password })
+      await noContent(dashboardApi.POST('/dashboard/api/invitations/accept', { body: { token, password } }))
       setDone(true)
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err))

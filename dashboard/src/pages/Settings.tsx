@@ -1,13 +1,13 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { useSearchParams } from 'react-router'
-import { type AuditPage, dashboardApi, type MerchantProfile, type Role, type User } from '../api/dashboard'
+import { data, noContent } from '../api/client'
+import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
+import { ROLE_VALUES } from '../api/values'
 import { ErrorNote, Pager, Scroll } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
-
-const ROLES: Role[] = ['owner', 'admin', 'developer', 'support', 'viewer']
 
 /** People of the merchant: invite, change role, disable (owner and admin; the server checks it too). */
 export function People() {
@@ -16,25 +16,22 @@ export function People() {
   const queryClient = useQueryClient()
   const users = useQuery({
     queryKey: ['users'],
-    queryFn: () => dashboardApi<{ data: User[] }>('GET', '/users'),
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/users')),
     enabled: canManage,
   })
   const invite = useMutation({
     mutationFn: (body: { email: string; role: Role }) =>
-      dashboardApi<{ user: User; invite_url: string; expires_at: string }>(
-        'POST',
-        '/users/invitations',
-        body,
-      ),
+      data(dashboardApi.POST('/dashboard/api/users/invitations', { body })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
   })
   const changeRole = useMutation({
     mutationFn: ({ uuid, role }: { uuid: string; role: Role }) =>
-      dashboardApi('PATCH', `/users/${uuid}`, { role }),
+      data(dashboardApi.PATCH('/dashboard/api/users/{uuid}', { params: { path: { uuid } }, body: { role } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
   })
   const disable = useMutation({
-    mutationFn: (uuid: string) => dashboardApi('POST', `/users/${uuid}/disable`),
+    mutationFn: (uuid: string) =>
+      data(dashboardApi.POST('/dashboard/api/users/{uuid}/disable', { params: { path: { uuid } } })),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['users'] }),
   })
   if (!canManage) return <p>Only an owner or an admin manages people.</p>
@@ -58,7 +55,7 @@ export function People() {
           <label>
             Role
             <select name="role" defaultValue="viewer">
-              {ROLES.map((r) => (
+              {ROLE_VALUES.map((r) => (
                 <option key={r}>{r}</option>
               ))}
             </select>
@@ -112,7 +109,7 @@ export function People() {
                       value={u.role}
                       onChange={(e) => changeRole.mutate({ uuid: u.uuid, role: e.target.value as Role })}
                     >
-                      {ROLES.map((r) => (
+                      {ROLE_VALUES.map((r) => (
                         <option key={r}>{r}</option>
                       ))}
                     </select>
@@ -153,9 +150,10 @@ export function AuditLog() {
   const log = useQuery({
     queryKey: ['audit', cursor],
     queryFn: () =>
-      dashboardApi<AuditPage>(
-        'GET',
-        `/audit-log?per_page=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      data(
+        dashboardApi.GET('/dashboard/api/audit-log', {
+          params: { query: { per_page: 50, cursor: cursor ?? undefined } },
+        }),
       ),
     enabled: canRead,
   })
@@ -205,22 +203,23 @@ export function Security() {
   const canRequire = useCan('manage_security')
   const requirement = useQuery({
     queryKey: ['merchant-security'],
-    queryFn: () => dashboardApi<{ require_totp: boolean }>('GET', '/merchant/security'),
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/merchant/security')),
     enabled: !me.totp_enrolment_required,
   })
   const setRequirement = useMutation({
     mutationFn: (require_totp: boolean) =>
-      dashboardApi<{ require_totp: boolean }>('PUT', '/merchant/security', { require_totp }),
+      data(dashboardApi.PUT('/dashboard/api/merchant/security', { body: { require_totp } })),
     onSuccess: (answer) => queryClient.setQueryData(['merchant-security'], answer),
   })
-  const [enrolment, setEnrolment] = useState<{ otpauth_uri: string; secret: string } | null>(null)
+  const [enrolment, setEnrolment] = useState<DashboardSchemas['TotpEnrolment'] | null>(null)
   const [message, setMessage] = useState<string | null>(null)
   const start = useMutation({
-    mutationFn: () => dashboardApi<{ otpauth_uri: string; secret: string }>('POST', '/me/totp'),
+    mutationFn: () => data(dashboardApi.POST('/dashboard/api/me/totp')),
     onSuccess: setEnrolment,
   })
   const confirm = useMutation({
-    mutationFn: (code: string) => dashboardApi('POST', '/me/totp/confirm', { code }),
+    mutationFn: (code: string) =>
+      data(dashboardApi.POST('/dashboard/api/me/totp/confirm', { body: { code } })),
     onSuccess: () => {
       setEnrolment(null)
       setMessage('Two-factor sign-in is on.')
@@ -228,7 +227,7 @@ export function Security() {
     },
   })
   const everywhere = useMutation({
-    mutationFn: () => dashboardApi('DELETE', '/sessions'),
+    mutationFn: () => noContent(dashboardApi.DELETE('/dashboard/api/sessions')),
     onSuccess: () => window.location.assign('/dashboard/sign-in'),
   })
   return (
@@ -306,7 +305,7 @@ export function Profile() {
   const mode = useMode()
   const profile = useQuery({
     queryKey: ['merchant-profile'],
-    queryFn: () => dashboardApi<MerchantProfile>('GET', '/merchant', undefined, mode),
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/merchant', inMode(mode))),
   })
   return (
     <>

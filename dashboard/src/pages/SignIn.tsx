@@ -1,8 +1,8 @@
 import { useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { useNavigate, useSearchParams } from 'react-router'
-import { ApiError, setCsrfToken } from '../api/client'
-import { dashboardApi, type Me } from '../api/dashboard'
+import { ApiError, data, setCsrfToken } from '../api/client'
+import { dashboardApi } from '../api/dashboard'
 import { ME_KEY } from '../session'
 
 /** Where to go after signing in: a path of this dashboard only (never another site). */
@@ -22,11 +22,15 @@ export function SignIn() {
     setBusy(true)
     setError(null)
     try {
-      const me = await dashboardApi<Me>('POST', '/session', {
-        email: form.get('email'),
-        password: form.get('password'),
-        ...(needsCode ? { totp_code: form.get('totp_code') } : {}),
-      })
+      const me = await data(
+        dashboardApi.POST('/dashboard/api/session', {
+          body: {
+            email: String(form.get('email')),
+            password: String(form.get('password')),
+            ...(needsCode ? { totp_code: String(form.get('totp_code')) } : {}),
+          },
+        }),
+      )
       setCsrfToken(me.csrf_token)
       queryClient.setQueryData(ME_KEY, me)
       navigate(safeNext(params.get('next')), { replace: true })

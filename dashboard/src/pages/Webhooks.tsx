@@ -2,23 +2,13 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { type FormEvent, useState } from 'react'
 import { useSearchParams } from 'react-router'
 import { api, type Delivery, data, type Schemas } from '../api/client'
-import { type DeliveryAttempts, dashboardApi } from '../api/dashboard'
+import { dashboardApi, inMode } from '../api/dashboard'
+import { DELIVERY_STATUS_VALUES, WEBHOOK_EVENT_VALUES } from '../api/values'
 import { ErrorNote, Pager, Scroll, Status } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
 type EventName = Schemas['WebhookConfig']['events'][number]
-/** Every event a webhook can be subscribed to (the API's own list, from its document). */
-const EVENT_NAMES: EventName[] = [
-  'transaction.paid',
-  'transaction.failed',
-  'transaction.expired',
-  'transaction.partially_refunded',
-  'transaction.refunded',
-  'payout.processing',
-  'payout.completed',
-  'payout.failed',
-]
 
 const OVERLAPS = [
   [0, 'none: the old secret stops now'],
@@ -41,7 +31,7 @@ export function Webhooks() {
   })
   const refresh = () => queryClient.invalidateQueries({ queryKey: [mode] })
   const save = useMutation({
-    mutationFn: (change: { url: string | null; events: EventName[] }) =>
+    mutationFn: (change: Pick<Schemas['UpdateWebhookConfigRequest'], 'url' | 'events'>) =>
       data(
         client.PUT('/integration/webhook', {
           body: { url: change.url, enabled: true, events: change.events },
@@ -108,7 +98,7 @@ export function Webhooks() {
             </label>
             <fieldset className="events-choice">
               <legend>Events sent</legend>
-              {EVENT_NAMES.map((name) => (
+              {WEBHOOK_EVENT_VALUES.map((name) => (
                 <label key={name} className="check">
                   <input
                     type="checkbox"
@@ -218,16 +208,16 @@ export function Webhooks() {
             Status
             <select name="status" defaultValue={status ?? ''}>
               <option value="">Any</option>
-              <option value="pending">pending</option>
-              <option value="succeeded">succeeded</option>
-              <option value="failed">failed</option>
+              {DELIVERY_STATUS_VALUES.map((value) => (
+                <option key={value}>{value}</option>
+              ))}
             </select>
           </label>
           <label>
             Event
             <select name="event" defaultValue={eventFilter ?? ''}>
               <option value="">Any</option>
-              {[...EVENT_NAMES, 'webhook.test'].map((name) => (
+              {[...WEBHOOK_EVENT_VALUES, 'webhook.test'].map((name) => (
                 <option key={name}>{name}</option>
               ))}
             </select>
@@ -332,7 +322,12 @@ function DeliveryDetails({ uuid, onClose }: { uuid: string; onClose: () => void 
   const detail = useQuery({
     queryKey: [mode, 'delivery-attempts', uuid],
     queryFn: () =>
-      dashboardApi<DeliveryAttempts>('GET', `/webhook/deliveries/${uuid}/attempts`, undefined, mode),
+      data(
+        dashboardApi.GET('/dashboard/api/webhook/deliveries/{uuid}/attempts', {
+          params: { path: { uuid } },
+          ...inMode(mode),
+        }),
+      ),
   })
   return (
     <section className="card" aria-labelledby="delivery-detail-title">

@@ -1,15 +1,12 @@
 import type { FastifyInstance } from 'fastify'
 import { isMode } from '../../db/enums.ts'
-import type { Db } from '../../db/index.ts'
 import { type AuthContext, DASHBOARD_MODE_HEADER, type SessionAccess } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
 import type { MerchantService } from '../merchants/service.ts'
-import { type AuditEntry, recordAudit } from '../users/audit.ts'
-import { dashboardActor } from '../users/deps.ts'
+import type { DashboardAction } from '../users/audit.ts'
 import type { Permission } from '../users/roles.ts'
-import { fromOf, requirePermission, selfOf, sessionGuards } from '../users/routes.ts'
 import type { UserService } from '../users/service.ts'
-import type { DashboardSession } from '../users/sessions.ts'
+import { type DashboardSessions, requirePermission, selfOf } from './guard.ts'
 
 /**
  * The merchant API's operations the dashboard may call, and the permission (src/modules/users/roles.ts) each
@@ -48,7 +45,7 @@ export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
   simulateTransactionFailedThenPaid: 'developer_tools',
   simulatePayoutCompleted: 'developer_tools',
   simulatePayoutFailed: 'developer_tools',
-  // The dashboard's own pages' calls (modules/dashboard/routes.ts).
+  // The dashboard's own views (routes.ts, dashboardViews).
   dashboardStats: 'read',
   dashboardMerchantProfile: 'read',
   dashboardDeliveryAttempts: 'developer_tools',
@@ -74,14 +71,12 @@ export const STEP_UP_HEADER = 'x-dashboard-totp'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The dashboard session a request of the merchant API runs in, when a dashboard page made it. */
-    dashboardSession?: DashboardSession
     /** The operation was confirmed with a second-factor code (STEP_UP_OPERATIONS), for the audit log. */
     dashboardStepUp?: boolean
   }
 }
 
-/** The change methods: these need the page's Origin and the session's CSRF token. */
+/** The change methods: the ones the audit log records. */
 const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /**
@@ -93,21 +88,18 @@ const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
  * send, and a script of another origin that tries gets no CORS permission, so its browser never sends it.
  */
 export function dashboardAccess(deps: {
-  users: UserService
+  users: Pick<UserService, 'verifyStepUp'>
   merchants: Pick<MerchantService, 'getMerchant'>
-  publicBaseUrl: string
+  sessions: Pick<DashboardSessions, 'requireSession'>
 }): SessionAccess {
-  const guards = sessionGuards(deps.users, deps.publicBaseUrl)
   return {
     async authenticate(request, operationId): Promise<AuthContext> {
       const mode = request.headers[DASHBOARD_MODE_HEADER]
       if (typeof mode !== 'string' || !isMode(mode))
         throw new AppError('unauthorized', 'X-Dashboard-Mode must be test or live.')
-      // The session checks every dashboard request passes (users/routes.ts): a change also needs the
-      // dashboard's Origin and the session's CSRF token.
-      const session = CHANGES.has(request.method)
-        ? await guards.requireChange(request)
-        : await guards.requireSession(request)
+      // The session checks every dashboard request passes (guard.ts): a change also needs the dashboard's
+      // Origin and the session's CSRF token.
+      const session = await deps.sessions.requireSession(request)
       const permission = operationId ? DASHBOARD_OPERATIONS[operationId] : undefined
       if (!operationId || !permission)
         throw new AppError('forbidden', 'This operation is not available in the dashboard.')
@@ -139,7 +131,7 @@ export function dashboardAccess(deps: {
 }
 
 /** The object an answer names (its `uuid`), for the audit log. */
-function targetOf(payload: unknown): AuditEntry['target'] {
+function targetOf(payload: unknown): DashboardAction['target'] {
   if (typeof payload !== 'string') return undefined
   try {
     const uuid = (JSON.parse(payload) as { uuid?: unknown }).uuid
@@ -150,22 +142,21 @@ function targetOf(payload: unknown): AuditEntry['target'] {
 }
 
 /**
- * What a dashboard session's answers add: `Cache-Control: no-store` (a shared computer's browser keeps no
- * copy), and for every change the audit log row, written before the answer leaves: who, which operation, on
- * what, in which mode, from where. A replayed answer (the same Idempotency-Key) changed nothing and is not
- * written again.
+ * What the answers of a page's calls of the merchant API add: `Cache-Control: no-store` (a shared computer's
+ * browser keeps no copy), and for every change the audit log row, written before the answer leaves: who, which
+ * operation, on what, in which mode, from where. A replayed answer (the same Idempotency-Key) changed nothing
+ * and is not written again. (The dashboard's own routes, whose session the guard keeps without a caller of the
+ * merchant API, write their own rows.)
  */
-export function registerDashboardAnswers(app: FastifyInstance, db: Db): void {
+export function registerDashboardAnswers(app: FastifyInstance, users: Pick<UserService, 'audit'>): void {
   app.addHook('onSend', async (request, reply, payload) => {
     const session = request.dashboardSession
-    if (!session) return payload
+    if (!session || !request.auth) return payload
     reply.header('cache-control', 'no-store')
     if (!CHANGES.has(request.method) || reply.statusCode >= 300) return payload
     if (reply.getHeader('idempotent-replayed')) return payload
-    await recordAudit(db, {
+    await users.audit(selfOf(session, request), {
       action: 'api_operation',
-      merchantUuid: session.user.merchant_uuid,
-      actor: dashboardActor(session.user.uuid, fromOf(request)),
       target: targetOf(payload),
       mode: request.auth?.mode ?? null,
       details: {

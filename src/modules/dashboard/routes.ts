@@ -1,56 +1,594 @@
-import { existsSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
-import fastifyStatic from '@fastify/static'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { AppError } from '../../http/errors.ts'
-import { UuidParams } from '../../http/schemas.ts'
+import { AppError, errorResponses } from '../../http/errors.ts'
+import { Ref, UuidParams } from '../../http/schemas.ts'
+import { registerValidators } from '../../http/validation.ts'
+import { iso } from '../../lib/time.ts'
 import type { MerchantService } from '../merchants/service.ts'
 import { PAYMENT_METHODS } from '../transactions/schemas.ts'
 import type { TransactionService } from '../transactions/service.ts'
+import { dashboardActor } from '../users/deps.ts'
+import type { UserService } from '../users/service.ts'
+import type { DashboardSession } from '../users/sessions.ts'
 import type { WebhookService } from '../webhooks/service.ts'
+import {
+  cookieIsSecure,
+  fromOf,
+  managerOf,
+  readSessionCookie,
+  SESSION_COOKIE,
+  selfOf,
+  sessionOf,
+} from './guard.ts'
+import {
+  AcceptInvitationRequest,
+  ApiKeyList,
+  ApiKeyView,
+  AuditEntryView,
+  AuditPage,
+  AuditQuery,
+  CreatedKey,
+  CreateKeyRequest,
+  DailyPayments,
+  DeliveryAttempts,
+  DisableResponse,
+  InviteRequest,
+  InviteResponse,
+  KeyParams,
+  LoginRequest,
+  MemberList,
+  MemberParams,
+  MemberView,
+  MerchantProfile,
+  PaymentStats,
+  RevokedKey,
+  RoleChangeRequest,
+  SecuritySettings,
+  SessionResponse,
+  StatsQuery,
+  TotpCodeRequest,
+  TotpEnrolment,
+  TotpState,
+} from './schemas.ts'
 
-/**
- * The dashboard's page policy: scripts, styles, fonts and data only from this origin, no framing, no plugins,
- * forms posting only here. No inline script or style is allowed, so markup a merchant's customer managed to put
- * into a description could not run even if it reached the page as markup.
- */
-export const DASHBOARD_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ')
+const PREFIX = '/dashboard/api'
 
-/** Where the built pages are: dist/dashboard, from src/ (tsx) or from dist/ (the compiled program). */
-function builtPages(): string | null {
-  for (const relative of ['../../dashboard/', '../../../dist/dashboard/']) {
-    const dir = fileURLToPath(new URL(relative, import.meta.url))
-    if (existsSync(`${dir}index.html`)) return dir
-  }
-  return null
+export interface DashboardRouteOptions {
+  users: UserService
+  merchants: Pick<MerchantService, 'listKeys' | 'createKey' | 'revokeMerchantKey'>
+  publicBaseUrl: string
+  /** The cookie's Max-Age: the session's absolute limit. */
+  sessionAbsoluteSeconds: number
 }
 
-const StatsQuery = Type.Object(
-  { days: Type.Union([Type.Literal(7), Type.Literal(30)], { default: 7 }) },
-  { additionalProperties: false },
-)
+const sessionView = (session: DashboardSession) => ({
+  user: session.user,
+  csrf_token: session.csrfToken,
+  idle_expires_at: iso(session.idleExpiresAt),
+  expires_at: iso(session.expiresAt),
+  totp_enrolment_required: session.totpEnrolmentRequired,
+})
+
+const memberView = (user: {
+  uuid: string
+  email: string
+  role: MemberView['role']
+  status: MemberView['status']
+  password_set: boolean
+  totp_enabled: boolean
+  created_at: Date
+}): MemberView => ({
+  uuid: user.uuid,
+  email: user.email,
+  role: user.role,
+  status: user.status,
+  password_set: user.password_set,
+  totp_enabled: user.totp_enabled,
+  created_at: iso(user.created_at),
+})
+
+/** A 204: no body (`type: null` is how the OpenAPI document says so). */
+const noContent = (description: string) => Type.Unsafe<undefined>({ type: 'null', description })
 
 /**
- * The dashboard's pages at /dashboard/… (the single-page app: every path that is not a file answers its
- * index.html), and the home page's figures. The app's data comes from the merchant API itself
- * (modules/dashboard/access.ts).
+ * The dashboard's own API: its sessions, the second factor, people, the audit log, the merchant's sign-in
+ * security and its API keys. Each route declares the session it needs in its config (`session`, checked by
+ * http/session.ts with guard.ts): every change must come from a page of this service and, in a session, carry
+ * the session's CSRF token in `X-CSRF-Token`.
  */
-export interface DashboardPagesOptions {
-  transactions: TransactionService
+export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> = async (app, options) => {
+  const { users, merchants } = options
+  // The app's strict validators again, in this plugin's own context: without this, a plugin registered before
+  // the modules that add shared schemas to the app compiles its bodies with Fastify's default Ajv, which drops
+  // unknown fields instead of refusing them.
+  registerValidators(app)
+  for (const schema of [
+    SessionResponse,
+    MemberView,
+    MemberList,
+    InviteResponse,
+    DisableResponse,
+    AuditEntryView,
+    AuditPage,
+    TotpEnrolment,
+    TotpState,
+    SecuritySettings,
+    ApiKeyView,
+    ApiKeyList,
+    CreatedKey,
+    RevokedKey,
+  ])
+    app.addSchema(schema)
+  const cookieAttributes = [
+    // The whole origin: the dashboard's pages call the merchant API at /integration with it (access.ts).
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Lax',
+    ...(cookieIsSecure(options.publicBaseUrl) ? ['Secure'] : []),
+  ].join('; ')
+
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('cache-control', 'no-store')
+  })
+
+  const setCookie = (reply: FastifyReply, token: string) =>
+    reply.header(
+      'set-cookie',
+      `${SESSION_COOKIE}=${token}; ${cookieAttributes}; Max-Age=${options.sessionAbsoluteSeconds}`,
+    )
+  const clearCookie = (reply: FastifyReply) =>
+    reply.header('set-cookie', `${SESSION_COOKIE}=; ${cookieAttributes}; Max-Age=0`)
+
+  // Signing in and out.
+
+  app.post(
+    `${PREFIX}/session`,
+    {
+      config: { session: 'sign-in' },
+      schema: {
+        operationId: 'signIn',
+        summary: 'Sign in',
+        description:
+          'Opens a session: its token goes in the `mg_session` cookie (HttpOnly), its CSRF token in the answer. A user with a second factor also sends the current code of their authenticator app.',
+        tags: ['Sign-in'],
+        body: LoginRequest,
+        response: {
+          200: Ref(SessionResponse, { description: 'Signed in: the session cookie is set.' }),
+          ...errorResponses(401, 422, 429),
+        },
+      },
+    },
+    async (request, reply) => {
+      const signedIn = await users.login(
+        request.body,
+        fromOf(request),
+        readSessionCookie(request.headers.cookie),
+      )
+      setCookie(reply, signedIn.token)
+      return sessionView(signedIn.session)
+    },
+  )
+
+  app.get(
+    `${PREFIX}/me`,
+    {
+      config: { session: { whileEnrolling: true } },
+      schema: {
+        operationId: 'getSession',
+        summary: 'Who is signed in',
+        description: "The session's user, what their role may do, and the session's CSRF token.",
+        tags: ['Sign-in'],
+        response: { 200: Ref(SessionResponse, { description: 'The live session.' }) },
+      },
+    },
+    async (request) => sessionView(sessionOf(request)),
+  )
+
+  app.delete(
+    `${PREFIX}/session`,
+    {
+      config: { session: { whileEnrolling: true } },
+      schema: {
+        operationId: 'signOut',
+        summary: 'Sign out',
+        tags: ['Sign-in'],
+        response: { 204: noContent('Signed out: the session has ended and its cookie is cleared.') },
+      },
+    },
+    async (request, reply) => {
+      await users.logout(sessionOf(request), fromOf(request))
+      return clearCookie(reply).code(204).send()
+    },
+  )
+
+  app.delete(
+    `${PREFIX}/sessions`,
+    {
+      config: { session: { whileEnrolling: true } },
+      schema: {
+        operationId: 'signOutEverywhere',
+        summary: 'Sign out on every device',
+        tags: ['Sign-in'],
+        response: { 204: noContent("Every session of the user has ended; this one's cookie is cleared.") },
+      },
+    },
+    async (request, reply) => {
+      await users.logoutEverywhere(sessionOf(request), fromOf(request))
+      return clearCookie(reply).code(204).send()
+    },
+  )
+
+  app.post(
+    `${PREFIX}/invitations/accept`,
+    {
+      config: { session: 'sign-in' },
+      schema: {
+        operationId: 'acceptInvitation',
+        summary: 'Accept an invitation',
+        description: "Sets the invited user's password with the token of their invitation link: once.",
+        tags: ['Sign-in'],
+        body: AcceptInvitationRequest,
+        response: {
+          204: noContent('The password is set: the user can sign in.'),
+          ...errorResponses(404, 409, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      await users.acceptInvitation(request.body, fromOf(request))
+      return reply.code(204).send()
+    },
+  )
+
+  // People: owner and admin (manage_users); what only an owner may do is the service's rule (mayManageRole).
+
+  app.get(
+    `${PREFIX}/users`,
+    {
+      config: { session: { permission: 'manage_users' } },
+      schema: {
+        operationId: 'listUsers',
+        summary: "List the merchant's people",
+        tags: ['People'],
+        response: { 200: Ref(MemberList, { description: 'Every person of the merchant.' }) },
+      },
+    },
+    async (request) => {
+      const session = sessionOf(request)
+      return { data: (await users.list(session.user.merchant_uuid)).map(memberView) }
+    },
+  )
+
+  app.post(
+    `${PREFIX}/users/invitations`,
+    {
+      config: { session: { permission: 'manage_users' } },
+      schema: {
+        operationId: 'inviteUser',
+        summary: 'Invite someone',
+        description:
+          'Makes the user (or renews the invitation of one who has not accepted yet) and answers the one-time link that lets them set a password.',
+        tags: ['People'],
+        body: InviteRequest,
+        response: {
+          201: Ref(InviteResponse, { description: 'Invited: the link is in this answer only.' }),
+          ...errorResponses(404, 409, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const session = sessionOf(request)
+      const invitation = await users.invite(
+        { merchantUuid: session.user.merchant_uuid, email: request.body.email, role: request.body.role },
+        dashboardActor(session.user.uuid, fromOf(request)),
+        session.user.role,
+      )
+      return reply.code(201).send({
+        user: memberView({ ...invitation.user, password_set: false }),
+        invite_url: invitation.link,
+        expires_at: iso(invitation.expiresAt),
+      })
+    },
+  )
+
+  app.patch(
+    `${PREFIX}/users/:uuid`,
+    {
+      config: { session: { permission: 'manage_users' } },
+      schema: {
+        operationId: 'changeUserRole',
+        summary: "Change a person's role",
+        tags: ['People'],
+        params: MemberParams,
+        body: RoleChangeRequest,
+        response: {
+          200: Ref(MemberView, { description: 'The person with their new role.' }),
+          ...errorResponses(404, 409, 422),
+        },
+      },
+    },
+    async (request) => {
+      const manager = managerOf(sessionOf(request), request)
+      return memberView(await users.changeRole(manager, request.params.uuid, request.body.role))
+    },
+  )
+
+  app.post(
+    `${PREFIX}/users/:uuid/disable`,
+    {
+      config: { session: { permission: 'manage_users' } },
+      schema: {
+        operationId: 'disableUser',
+        summary: 'Disable a person',
+        description: 'They cannot sign in any more, and their sessions end now.',
+        tags: ['People'],
+        params: MemberParams,
+        response: {
+          200: Ref(DisableResponse, { description: 'The person, disabled, and how many sessions ended.' }),
+          ...errorResponses(404, 409),
+        },
+      },
+    },
+    async (request) => {
+      const manager = managerOf(sessionOf(request), request)
+      const { user, sessionsRevoked } = await users.disableMember(manager, request.params.uuid)
+      return { user: memberView(user), sessions_revoked: sessionsRevoked }
+    },
+  )
+
+  app.get(
+    `${PREFIX}/audit-log`,
+    {
+      config: { session: { permission: 'read_audit_log' } },
+      schema: {
+        operationId: 'listAuditLog',
+        summary: 'Read the audit log',
+        description: 'What was done in the dashboard and by the operator, newest first, a page at a time.',
+        tags: ['Audit log'],
+        querystring: AuditQuery,
+        response: {
+          200: Ref(AuditPage, { description: 'A page of the audit log.' }),
+          ...errorResponses(422),
+        },
+      },
+    },
+    async (request) => {
+      const session = sessionOf(request)
+      const page = await users.auditLog(session.user.merchant_uuid, {
+        cursor: request.query.cursor,
+        perPage: request.query.per_page,
+      })
+      return {
+        data: page.data.map(({ created_at, ...row }) => ({ ...row, at: iso(created_at) })),
+        next_cursor: page.nextCursor,
+      }
+    },
+  )
+
+  // The second factor: each user's own, and the merchant's requirement (owner only: manage_security).
+
+  app.post(
+    `${PREFIX}/me/totp`,
+    {
+      config: { session: { whileEnrolling: true } },
+      schema: {
+        operationId: 'startTotpEnrolment',
+        summary: 'Set up an authenticator app',
+        description: 'A new secret for the app; the second factor is on once a code of it is confirmed.',
+        tags: ['Security'],
+        response: {
+          200: Ref(TotpEnrolment, { description: 'The secret to add to the app.' }),
+          ...errorResponses(409),
+        },
+      },
+    },
+    async (request) => {
+      const started = await users.startTotp(selfOf(sessionOf(request), request))
+      return { secret: started.secret, otpauth_uri: started.uri }
+    },
+  )
+
+  app.post(
+    `${PREFIX}/me/totp/confirm`,
+    {
+      config: { session: { whileEnrolling: true } },
+      schema: {
+        operationId: 'confirmTotp',
+        summary: 'Turn the second factor on',
+        description: 'With a current code of the app being set up.',
+        tags: ['Security'],
+        body: TotpCodeRequest,
+        response: {
+          200: Ref(TotpState, { description: 'The second factor is on.' }),
+          ...errorResponses(409, 422, 429),
+        },
+      },
+    },
+    async (request) => {
+      await users.confirmTotp(selfOf(sessionOf(request), request), request.body.code)
+      return { totp_enabled: true }
+    },
+  )
+
+  app.delete(
+    `${PREFIX}/me/totp`,
+    {
+      config: { session: {} },
+      schema: {
+        operationId: 'removeTotp',
+        summary: 'Turn the second factor off',
+        description: "With a current code; refused while the user's merchant requires a second factor.",
+        tags: ['Security'],
+        body: TotpCodeRequest,
+        response: {
+          200: Ref(TotpState, { description: 'The second factor is off.' }),
+          ...errorResponses(409, 422, 429),
+        },
+      },
+    },
+    async (request) => {
+      await users.removeTotp(selfOf(sessionOf(request), request), request.body.code)
+      return { totp_enabled: false }
+    },
+  )
+
+  app.get(
+    `${PREFIX}/merchant/security`,
+    {
+      config: { session: {} },
+      schema: {
+        operationId: 'getMerchantSecurity',
+        summary: "The merchant's sign-in security",
+        tags: ['Security'],
+        response: { 200: Ref(SecuritySettings, { description: 'Whether a second factor is required.' }) },
+      },
+    },
+    async (request) => ({
+      require_totp: (await users.security(sessionOf(request).user.merchant_uuid)).requireTotp,
+    }),
+  )
+
+  app.put(
+    `${PREFIX}/merchant/security`,
+    {
+      config: { session: { permission: 'manage_security' } },
+      schema: {
+        operationId: 'setMerchantSecurity',
+        summary: 'Require a second factor, or stop requiring it',
+        description: 'Of every dashboard user of the merchant; the owner must have one on themselves first.',
+        tags: ['Security'],
+        body: SecuritySettings,
+        response: {
+          200: Ref(SecuritySettings, { description: 'The requirement now.' }),
+          ...errorResponses(409, 422),
+        },
+      },
+    },
+    async (request) => {
+      const set = await users.setRequireTotp(selfOf(sessionOf(request), request), request.body.require_totp)
+      return { require_totp: set.requireTotp }
+    },
+  )
+
+  // Developers → API keys (`developer_tools`: owner, admin, developer): the merchant's keys of both modes, a
+  // new key (its secret answered once and never again), and revoking one. Never a secret of an existing key,
+  // its hash or its seal. Making and revoking are written to the audit log in the same transaction.
+
+  app.get(
+    `${PREFIX}/keys`,
+    {
+      config: { session: { permission: 'developer_tools' } },
+      schema: {
+        operationId: 'listApiKeys',
+        summary: "List the merchant's API keys",
+        tags: ['API keys'],
+        response: { 200: Ref(ApiKeyList, { description: 'Every key of both modes, revoked ones too.' }) },
+      },
+    },
+    async (request) => {
+      const keys = await merchants.listKeys(sessionOf(request).user.merchant_uuid)
+      return {
+        data: keys.map((key) => ({
+          key_id: key.key_id,
+          mode: key.mode,
+          created_at: iso(key.created_at),
+          revoked_at: key.revoked_at ? iso(key.revoked_at) : null,
+          last_used_at: key.last_used_at ? iso(key.last_used_at) : null,
+          secret_last4: key.secret_last4,
+        })),
+      }
+    },
+  )
+
+  app.post(
+    `${PREFIX}/keys`,
+    {
+      config: { session: { permission: 'developer_tools' } },
+      schema: {
+        operationId: 'createApiKey',
+        summary: 'Make an API key',
+        tags: ['API keys'],
+        body: CreateKeyRequest,
+        response: {
+          201: Ref(CreatedKey, { description: 'The new key, with its secret: shown in this answer only.' }),
+          ...errorResponses(422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const self = selfOf(sessionOf(request), request)
+      const mode = request.body.mode as 'test' | 'live'
+      const key = await merchants.createKey(self.merchantUuid, mode, (trx, made) =>
+        users.audit(
+          self,
+          {
+            action: 'api_key_created',
+            target: { type: 'api_key', id: made.key_id },
+            mode: made.mode,
+            at: made.created_at,
+          },
+          trx,
+        ),
+      )
+      if (!key) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
+      return reply.code(201).send({
+        key_id: key.key_id,
+        mode: key.mode,
+        secret: key.secret,
+        created_at: iso(key.created_at),
+      })
+    },
+  )
+
+  app.delete(
+    `${PREFIX}/keys/:key_id`,
+    {
+      config: { session: { permission: 'developer_tools' } },
+      schema: {
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
+        description: 'It stops working at once, everywhere.',
+        tags: ['API keys'],
+        params: KeyParams,
+        response: {
+          200: Ref(RevokedKey, { description: 'The key, revoked.' }),
+          ...errorResponses(404, 409),
+        },
+      },
+    },
+    async (request, reply) => {
+      const self = selfOf(sessionOf(request), request)
+      const revoked = await merchants.revokeMerchantKey(
+        self.merchantUuid,
+        request.params.key_id,
+        (trx, key) =>
+          users.audit(
+            self,
+            {
+              action: 'api_key_revoked',
+              target: { type: 'api_key', id: key.key_id },
+              mode: key.mode,
+              at: key.revoked_at,
+            },
+            trx,
+          ),
+      )
+      if (revoked === 'not_found') throw new AppError('not_found', 'No such API key.')
+      if (revoked === 'already_revoked')
+        throw new AppError('invalid_state', 'This API key is revoked already.')
+      return reply.code(200).send({
+        key_id: revoked.key_id,
+        mode: revoked.mode,
+        revoked_at: iso(revoked.revoked_at),
+      })
+    },
+  )
+}
+
+export interface DashboardViewOptions {
+  transactions: Pick<TransactionService, 'daily'>
   webhooks: Pick<WebhookService, 'attempts'>
   merchants: Pick<MerchantService, 'fee'>
 }
@@ -61,16 +599,38 @@ function sessionCall(request: FastifyRequest) {
   return authOf(request)
 }
 
-export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = async (
+/** What the views ask besides the session cookie: the mode the page works in. */
+const inMode = [{ Session: [], DashboardMode: [] }]
+
+/**
+ * The merchant's own figures the pages show and the merchant API does not answer: the home page's chart, the
+ * profile, a delivery's attempts. A page calls them as it calls the merchant API, in a mode (`auth: 'key'` and
+ * `X-Dashboard-Mode`: access.ts, whose DASHBOARD_OPERATIONS names the permission each needs), so they are
+ * registered with the merchant API's modules, after its authentication and rate limits.
+ */
+export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = async (
   app,
   { transactions, webhooks, merchants },
 ) => {
-  // Payments per day and currency for the home page's chart: a dashboard session only (X-Dashboard-Mode).
+  for (const schema of [DailyPayments, PaymentStats, MerchantProfile, DeliveryAttempts]) app.addSchema(schema)
+
   app.get(
-    '/dashboard/api/stats',
+    `${PREFIX}/stats`,
     {
       config: { auth: 'key' },
-      schema: { hide: true, operationId: 'dashboardStats', querystring: StatsQuery },
+      schema: {
+        operationId: 'dashboardStats',
+        summary: 'Payments per day',
+        description:
+          "The mode's payments per UTC day and currency over the last 7 or 30 days (today included), for the home page's chart.",
+        tags: ['Home'],
+        security: inMode,
+        querystring: StatsQuery,
+        response: {
+          200: Ref(PaymentStats, { description: 'The days that had payments, oldest first.' }),
+          ...errorResponses(401, 403, 404, 422),
+        },
+      },
     },
     async (request) => {
       const auth = sessionCall(request)
@@ -81,20 +641,43 @@ export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = 
     },
   )
 
-  // A delivery's request and every attempt's answer, for the webhooks page (developer tools).
   app.get(
-    '/dashboard/api/webhook/deliveries/:uuid/attempts',
+    `${PREFIX}/webhook/deliveries/:uuid/attempts`,
     {
       config: { auth: 'key' },
-      schema: { hide: true, operationId: 'dashboardDeliveryAttempts', params: UuidParams },
+      schema: {
+        operationId: 'dashboardDeliveryAttempts',
+        summary: "A delivery's attempts",
+        description:
+          'The request a webhook delivery sends, and the answer to each attempt, for the webhooks page.',
+        tags: ['Webhooks'],
+        security: inMode,
+        params: UuidParams,
+        response: {
+          200: Ref(DeliveryAttempts, { description: 'The delivery, its request and its attempts.' }),
+          ...errorResponses(401, 403, 404, 422),
+        },
+      },
     },
     async (request) => webhooks.attempts(sessionCall(request), request.params.uuid),
   )
 
-  // The merchant's profile as the operator set it: read-only in the dashboard.
   app.get(
-    '/dashboard/api/merchant',
-    { config: { auth: 'key' }, schema: { hide: true, operationId: 'dashboardMerchantProfile' } },
+    `${PREFIX}/merchant`,
+    {
+      config: { auth: 'key' },
+      schema: {
+        operationId: 'dashboardMerchantProfile',
+        summary: "The merchant's profile",
+        description: 'As the operator set it: read-only in the dashboard.',
+        tags: ['Merchant'],
+        security: inMode,
+        response: {
+          200: Ref(MerchantProfile, { description: "The merchant's settings and payment fees." }),
+          ...errorResponses(401, 403, 404, 422),
+        },
+      },
+    },
     async (request) => {
       const { merchant } = sessionCall(request)
       const fees = await Promise.all(
@@ -120,45 +703,4 @@ export const dashboardPages: FastifyPluginAsyncTypebox<DashboardPagesOptions> = 
       }
     },
   )
-
-  const root = builtPages()
-  const security = (reply: { header(name: string, value: string): unknown }) => {
-    reply.header('content-security-policy', DASHBOARD_CSP)
-    reply.header('x-content-type-options', 'nosniff')
-    reply.header('referrer-policy', 'same-origin')
-  }
-  if (!root) {
-    app.get('/dashboard/*', { schema: { hide: true } }, async (_request, reply) =>
-      reply
-        .code(503)
-        .type('text/plain; charset=utf-8')
-        .send('The dashboard is not built: run `npm run build` (npm install runs it).\n'),
-    )
-    return
-  }
-  await app.register(fastifyStatic, {
-    root,
-    prefix: '/dashboard/',
-    index: false,
-    wildcard: false,
-    decorateReply: true,
-    // A file reached by its own name (index.html among them) gets the same policy as the app's paths: a
-    // page without frame-ancestors could be framed.
-    setHeaders: (res, path) => {
-      security(res)
-      // Built files have a content hash in their names: they never change.
-      if (path.includes('/assets/')) res.header('cache-control', 'public, max-age=31536000, immutable')
-    },
-  })
-  // Every other page path is the app, which routes in the browser (`/dashboard` and `/dashboard/` alike: the
-  // router ignores a trailing slash).
-  const page = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.url.startsWith('/dashboard/api/') || request.url.startsWith('/dashboard/assets/'))
-      throw new AppError('not_found')
-    security(reply)
-    reply.header('cache-control', 'no-store')
-    return reply.sendFile('index.html')
-  }
-  app.get('/dashboard/*', { schema: { hide: true } }, page)
-  app.get('/dashboard', { schema: { hide: true } }, page)
 }

@@ -1,7 +1,7 @@
 import type { Executor } from '../../db/index.ts'
 import type { Mode } from '../../db/types.ts'
 import { newId } from '../../lib/ids.ts'
-import type { Actor, From } from './deps.ts'
+import { type Actor, dashboardActor, type From } from './deps.ts'
 import * as repo from './repository.ts'
 
 /** The actions the audit log records. */
@@ -59,3 +59,17 @@ export async function recordAudit(db: Executor, entry: AuditEntry): Promise<stri
   })
   return uuid
 }
+
+/** What a signed-in dashboard user did, for the audit log: the actor and the merchant are the user's. */
+export type DashboardAction = Omit<AuditEntry, 'merchantUuid' | 'actor'>
+
+/** A dashboard user (who, of which merchant, from where) as the actor of an audit row. */
+export interface DashboardActor {
+  userUuid: string
+  merchantUuid: string
+  from: From
+}
+
+/** One row of the audit log for what a dashboard user did, in the caller's transaction; its uuid. */
+export const recordDashboardAction = (db: Executor, by: DashboardActor, action: DashboardAction) =>
+  recordAudit(db, { ...action, merchantUuid: by.merchantUuid, actor: dashboardActor(by.userUuid, by.from) })

@@ -1,8 +1,9 @@
 import type { Config } from '../../config.ts'
 import type { UserRole } from '../../db/enums.ts'
-import type { Db } from '../../db/index.ts'
+import type { Db, Executor } from '../../db/index.ts'
 import { deriveKey } from '../../lib/crypto.ts'
 import type { MerchantService } from '../merchants/service.ts'
+import { type DashboardAction, type DashboardActor, recordDashboardAction } from './audit.ts'
 import type { Actor, From, UserDeps } from './deps.ts'
 import { acceptInvitation, inviteUser } from './invitations.ts'
 import {
@@ -34,7 +35,10 @@ import {
 
 export type UserService = ReturnType<typeof createUserService>
 
-/** The dashboard's people and sessions: every operation of the module, bound to its dependencies. */
+/**
+ * The dashboard's people, their sessions and second factor, and the audit log of what they do: every operation
+ * of the module, bound to its dependencies. Its HTTP face is modules/dashboard/.
+ */
 export function createUserService(input: {
   db: Db
   config: Config
@@ -57,6 +61,12 @@ export function createUserService(input: {
       changeRole(deps, manager, userUuid, role),
     auditLog: (merchantUuid: string, page: { cursor?: string; perPage: number }) =>
       auditLog(deps, merchantUuid, page),
+    /**
+     * Writes what a dashboard user did to the audit log: in `trx`, with the change it records, when the change
+     * has one (an API key made or revoked); else on its own.
+     */
+    audit: (by: DashboardActor, action: DashboardAction, trx: Executor = deps.db) =>
+      recordDashboardAction(trx, by, action),
     login: (
       credentials: { email: string; password: string; totp_code?: string },
       from: From,

@@ -3,18 +3,9 @@ import { DeliveryStatusSchema, ModeSchema } from '../../db/enums.ts'
 import { PaginationQuery } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { LiteralUnion } from '../../lib/schema.ts'
+import { EVENT_NAMES, PAYOUT_EVENTS, TRANSACTION_EVENTS } from './event-names.ts'
 
-export const TRANSACTION_EVENTS = [
-  'transaction.paid',
-  'transaction.failed',
-  'transaction.expired',
-  'transaction.partially_refunded',
-  'transaction.refunded',
-] as const
-export const PAYOUT_EVENTS = ['payout.processing', 'payout.completed', 'payout.failed'] as const
-/** The events a configuration can subscribe to; `webhook.test` is sent on request only. */
-export const EVENT_NAMES = [...TRANSACTION_EVENTS, ...PAYOUT_EVENTS] as const
-export type EventName = (typeof EVENT_NAMES)[number] | 'webhook.test'
+export { EVENT_NAMES, type EventName, PAYOUT_EVENTS, TRANSACTION_EVENTS } from './event-names.ts'
 
 export const WebhookConfigResponse = Type.Object(
   {

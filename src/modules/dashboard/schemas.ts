@@ -1,0 +1,267 @@
+import { type Static, Type } from 'typebox'
+import { ModeSchema, UserRoleSchema, UserStatusSchema } from '../../db/enums.ts'
+import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
+import { LiteralUnion } from '../../lib/schema.ts'
+import { PaymentMethod } from '../transactions/schemas.ts'
+import { PERMISSIONS } from '../users/roles.ts'
+
+/**
+ * The dashboard's own API (/dashboard/api/…): its own OpenAPI document (`npm run generate:client` makes the
+ * dashboard's types from it), not part of the merchant's. A schema with an `$id` is a named component there.
+ */
+
+export const LoginRequest = Type.Object(
+  {
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    // Bounded so that a request cannot make scrypt hash megabytes.
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+    /** The current code of the user's authenticator app, when they have a second factor. */
+    totp_code: Type.Optional(Type.String({ maxLength: 16 })),
+  },
+  { additionalProperties: false },
+)
+
+/** The least length of a new password (NIST SP 800-63B asks for at least 8; a dashboard that moves money, 12). */
+export const MIN_PASSWORD_LENGTH = 12
+
+export const AcceptInvitationRequest = Type.Object(
+  {
+    token: Type.String({ minLength: 1, maxLength: 200 }),
+    password: Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+)
+
+export const SessionResponse = Type.Object(
+  {
+    user: Type.Object({
+      uuid: Uuid(),
+      merchant_uuid: Uuid(),
+      email: Type.String(),
+      role: UserRoleSchema,
+      /** What the user's role may do (modules/users/roles.ts): the pages show only what they may use. */
+      permissions: Type.Array(LiteralUnion(PERMISSIONS)),
+      totp_enabled: Type.Boolean(),
+    }),
+    /** Sent back in `X-CSRF-Token` with every change made in this session. */
+    csrf_token: Type.String(),
+    idle_expires_at: Timestamp(),
+    expires_at: Timestamp(),
+    /** True: the merchant requires a second factor and this user must enrol before anything else. */
+    totp_enrolment_required: Type.Boolean(),
+  },
+  { $id: 'Session', description: 'The signed-in user and their session.' },
+)
+
+/** A person of the merchant as the people page shows them: never a hash or a secret. */
+export const MemberView = Type.Object(
+  {
+    uuid: Uuid(),
+    email: Type.String(),
+    role: UserRoleSchema,
+    status: UserStatusSchema,
+    /** False while the invitation is open (no password set yet). */
+    password_set: Type.Boolean(),
+    totp_enabled: Type.Boolean(),
+    created_at: Timestamp(),
+  },
+  { $id: 'Member', description: 'A person of the merchant.' },
+)
+
+export type MemberView = Static<typeof MemberView>
+
+export const MemberList = Type.Object({ data: Type.Array(Type.Ref('Member')) }, { $id: 'MemberList' })
+
+export const MemberParams = Type.Object({ uuid: Type.String({ maxLength: 64 }) })
+
+export const InviteRequest = Type.Object(
+  { email: Type.String({ minLength: 1, maxLength: 254 }), role: UserRoleSchema },
+  { additionalProperties: false },
+)
+
+export const InviteResponse = Type.Object(
+  {
+    user: Type.Ref('Member'),
+    /** The one-time set-password link: shown once, the only copy of its token. */
+    invite_url: Type.String(),
+    expires_at: Timestamp(),
+  },
+  { $id: 'Invitation', description: 'The person invited, and the link that lets them set a password.' },
+)
+
+export const RoleChangeRequest = Type.Object({ role: UserRoleSchema }, { additionalProperties: false })
+
+export const DisableResponse = Type.Object(
+  { user: Type.Ref('Member'), sessions_revoked: Type.Integer() },
+  { $id: 'DisabledMember' },
+)
+
+export const AuditQuery = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    per_page: Type.Integer({ minimum: 1, maximum: 100, default: 25 }),
+  },
+  { additionalProperties: false },
+)
+
+export const AuditEntryView = Type.Object(
+  {
+    uuid: Type.String(),
+    at: Type.String(),
+    action: Type.String(),
+    via: Type.String(),
+    actor_user_uuid: Type.Union([Type.String(), Type.Null()]),
+    actor_email: Type.Union([Type.String(), Type.Null()]),
+    target_type: Type.Union([Type.String(), Type.Null()]),
+    target_id: Type.Union([Type.String(), Type.Null()]),
+    mode: Type.Union([Type.String(), Type.Null()]),
+    ip: Type.Union([Type.String(), Type.Null()]),
+    user_agent: Type.Union([Type.String(), Type.Null()]),
+    details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  },
+  { $id: 'AuditEntry', description: 'One row of the audit log: who did what, on what, when, from where.' },
+)
+
+export const AuditPage = Type.Object(
+  {
+    data: Type.Array(Type.Ref('AuditEntry')),
+    next_cursor: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'AuditPage' },
+)
+
+export const TotpEnrolment = Type.Object(
+  {
+    /** The base32 secret, for typing into an app by hand. */
+    secret: Type.String(),
+    /** `otpauth://totp/…`, for a QR code. */
+    otpauth_uri: Type.String(),
+  },
+  { $id: 'TotpEnrolment' },
+)
+
+export const TotpCodeRequest = Type.Object(
+  { code: Type.String({ minLength: 1, maxLength: 16 }) },
+  { additionalProperties: false },
+)
+
+export const TotpState = Type.Object({ totp_enabled: Type.Boolean() }, { $id: 'TotpState' })
+
+export const SecuritySettings = Type.Object(
+  { require_totp: Type.Boolean() },
+  { $id: 'SecuritySettings', additionalProperties: false },
+)
+
+// API keys (Developers → API keys).
+
+export const ApiKeyView = Type.Object(
+  {
+    key_id: Type.String(),
+    mode: ModeSchema,
+    created_at: Timestamp(),
+    revoked_at: Nullable(Timestamp()),
+    last_used_at: Nullable(Timestamp()),
+    secret_last4: Type.String(),
+  },
+  { $id: 'ApiKey', description: 'An API key of the merchant: never its secret.' },
+)
+
+export const ApiKeyList = Type.Object({ data: Type.Array(Type.Ref('ApiKey')) }, { $id: 'ApiKeyList' })
+
+export const CreateKeyRequest = Type.Object(
+  { mode: Type.String({ enum: ['test', 'live'], description: 'The mode the key works in.' }) },
+  { additionalProperties: false },
+)
+
+export const CreatedKey = Type.Object(
+  {
+    key_id: Type.String(),
+    mode: ModeSchema,
+    /** The key's secret: in this answer only, never again. */
+    secret: Type.String(),
+    created_at: Timestamp(),
+  },
+  { $id: 'CreatedApiKey' },
+)
+
+export const RevokedKey = Type.Object(
+  { key_id: Type.String(), mode: ModeSchema, revoked_at: Timestamp() },
+  { $id: 'RevokedApiKey' },
+)
+
+export const KeyParams = Type.Object({ key_id: Type.String({ minLength: 1, maxLength: 100 }) })
+
+// The merchant's own views: the home page's figures, the profile, a delivery's attempts.
+
+export const StatsQuery = Type.Object(
+  { days: Type.Union([Type.Literal(7), Type.Literal(30)], { default: 7 }) },
+  { additionalProperties: false },
+)
+
+export const DailyPayments = Type.Object(
+  {
+    /** The UTC day, YYYY-MM-DD. */
+    day: Type.String(),
+    currency: Type.String(),
+    created: Type.Integer(),
+    succeeded: Type.Integer(),
+    /** Failed or expired. */
+    failed: Type.Integer(),
+    /** The sum of the succeeded payments' amounts, in minor units. */
+    volume: Type.Integer(),
+  },
+  { $id: 'DailyPayments', description: "One day's payments in one currency." },
+)
+
+export const PaymentStats = Type.Object(
+  { data: Type.Array(Type.Ref('DailyPayments')) },
+  { $id: 'PaymentStats', description: 'Payments per UTC day and currency, oldest day first.' },
+)
+
+export const MerchantProfile = Type.Object(
+  {
+    uuid: Uuid(),
+    name: Type.String(),
+    settlement_currency: Type.String(),
+    settlement_hold_seconds: Type.Integer(),
+    transaction_ttl_seconds: Type.Integer(),
+    fx_markup_bps: Type.Integer(),
+    payout_fee_bps: Type.Integer(),
+    payout_fixed_fee_micro: Type.Integer(),
+    fees: Type.Array(
+      Type.Object({
+        payment_method: PaymentMethod(),
+        fee_bps: Type.Integer(),
+        merchant_fee_share_bps: Type.Integer(),
+      }),
+    ),
+  },
+  { $id: 'MerchantProfile', description: "The merchant's settings as the operator set them." },
+)
+
+export const DeliveryAttempts = Type.Object(
+  {
+    delivery: Type.Ref('WebhookDelivery'),
+    /** The request every attempt sent, its signature described rather than shown. */
+    request: Type.Object({
+      method: Type.String(),
+      url: Type.String(),
+      headers: Type.Record(Type.String(), Type.String()),
+      /** Null once the event's body is no longer kept. */
+      body: Nullable(Type.String()),
+    }),
+    attempts: Type.Array(
+      Type.Object({
+        attempt: Type.Integer(),
+        started_at: Timestamp(),
+        /** The `webhook-timestamp` this attempt signed, unix seconds. */
+        webhook_timestamp: Type.String(),
+        duration_ms: Type.Integer(),
+        response_status: Nullable(Type.Integer()),
+        response_body: Nullable(Type.String()),
+        error: Nullable(Type.String()),
+      }),
+    ),
+  },
+  { $id: 'DeliveryAttempts', description: "A delivery's request and every attempt's answer." },
+)
