@@ -108,5 +108,3 @@ export const BALANCE_TRANSACTION_CSV_COLUMNS: CsvColumn<BalanceTransactionView>[
   { header: 'source_type', value: (view) => view.source.type },
   { header: 'source_uuid', value: (view) => view.source.uuid },
 ]
-
-export const BALANCE_TRANSACTION_CSV_FIELDS = BALANCE_TRANSACTION_CSV_COLUMNS.map((column) => column.header)

@@ -1,6 +1,7 @@
 import type { Scope } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import type { KeyClaim } from '../../http/kept-key.ts'
 import { deriveKey } from '../../lib/crypto.ts'
 import { createPayout } from './create.ts'
 import { DEFAULT_PAYOUT_TIMING, type PayoutDeps, type PayoutTiming } from './deps.ts'
@@ -45,11 +46,8 @@ export function createPayoutService(
   return {
     toView: (row: PayoutRow) => payoutView(row),
     quote: (auth: AuthContext, quote: PayoutQuoteInput) => quotePayout(deps, auth, quote),
-    create: (
-      auth: AuthContext,
-      payout: CreatePayoutInput,
-      request: { idempotencyKey: string; actionRequestId: string },
-    ) => createPayout(deps, auth, payout, request),
+    create: (auth: AuthContext, payout: CreatePayoutInput, request: KeyClaim) =>
+      createPayout(deps, auth, payout, request),
     findByIdempotencyKey: (scope: Scope, key: string) => findPayoutByIdempotencyKey(deps, scope, key),
     get: (auth: AuthContext, uuid: string) => getPayout(deps, auth, uuid),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedPayout(deps, auth, uuid),

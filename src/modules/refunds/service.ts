@@ -1,5 +1,6 @@
 import type { Scope } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import type { KeyClaim } from '../../http/kept-key.ts'
 import { createRefund } from './create.ts'
 import { DEFAULT_REFUND_TIMING, type RefundDeps, type RefundTiming } from './deps.ts'
 import { exportRefunds, findRefundByIdempotencyKey, getRefund, listRefunds } from './queries.ts'
@@ -25,11 +26,8 @@ export type RefundService = ReturnType<typeof createRefundService>
 export function createRefundService(input: Omit<RefundDeps, 'timing'> & { timing?: Partial<RefundTiming> }) {
   const deps: RefundDeps = { ...input, timing: { ...DEFAULT_REFUND_TIMING, ...input.timing } }
   return {
-    create: (
-      auth: AuthContext,
-      refund: CreateRefundInput,
-      request: { idempotencyKey: string; actionRequestId: string },
-    ) => createRefund(deps, auth, refund, request),
+    create: (auth: AuthContext, refund: CreateRefundInput, request: KeyClaim) =>
+      createRefund(deps, auth, refund, request),
     get: (auth: AuthContext, uuid: string) => getRefund(deps, auth, uuid),
     list: (auth: AuthContext, query: ListRefundsInput) => listRefunds(deps, auth, query),
     export: (auth: AuthContext, query: ListRefundsInput) => exportRefunds(deps, auth, query),
