@@ -52,6 +52,23 @@ async function withServices<T>(work: (services: Services, config: Config) => Pro
   }
 }
 
+/** A `list` command under `parent`: one line per row that `rows` reads. */
+function listCommand<T>(
+  parent: Command,
+  description: string,
+  rows: (services: Services) => Promise<T[]>,
+  line: (row: T) => string,
+): void {
+  parent
+    .command('list')
+    .description(description)
+    .action(() =>
+      withServices(async (services) => {
+        for (const row of await rows(services)) out(line(row))
+      }),
+    )
+}
+
 interface ServeOptions {
   role: 'all' | 'api' | 'worker'
   /** On the embedded default: give the demo owner a new password, printed in the banner. */
@@ -257,15 +274,12 @@ merchants
         out(JSON.stringify(updated))
       }),
   )
-merchants
-  .command('list')
-  .description('List merchants')
-  .action(() =>
-    withServices(async (services) => {
-      for (const m of await services.merchants.listMerchants())
-        out(`${m.uuid}  ${m.name}  ${m.settlement_currency}`)
-    }),
-  )
+listCommand(
+  merchants,
+  'List merchants',
+  (services) => services.merchants.listMerchants(),
+  (m) => `${m.uuid}  ${m.name}  ${m.settlement_currency}`,
+)
 
 const keys = program.command('keys').description('Manage API keys')
 keys
@@ -310,16 +324,12 @@ rates
       }
     }),
   )
-rates
-  .command('list')
-  .description('List market rates')
-  .action(() =>
-    withServices(async (services) => {
-      for (const r of await services.rates.listMarketRates()) {
-        out(`${r.currency}  ${r.market_rate}  ${r.updated_at.toISOString()}`)
-      }
-    }),
-  )
+listCommand(
+  rates,
+  'List market rates',
+  (services) => services.rates.listMarketRates(),
+  (r) => `${r.currency}  ${r.market_rate}  ${r.updated_at.toISOString()}`,
+)
 
 program
   .command('fees')
@@ -380,18 +390,13 @@ requisites
       out(`requisites ${row.uuid} for ${row.payment_method}: ${JSON.stringify(row.fields)}`)
     }),
   )
-requisites
-  .command('list')
-  .description('List the pool')
-  .action(() =>
-    withServices(async (services) => {
-      for (const r of await services.requisites.list()) {
-        out(
-          `${r.uuid}  ${r.payment_method}  ${r.active ? 'active' : 'inactive'}  used ${r.assigned_count}×  ${JSON.stringify(r.fields)}`,
-        )
-      }
-    }),
-  )
+listCommand(
+  requisites,
+  'List the pool',
+  (services) => services.requisites.list(),
+  (r) =>
+    `${r.uuid}  ${r.payment_method}  ${r.active ? 'active' : 'inactive'}  used ${r.assigned_count}×  ${JSON.stringify(r.fields)}`,
+)
 
 program
   .command('ledger')

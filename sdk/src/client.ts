@@ -116,12 +116,26 @@ export class MerchantGateway {
     )
   }
 
+  /** An operation that reads one resource, named by the uuid in its path. */
+  private byUuid<O extends keyof Op>(template: string) {
+    return (uuid: string, options?: RequestOptions) => this.get<O>(template, [uuid], undefined, options)
+  }
+
+  /** An operation with no body on one resource, named by the uuid in its path (a simulation, a redelivery). */
+  private onUuid<O extends keyof Op>(template: string) {
+    return (uuid: string, options?: RequestOptions) => this.post<O>(template, [uuid], undefined, options)
+  }
+
+  /** A list operation: its items, every page of them, for the filters given. */
+  private lister<O extends keyof Op>(template: string) {
+    return (filters?: FiltersOf<O>, options?: RequestOptions) => this.list<O>(template, filters, options)
+  }
+
   readonly transactions = {
     /** Creates a payment: card (the hosted page's `payment_url`) or host-to-host (then `requisites`). */
     create: (body: BodyOf<'createTransaction'>, options?: RequestOptions) =>
       this.post<'createTransaction'>('/integration/transactions', [], body, options),
-    get: (uuid: string, options?: RequestOptions) =>
-      this.get<'getTransaction'>('/integration/transactions/{uuid}', [uuid], undefined, options),
+    get: this.byUuid<'getTransaction'>('/integration/transactions/{uuid}'),
     getByExternalId: (externalId: string, options?: RequestOptions) =>
       this.get<'getTransactionByExternalId'>(
         '/integration/transactions/by-external-id/{externalId}',
@@ -129,26 +143,17 @@ export class MerchantGateway {
         undefined,
         options,
       ),
-    list: (filters?: FiltersOf<'listTransactions'>, options?: RequestOptions) =>
-      this.list<'listTransactions'>('/integration/transactions', filters, options),
+    list: this.lister<'listTransactions'>('/integration/transactions'),
     /** Where the customer transfers to, for a host-to-host payment. */
-    requisites: (uuid: string, options?: RequestOptions) =>
-      this.get<'getTransactionRequisites'>(
-        '/integration/transactions/{uuid}/h2h',
-        [uuid],
-        undefined,
-        options,
-      ),
+    requisites: this.byUuid<'getTransactionRequisites'>('/integration/transactions/{uuid}/h2h'),
   }
 
   readonly refunds = {
     /** Refunds a paid transaction, in part or in full (signed: the client needs `keyId`). */
     create: (body: BodyOf<'createRefund'>, options?: RequestOptions) =>
       this.post<'createRefund'>('/integration/refunds', [], body, { ...options, signed: true }),
-    get: (uuid: string, options?: RequestOptions) =>
-      this.get<'getRefund'>('/integration/refunds/{uuid}', [uuid], undefined, options),
-    list: (filters?: FiltersOf<'listRefunds'>, options?: RequestOptions) =>
-      this.list<'listRefunds'>('/integration/refunds', filters, options),
+    get: this.byUuid<'getRefund'>('/integration/refunds/{uuid}'),
+    list: this.lister<'listRefunds'>('/integration/refunds'),
   }
 
   readonly payouts = {
@@ -158,10 +163,8 @@ export class MerchantGateway {
     /** Pays out from the USDT balance (signed: the client needs `keyId`). */
     create: (body: BodyOf<'createPayout'>, options?: RequestOptions) =>
       this.post<'createPayout'>('/integration/payouts', [], body, { ...options, signed: true }),
-    get: (uuid: string, options?: RequestOptions) =>
-      this.get<'getPayout'>('/integration/payouts/{uuid}', [uuid], undefined, options),
-    list: (filters?: FiltersOf<'listPayouts'>, options?: RequestOptions) =>
-      this.list<'listPayouts'>('/integration/payouts', filters, options),
+    get: this.byUuid<'getPayout'>('/integration/payouts/{uuid}'),
+    list: this.lister<'listPayouts'>('/integration/payouts'),
   }
 
   readonly balances = {
@@ -170,15 +173,8 @@ export class MerchantGateway {
   }
 
   readonly balanceTransactions = {
-    get: (uuid: string, options?: RequestOptions) =>
-      this.get<'getBalanceTransaction'>(
-        '/integration/balance-transactions/{uuid}',
-        [uuid],
-        undefined,
-        options,
-      ),
-    list: (filters?: FiltersOf<'listBalanceTransactions'>, options?: RequestOptions) =>
-      this.list<'listBalanceTransactions'>('/integration/balance-transactions', filters, options),
+    get: this.byUuid<'getBalanceTransaction'>('/integration/balance-transactions/{uuid}'),
+    list: this.lister<'listBalanceTransactions'>('/integration/balance-transactions'),
   }
 
   readonly rates = {
@@ -204,25 +200,16 @@ export class MerchantGateway {
     test: (options?: RequestOptions) =>
       this.post<'sendTestWebhook'>('/integration/webhook/test', [], undefined, options),
     deliveries: {
-      list: (filters?: FiltersOf<'listWebhookDeliveries'>, options?: RequestOptions) =>
-        this.list<'listWebhookDeliveries'>('/integration/webhook/deliveries', filters, options),
-      get: (uuid: string, options?: RequestOptions) =>
-        this.get<'getWebhookDelivery'>('/integration/webhook/deliveries/{uuid}', [uuid], undefined, options),
-      redeliver: (uuid: string, options?: RequestOptions) =>
-        this.post<'redeliverWebhook'>(
-          '/integration/webhook/deliveries/{uuid}/redeliver',
-          [uuid],
-          undefined,
-          options,
-        ),
+      list: this.lister<'listWebhookDeliveries'>('/integration/webhook/deliveries'),
+      get: this.byUuid<'getWebhookDelivery'>('/integration/webhook/deliveries/{uuid}'),
+      redeliver: this.onUuid<'redeliverWebhook'>('/integration/webhook/deliveries/{uuid}/redeliver'),
     },
   }
 
   readonly events = {
     get: (eventId: string, options?: RequestOptions) =>
       this.get<'getEvent'>('/integration/events/{event_id}', [eventId], undefined, options),
-    list: (filters?: FiltersOf<'listEvents'>, options?: RequestOptions) =>
-      this.list<'listEvents'>('/integration/events', filters, options),
+    list: this.lister<'listEvents'>('/integration/events'),
     /**
      * The test mode's events as they happen (server-sent events): a `ready` message once connected, then every
      * event with the body its webhook carries. One connection: it ends when the service ends it, and the caller
@@ -233,50 +220,16 @@ export class MerchantGateway {
 
   readonly sandbox = {
     transactions: {
-      paid: (uuid: string, options?: RequestOptions) =>
-        this.post<'simulateTransactionPaid'>(
-          '/integration/sandbox/transactions/{uuid}/paid',
-          [uuid],
-          undefined,
-          options,
-        ),
-      failed: (uuid: string, options?: RequestOptions) =>
-        this.post<'simulateTransactionFailed'>(
-          '/integration/sandbox/transactions/{uuid}/failed',
-          [uuid],
-          undefined,
-          options,
-        ),
-      expired: (uuid: string, options?: RequestOptions) =>
-        this.post<'simulateTransactionExpired'>(
-          '/integration/sandbox/transactions/{uuid}/expired',
-          [uuid],
-          undefined,
-          options,
-        ),
-      failedThenPaid: (uuid: string, options?: RequestOptions) =>
-        this.post<'simulateTransactionFailedThenPaid'>(
-          '/integration/sandbox/transactions/{uuid}/failed-then-paid',
-          [uuid],
-          undefined,
-          options,
-        ),
+      paid: this.onUuid<'simulateTransactionPaid'>('/integration/sandbox/transactions/{uuid}/paid'),
+      failed: this.onUuid<'simulateTransactionFailed'>('/integration/sandbox/transactions/{uuid}/failed'),
+      expired: this.onUuid<'simulateTransactionExpired'>('/integration/sandbox/transactions/{uuid}/expired'),
+      failedThenPaid: this.onUuid<'simulateTransactionFailedThenPaid'>(
+        '/integration/sandbox/transactions/{uuid}/failed-then-paid',
+      ),
     },
     payouts: {
-      completed: (uuid: string, options?: RequestOptions) =>
-        this.post<'simulatePayoutCompleted'>(
-          '/integration/sandbox/payouts/{uuid}/completed',
-          [uuid],
-          undefined,
-          options,
-        ),
-      failed: (uuid: string, options?: RequestOptions) =>
-        this.post<'simulatePayoutFailed'>(
-          '/integration/sandbox/payouts/{uuid}/failed',
-          [uuid],
-          undefined,
-          options,
-        ),
+      completed: this.onUuid<'simulatePayoutCompleted'>('/integration/sandbox/payouts/{uuid}/completed'),
+      failed: this.onUuid<'simulatePayoutFailed'>('/integration/sandbox/payouts/{uuid}/failed'),
     },
   }
 

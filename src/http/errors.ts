@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifySchema } from 'fastify'
 import { Type } from 'typebox'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
+import { isUuid } from '../lib/ids.ts'
 
 /** The closed list of error codes (docs/API.md, Errors), each with its one HTTP status. */
 export const ERROR_STATUS = {
@@ -62,6 +63,20 @@ export class AppError extends Error {
 }
 
 export const notFound = (what = 'resource'): AppError => new AppError('not_found', `No such ${what}.`)
+
+/**
+ * The row `uuid` names, or 404 on `what`: a malformed uuid names nothing, so it is answered like an unknown
+ * one, and never reaches the database (whose uuid type would refuse it).
+ */
+export async function foundByUuid<R>(
+  what: string,
+  uuid: string,
+  find: (uuid: string) => Promise<R | undefined>,
+): Promise<R> {
+  const row = isUuid(uuid) ? await find(uuid) : undefined
+  if (!row) throw notFound(what)
+  return row
+}
 
 export const validationError = (field: string, message: string): AppError =>
   new AppError('validation_failed', 'The request is invalid.', null, { [field]: [message] })

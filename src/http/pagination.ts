@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
+import { type TProperties, Type } from 'typebox'
 import type { Cursor } from '../db/keyset.ts'
 import { sha256Hex } from '../lib/crypto.ts'
 import { isUuid } from '../lib/ids.ts'
@@ -20,6 +20,10 @@ export const PaginationQuery = {
   ),
 }
 
+/** A list's query: the page's place and size, then the list's own `filters`; nothing else is accepted. */
+export const ListQuery = <T extends TProperties>(filters: T) =>
+  Type.Object({ ...PaginationQuery, ...filters }, { additionalProperties: false })
+
 /** The `date_from`/`date_to` filters of a list, on its `created_at` (parsed by http/date-filter.ts). */
 export const DateRangeQuery = {
   date_from: Type.Optional(
@@ -36,6 +40,27 @@ export const DateRangeQuery = {
   ),
 }
 
+/** The same range, named `created_from`/`created_to` (the balance-transaction and event lists). */
+export const CreatedRangeQuery = {
+  created_from: DateRangeQuery.date_from,
+  created_to: DateRangeQuery.date_to,
+}
+
+/** A list's `currency` filter. */
+export const CurrencyFilter = (example: string) =>
+  Type.Optional(
+    Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: [example] }),
+  )
+
+/** A list's filter that takes one of `values`, or several comma-separated (`?status=paid,failed`). */
+export function OneOrSeveral(
+  values: readonly string[],
+  options: { description: string; examples: string[] },
+) {
+  const one = `(${values.join('|')})`
+  return Type.Optional(Type.String({ pattern: `^${one}(,${one})*$`, ...options }))
+}
+
 export const CursorMeta = Type.Object(
   {
     per_page: Type.Integer(),
@@ -45,6 +70,10 @@ export const CursorMeta = Type.Object(
   },
   { $id: 'CursorMeta' },
 )
+
+/** A list's answer, `$id`: a page of `item` (a registered schema's `$id`), and the cursors either side. */
+export const CursorPage = ($id: string, item: string) =>
+  Type.Object({ data: Type.Array(Type.Ref(item)), meta: Type.Ref('CursorMeta') }, { $id })
 
 /** A short digest of the filters a cursor was made under: following it with other filters is refused. */
 export const filterDigest = (filters: Record<string, unknown>): string =>

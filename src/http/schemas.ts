@@ -24,6 +24,10 @@ export const HttpUrl = (description: string) =>
     examples: ['https://shop.example/payments/callback'],
   })
 
+/** Where the status callbacks of the `noun` a request creates go, instead of the webhook URL. */
+export const CallbackUrl = (noun: string) =>
+  Type.Optional(Nullable(HttpUrl(`Where status callbacks for this ${noun} go (overrides the webhook URL).`)))
+
 /** PostgreSQL text and jsonb cannot hold U+0000: refuse it at the edge (422) rather than fail in the query. */
 export const NO_NUL_PATTERN = '^[^\\u0000]*$'
 

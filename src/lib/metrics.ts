@@ -8,13 +8,39 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 export const registry = new Registry()
 collectDefaultMetrics({ register: registry })
 
-export const httpDuration = new Histogram({
-  name: 'http_request_duration_seconds',
-  help: 'API request latency by route and status',
-  labelNames: ['method', 'route', 'status'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-  registers: [registry],
-})
+/** A histogram of this registry; `buckets` are the upper bounds, in seconds. */
+const histogram = <L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  buckets: number[],
+) => new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] })
+
+/** A gauge of this registry; with `collect`, set on every scrape from what it reads. */
+const gauge = <L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  collect?: (gauge: Gauge<L>) => void | Promise<void>,
+) =>
+  new Gauge<L>({
+    name,
+    help,
+    labelNames,
+    registers: [registry],
+    ...(collect && {
+      collect() {
+        return collect(this)
+      },
+    }),
+  })
+
+export const httpDuration = histogram(
+  'http_request_duration_seconds',
+  'API request latency by route and status',
+  ['method', 'route', 'status'],
+  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+)
 
 export const deliveryOutcomes = new Counter({
   name: 'webhook_delivery_attempts_total',
@@ -23,20 +49,18 @@ export const deliveryOutcomes = new Counter({
   registers: [registry],
 })
 
-export const jobRuns = new Histogram({
-  name: 'worker_job_run_seconds',
-  help: 'How long one run of a worker job took',
-  labelNames: ['job'] as const,
-  buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
-  registers: [registry],
-})
+export const jobRuns = histogram(
+  'worker_job_run_seconds',
+  'How long one run of a worker job took',
+  ['job'],
+  [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+)
 
-export const jobLag = new Gauge({
-  name: 'worker_job_lag_seconds',
-  help: 'How late the last run of a worker job started after it was due',
-  labelNames: ['job'] as const,
-  registers: [registry],
-})
+export const jobLag = gauge(
+  'worker_job_lag_seconds',
+  'How late the last run of a worker job started after it was due',
+  ['job'],
+)
 
 /** What the database-backed gauges read on every scrape. */
 export interface MetricSources {
@@ -51,38 +75,29 @@ export function setMetricSources(next: MetricSources | null): void {
   sources = next
 }
 
-new Gauge({
-  name: 'webhook_outbox_depth',
-  help: 'Webhook deliveries waiting to be sent (pending)',
-  registers: [registry],
-  async collect() {
-    if (sources) this.set((await sources.outbox()).depth)
-  },
+gauge('webhook_outbox_depth', 'Webhook deliveries waiting to be sent (pending)', [], async (depth) => {
+  if (sources) depth.set((await sources.outbox()).depth)
 })
 
-new Gauge({
-  name: 'webhook_outbox_oldest_age_seconds',
-  help: 'Age of the oldest pending delivery (0 when none)',
-  registers: [registry],
-  async collect() {
-    if (sources) this.set((await sources.outbox()).oldestAgeSeconds)
+gauge(
+  'webhook_outbox_oldest_age_seconds',
+  'Age of the oldest pending delivery (0 when none)',
+  [],
+  async (age) => {
+    if (sources) age.set((await sources.outbox()).oldestAgeSeconds)
   },
-})
+)
 
-new Gauge({
-  name: 'db_pool_connections',
-  help: 'Database pool connections by state (PostgreSQL only)',
-  labelNames: ['state'] as const,
-  registers: [registry],
-  collect() {
+gauge(
+  'db_pool_connections',
+  'Database pool connections by state (PostgreSQL only)',
+  ['state'],
+  (connections) => {
     const pool = sources?.pool()
     if (!pool) return
-    this.set({ state: 'total' }, pool.total)
-    this.set({ state: 'idle' }, pool.idle)
-    this.set({ state: 'waiting' }, pool.waiting)
-    this.set({ state: 'max' }, pool.max)
+    for (const state of ['total', 'idle', 'waiting', 'max'] as const) connections.set({ state }, pool[state])
   },
-})
+)
 
 /** Serves GET /metrics on its own port; nothing else. */
 export async function startMetricsServer(port: number, host: string): Promise<Server> {

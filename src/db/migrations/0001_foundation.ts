@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { createIndex, createOwnedTable, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db)
@@ -11,8 +12,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('settlement_hold_seconds', 'integer', (c) => c.notNull().defaultTo(86400))
     .addColumn('transaction_ttl_seconds', 'integer', (c) => c.notNull().defaultTo(1800))
     .addColumn('fx_markup_bps', 'integer', (c) => c.notNull().defaultTo(0))
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(withTimestamps)
     .execute()
 
   await db.schema
@@ -27,7 +27,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
     .addColumn('revoked_at', sql`timestamptz(3)`)
     .execute()
-  await db.schema.createIndex('api_keys_merchant_idx').on('api_keys').column('merchant_uuid').execute()
+  await createIndex(db, 'api_keys_merchant_idx', 'api_keys', ['merchant_uuid'])
 
   await db.schema
     .createTable('merchant_fees')
@@ -62,11 +62,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     db,
   )
 
-  await db.schema
-    .createTable('transactions')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'transactions')
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('external_id', 'text', (c) => c.notNull())
     .addColumn('amount', 'bigint', (c) => c.notNull().check(sql`amount > 0`))
@@ -97,8 +93,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('paid_at', sql`timestamptz(3)`)
     .addColumn('settle_available_at', sql`timestamptz(3)`)
     .addColumn('aggregate_version', 'integer', (c) => c.notNull().defaultTo(1))
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(withTimestamps)
     .addUniqueConstraint('transactions_external_id_key', ['merchant_uuid', 'mode', 'external_id'])
     .execute()
   // The list: newest first, keyset on (created_at, uuid), per merchant and mode, optionally by status.
@@ -141,11 +136,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('expires_at', sql`timestamptz(3)`, (c) => c.notNull())
     .addPrimaryKeyConstraint('idempotency_keys_pk', ['merchant_uuid', 'mode', 'key'])
     .execute()
-  await db.schema
-    .createIndex('idempotency_keys_expiry_idx')
-    .on('idempotency_keys')
-    .column('expires_at')
-    .execute()
+  await createIndex(db, 'idempotency_keys_expiry_idx', 'idempotency_keys', ['expires_at'])
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

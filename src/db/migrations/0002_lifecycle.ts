@@ -1,31 +1,16 @@
 import { type Kysely, sql } from 'kysely'
+import { createIndex, createOwnedTable, createProviderLog, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // Every provider callback as received, and what it did: applied, or recorded as a duplicate or a stale one.
-  await db.schema
-    .createTable('provider_callbacks')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('connector', 'text', (c) => c.notNull())
-    .addColumn('transaction_uuid', 'uuid', (c) => c.notNull().references('transactions.uuid'))
-    .addColumn('outcome', 'text', (c) => c.notNull())
-    .addColumn('provider_reference', 'text')
-    .addColumn('result', 'text', (c) => c.notNull().check(sql`result IN ('applied', 'duplicate', 'stale')`))
-    .addColumn('from_status', 'text', (c) => c.notNull())
-    .addColumn('to_status', 'text', (c) => c.notNull())
-    .addColumn('received_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .execute()
-  await db.schema
-    .createIndex('provider_callbacks_tx_idx')
-    .on('provider_callbacks')
-    .columns(['transaction_uuid', 'received_at'])
-    .execute()
+  await createProviderLog(db, 'provider_callbacks', {
+    column: 'transaction_uuid',
+    references: 'transactions.uuid',
+    index: 'provider_callbacks_tx_idx',
+  })
 
   // The transactional outbox: one row per event, written in the transaction of the change that caused it.
-  await db.schema
-    .createTable('events')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'events')
     .addColumn('event', 'text', (c) => c.notNull())
     .addColumn('aggregate_type', 'text', (c) => c.notNull())
     .addColumn('aggregate_uuid', 'uuid', (c) => c.notNull())
@@ -38,11 +23,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       'aggregate_version',
     ])
     .execute()
-  await db.schema
-    .createIndex('events_merchant_idx')
-    .on('events')
-    .columns(['merchant_uuid', 'mode', 'occurred_at'])
-    .execute()
+  await createIndex(db, 'events_merchant_idx', 'events', ['merchant_uuid', 'mode', 'occurred_at'])
 
   await db.schema
     .createTable('webhook_configs')
@@ -82,8 +63,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('duration_ms', 'integer')
     .addColumn('error', 'text')
     .addColumn('is_test', 'boolean', (c) => c.notNull().defaultTo(false))
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(withTimestamps)
     .execute()
   await sql`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`.execute(
     db,
@@ -91,11 +71,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX webhook_deliveries_list_idx ON webhook_deliveries (merchant_uuid, mode, created_at DESC, uuid DESC)`.execute(
     db,
   )
-  await db.schema
-    .createIndex('webhook_deliveries_event_idx')
-    .on('webhook_deliveries')
-    .column('event_id')
-    .execute()
+  await createIndex(db, 'webhook_deliveries_event_idx', 'webhook_deliveries', ['event_id'])
 
   await db.schema
     .createTable('webhook_attempts')
@@ -109,11 +85,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('response_body', 'text')
     .addColumn('error', 'text')
     .execute()
-  await db.schema
-    .createIndex('webhook_attempts_delivery_idx')
-    .on('webhook_attempts')
-    .columns(['delivery_uuid', 'attempt'])
-    .execute()
+  await createIndex(db, 'webhook_attempts_delivery_idx', 'webhook_attempts', ['delivery_uuid', 'attempt'])
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

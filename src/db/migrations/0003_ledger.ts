@@ -1,13 +1,10 @@
 import { type Kysely, sql } from 'kysely'
+import { createIndex, createOwnedTable } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // One account per merchant, mode, currency and kind; `balance` is kept from the journal in the same
   // transaction as every entry, and `ledger verify` recomputes it from the lines.
-  await db.schema
-    .createTable('ledger_accounts')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'ledger_accounts')
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('balance', 'bigint', (c) => c.notNull().defaultTo(0))
@@ -15,11 +12,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addUniqueConstraint('ledger_accounts_key', ['merchant_uuid', 'mode', 'currency', 'kind'])
     .execute()
 
-  await db.schema
-    .createTable('journal_entries')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'journal_entries')
     .addColumn('kind', 'text', (c) => c.notNull())
     .addColumn('reference_type', 'text', (c) => c.notNull())
     .addColumn('reference_uuid', 'uuid', (c) => c.notNull())
@@ -35,12 +28,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('ledger_accounts.uuid'))
     .addColumn('amount', 'bigint', (c) => c.notNull())
     .execute()
-  await db.schema.createIndex('journal_lines_entry_idx').on('journal_lines').column('entry_uuid').execute()
-  await db.schema
-    .createIndex('journal_lines_account_idx')
-    .on('journal_lines')
-    .column('account_uuid')
-    .execute()
+  await createIndex(db, 'journal_lines_entry_idx', 'journal_lines', ['entry_uuid'])
+  await createIndex(db, 'journal_lines_account_idx', 'journal_lines', ['account_uuid'])
 
   await db.schema.alterTable('transactions').addColumn('settled_at', sql`timestamptz(3)`).execute()
   await sql`CREATE INDEX transactions_settlement_idx ON transactions (settle_available_at) WHERE settled_at IS NULL AND paid_at IS NOT NULL`.execute(

@@ -1,11 +1,8 @@
 import { type Kysely, sql } from 'kysely'
+import { createIndex, createOwnedTable, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createTable('refunds')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'refunds')
     .addColumn('transaction_uuid', 'uuid', (c) => c.notNull().references('transactions.uuid'))
     .addColumn('amount_minor', 'bigint', (c) => c.notNull().check(sql`amount_minor > 0`))
     .addColumn('currency', 'text', (c) => c.notNull())
@@ -17,14 +14,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('action_request_id', 'uuid', (c) => c.notNull())
     .addColumn('succeeded_at', sql`timestamptz(3)`)
     .addColumn('failed_at', sql`timestamptz(3)`)
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(withTimestamps)
     .execute()
-  await db.schema
-    .createIndex('refunds_transaction_idx')
-    .on('refunds')
-    .columns(['transaction_uuid', 'status'])
-    .execute()
+  await createIndex(db, 'refunds_transaction_idx', 'refunds', ['transaction_uuid', 'status'])
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { createIndex, createOwnedTable, createProviderLog, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // What a payout costs the merchant on top of its amount: a share in basis points and a fixed part in USDT.
@@ -9,11 +10,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute()
 
   // A quote holds its figures (rate, amounts, fee) for 60 s; a payout that names it pays at those figures.
-  await db.schema
-    .createTable('payout_quotes')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'payout_quotes')
     .addColumn('amount', 'bigint', (c) => c.notNull())
     .addColumn('currency', 'text', (c) => c.notNull())
     .addColumn('method', 'text', (c) => c.notNull())
@@ -25,13 +22,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('expires_at', sql`timestamptz(3)`, (c) => c.notNull())
     .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
     .execute()
-  await db.schema.createIndex('payout_quotes_expiry_idx').on('payout_quotes').column('expires_at').execute()
+  await createIndex(db, 'payout_quotes_expiry_idx', 'payout_quotes', ['expires_at'])
 
-  await db.schema
-    .createTable('payouts')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
+  await createOwnedTable(db, 'payouts')
     .addColumn('external_id', 'text', (c) => c.notNull())
     .addColumn('amount', 'bigint', (c) => c.notNull().check(sql`amount > 0`))
     .addColumn('currency', 'text', (c) => c.notNull())
@@ -63,37 +56,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('submitted_at', sql`timestamptz(3)`)
     .addColumn('completed_at', sql`timestamptz(3)`)
     .addColumn('failed_at', sql`timestamptz(3)`)
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(withTimestamps)
     .addUniqueConstraint('payouts_external_id_key', ['merchant_uuid', 'mode', 'external_id'])
     .execute()
-  await db.schema
-    .createIndex('payouts_list_idx')
-    .on('payouts')
-    .columns(['merchant_uuid', 'mode', 'created_at', 'uuid'])
-    .execute()
+  await createIndex(db, 'payouts_list_idx', 'payouts', ['merchant_uuid', 'mode', 'created_at', 'uuid'])
   await sql`CREATE INDEX payouts_open_idx ON payouts (next_check_at) WHERE status IN ('pending', 'processing')`.execute(
     db,
   )
 
   // Every provider word about a payout, as for payments: applied, or recorded as a duplicate or a stale one.
-  await db.schema
-    .createTable('payout_callbacks')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('connector', 'text', (c) => c.notNull())
-    .addColumn('payout_uuid', 'uuid', (c) => c.notNull().references('payouts.uuid'))
-    .addColumn('outcome', 'text', (c) => c.notNull())
-    .addColumn('provider_reference', 'text')
-    .addColumn('result', 'text', (c) => c.notNull().check(sql`result IN ('applied', 'duplicate', 'stale')`))
-    .addColumn('from_status', 'text', (c) => c.notNull())
-    .addColumn('to_status', 'text', (c) => c.notNull())
-    .addColumn('received_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .execute()
-  await db.schema
-    .createIndex('payout_callbacks_payout_idx')
-    .on('payout_callbacks')
-    .columns(['payout_uuid', 'received_at'])
-    .execute()
+  await createProviderLog(db, 'payout_callbacks', {
+    column: 'payout_uuid',
+    references: 'payouts.uuid',
+    index: 'payout_callbacks_payout_idx',
+  })
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

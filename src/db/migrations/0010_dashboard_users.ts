@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { createIndex, withTimestamps } from './tables.ts'
 
 /**
  * The dashboard's people and sessions (modules/users): merchant users, their one-time invitations, their
@@ -19,15 +20,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     // Null until the user accepts the invitation and sets a password.
     .addColumn('password_hash', 'text')
     .addColumn('status', 'text', (c) => c.notNull().check(sql`status IN ('active', 'disabled')`))
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(withTimestamps)
     .execute()
   await sql`CREATE UNIQUE INDEX merchant_users_email_idx ON merchant_users (lower(email))`.execute(db)
-  await db.schema
-    .createIndex('merchant_users_merchant_idx')
-    .on('merchant_users')
-    .columns(['merchant_uuid', 'created_at'])
-    .execute()
+  await createIndex(db, 'merchant_users_merchant_idx', 'merchant_users', ['merchant_uuid', 'created_at'])
 
   await db.schema
     .createTable('merchant_user_invitations')
@@ -39,11 +35,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('used_at', sql`timestamptz(3)`)
     .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
     .execute()
-  await db.schema
-    .createIndex('merchant_user_invitations_user_idx')
-    .on('merchant_user_invitations')
-    .column('user_uuid')
-    .execute()
+  await createIndex(db, 'merchant_user_invitations_user_idx', 'merchant_user_invitations', ['user_uuid'])
 
   await db.schema
     .createTable('dashboard_sessions')
@@ -59,11 +51,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('ip', 'text')
     .addColumn('user_agent', 'text')
     .execute()
-  await db.schema
-    .createIndex('dashboard_sessions_user_idx')
-    .on('dashboard_sessions')
-    .column('user_uuid')
-    .execute()
+  await createIndex(db, 'dashboard_sessions_user_idx', 'dashboard_sessions', ['user_uuid'])
 
   await db.schema
     .createTable('dashboard_audit_log')
@@ -81,22 +69,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('details', 'jsonb')
     .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
     .execute()
-  await db.schema
-    .createIndex('dashboard_audit_log_merchant_idx')
-    .on('dashboard_audit_log')
-    .columns(['merchant_uuid', 'created_at'])
-    .execute()
+  await createIndex(db, 'dashboard_audit_log_merchant_idx', 'dashboard_audit_log', [
+    'merchant_uuid',
+    'created_at',
+  ])
   // Sign-in throttling counts recent failures per account and per address.
-  await db.schema
-    .createIndex('dashboard_audit_log_target_idx')
-    .on('dashboard_audit_log')
-    .columns(['action', 'target_id', 'created_at'])
-    .execute()
-  await db.schema
-    .createIndex('dashboard_audit_log_ip_idx')
-    .on('dashboard_audit_log')
-    .columns(['action', 'ip', 'created_at'])
-    .execute()
+  await createIndex(db, 'dashboard_audit_log_target_idx', 'dashboard_audit_log', [
+    'action',
+    'target_id',
+    'created_at',
+  ])
+  await createIndex(db, 'dashboard_audit_log_ip_idx', 'dashboard_audit_log', ['action', 'ip', 'created_at'])
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -4,14 +4,12 @@ import {
   JOURNAL_ENTRY_KINDS,
   type JournalEntryKind,
 } from '../../db/enums.ts'
-import { keysetBatches } from '../../db/keyset.ts'
 import { scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import type { CsvColumn } from '../../http/csv.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
-import { notFound } from '../../http/errors.ts'
-import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
-import { isUuid } from '../../lib/ids.ts'
+import { foundByUuid } from '../../http/errors.ts'
+import { listFilters } from '../../http/filtered-list.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import { iso } from '../../lib/time.ts'
 import type { LedgerDeps } from './deps.ts'
@@ -56,45 +54,29 @@ export function balanceTransactionFilters(query: Omit<ListBalanceTransactionsInp
   }
   // Bound to the filters as normalised, so that equal filters written differently (types in another order,
   // an upper-case uuid) share their cursors.
-  const digest = filterDigest({
-    type: types?.join(','),
+  return listFilters(filters, {
+    type: types,
     currency: filters.currency,
     source_uuid: filters.sourceUuid,
-    created_from: from?.toISOString(),
-    created_to: to?.toISOString(),
+    created_from: from,
+    created_to: to,
   })
-  return { filters, digest }
-}
-
-export function listBalanceTransactions(
-  deps: LedgerDeps,
-  auth: AuthContext,
-  query: ListBalanceTransactionsInput,
-) {
-  const { filters, digest } = balanceTransactionFilters(query)
-  return listAnswer(
-    query,
-    { digest, path: `${deps.config.publicBaseUrl}/integration/balance-transactions` },
-    (cursor, limit) => repo.balanceTransactionPage(deps.db, scopeOf(auth), filters, cursor, limit),
-    balanceTransactionView,
-  )
 }
 
 export async function getBalanceTransaction(deps: Pick<LedgerDeps, 'db'>, auth: AuthContext, uuid: string) {
-  const row = isUuid(uuid) ? await repo.findBalanceTransaction(deps.db, scopeOf(auth), uuid) : undefined
-  if (!row) throw notFound('balance transaction')
+  const row = await foundByUuid('balance transaction', uuid, (id) =>
+    repo.findBalanceTransaction(deps.db, scopeOf(auth), id),
+  )
   return balanceTransactionView(row)
 }
 
-/** Every balance transaction the list's filters match, newest first, in batches: what a CSV export streams. */
-export async function* exportBalanceTransactions(
-  deps: Pick<LedgerDeps, 'db'>,
-  auth: AuthContext,
-  query: ListBalanceTransactionsInput,
-) {
-  const { filters } = balanceTransactionFilters(exportQuery(query))
-  for await (const rows of keysetBatches(repo.filteredBalanceTransactions(deps.db, scopeOf(auth), filters)))
-    yield rows.map(balanceTransactionView)
+/** The balance-transaction list: one definition for its pages and its CSV export. */
+export const BALANCE_TRANSACTION_LIST = {
+  path: '/integration/balance-transactions',
+  filters: balanceTransactionFilters,
+  page: repo.balanceTransactionPage,
+  rows: repo.filteredBalanceTransactions,
+  view: balanceTransactionView,
 }
 
 /** The columns of a balance-transactions CSV export, in their documented order; `source` as two columns. */
@@ -108,5 +90,3 @@ export const BALANCE_TRANSACTION_CSV_COLUMNS: CsvColumn<BalanceTransactionView>[
   { header: 'source_type', value: (view) => view.source.type },
   { header: 'source_uuid', value: (view) => view.source.uuid },
 ]
-
-export const BALANCE_TRANSACTION_CSV_FIELDS = BALANCE_TRANSACTION_CSV_COLUMNS.map((column) => column.header)

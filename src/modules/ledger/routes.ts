@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { Ref, sharedSchemas, Timestamp, UuidParams } from '../../http/schemas.ts'
-import { BALANCE_TRANSACTION_CSV_COLUMNS, BALANCE_TRANSACTION_CSV_FIELDS } from './balance-transactions.ts'
+import { getByUuid, keyOperation, listWithCsv } from '../../http/routes.ts'
+import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { BALANCE_TRANSACTION_CSV_COLUMNS } from './balance-transactions.ts'
 import {
   BalanceTransactionCursorPage,
   BalanceTransactionResponse,
@@ -30,7 +30,6 @@ export const IntegrationBalancesResponse = Type.Object(
 )
 
 const tags = ['Balances']
-const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }> = sharedSchemas(
   async (app, { ledger }) => {
@@ -43,78 +42,45 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
       app.addSchema(schema)
     app.get(
       '/integration/balances',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'listBalances',
-          summary: "The merchant's balances",
-          description:
-            'Per currency, in the mode of the key, derived from the double-entry ledger. The settlement currency is always listed.',
-          tags,
-          security,
-          response: {
-            200: Ref(IntegrationBalancesResponse, { description: 'The balances.' }),
-            ...errorResponses(401),
-          },
+      keyOperation({
+        operationId: 'listBalances',
+        summary: "The merchant's balances",
+        description:
+          'Per currency, in the mode of the key, derived from the double-entry ledger. The settlement currency is always listed.',
+        tags,
+        response: {
+          200: Ref(IntegrationBalancesResponse, { description: 'The balances.' }),
+          ...errorResponses(401),
         },
-      },
+      }),
       (request) => {
         const { merchant, mode } = authOf(request)
         return ledger.balancesView(merchant, mode)
       },
     )
 
-    app.get(
-      '/integration/balance-transactions',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'listBalanceTransactions',
-          summary: "List the movements of the merchant's balances",
-          description:
-            'One item per ledger movement of your available, pending and reserved balances in the mode of the key, newest first, with keyset cursor pagination (repeat the same filters with a cursor). Summed per currency and balance, they give GET /integration/balances.',
-          tags,
-          security,
-          querystring: ListBalanceTransactionsQuery,
-          response: {
-            200: jsonOrCsv(
-              BalanceTransactionCursorPage,
-              'A page of balance transactions, newest first.',
-              BALANCE_TRANSACTION_CSV_FIELDS,
-            ),
-            ...errorResponses(401, 422),
-          },
-        },
-      },
-      (request, reply) =>
-        wantsCsv(request)
-          ? sendCsv(
-              reply,
-              'balance-transactions',
-              BALANCE_TRANSACTION_CSV_COLUMNS,
-              ledger.exportBalanceTransactions(authOf(request), request.query),
-            )
-          : ledger.listBalanceTransactions(authOf(request), request.query),
-    )
+    listWithCsv(app, '/integration/balance-transactions', {
+      operationId: 'listBalanceTransactions',
+      summary: "List the movements of the merchant's balances",
+      description:
+        'One item per ledger movement of your available, pending and reserved balances in the mode of the key, newest first, with keyset cursor pagination (repeat the same filters with a cursor). Summed per currency and balance, they give GET /integration/balances.',
+      tags,
+      querystring: ListBalanceTransactionsQuery,
+      page: BalanceTransactionCursorPage,
+      paged: 'A page of balance transactions, newest first.',
+      csv: { name: 'balance-transactions', columns: BALANCE_TRANSACTION_CSV_COLUMNS },
+      list: ledger.listBalanceTransactions,
+      export: ledger.exportBalanceTransactions,
+    })
 
-    app.get(
-      '/integration/balance-transactions/:uuid',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getBalanceTransaction',
-          summary: 'Get a balance transaction',
-          description: 'By its uuid, within the mode of your key. A malformed uuid names nothing: 404.',
-          tags,
-          security,
-          params: UuidParams,
-          response: {
-            200: Ref(BalanceTransactionResponse, { description: 'The balance transaction.' }),
-            ...errorResponses(401, 404),
-          },
-        },
-      },
-      (request) => ledger.getBalanceTransaction(authOf(request), request.params.uuid),
-    )
+    getByUuid(app, '/integration/balance-transactions/:uuid', {
+      operationId: 'getBalanceTransaction',
+      summary: 'Get a balance transaction',
+      description: 'By its uuid, within the mode of your key. A malformed uuid names nothing: 404.',
+      tags,
+      answer: BalanceTransactionResponse,
+      answered: 'The balance transaction.',
+      get: ledger.getBalanceTransaction,
+    })
   },
 )

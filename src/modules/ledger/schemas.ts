@@ -5,7 +5,13 @@ import {
   BalanceTransactionTypeSchema,
   JournalReferenceTypeSchema,
 } from '../../db/enums.ts'
-import { PaginationQuery } from '../../http/pagination.ts'
+import {
+  CreatedRangeQuery,
+  CurrencyFilter,
+  CursorPage,
+  ListQuery,
+  OneOrSeveral,
+} from '../../http/pagination.ts'
 import { Timestamp, Uuid } from '../../http/schemas.ts'
 
 export const BalanceTransactionResponse = Type.Object(
@@ -40,48 +46,26 @@ export const BalanceTransactionResponse = Type.Object(
   { $id: 'BalanceTransactionResponse', additionalProperties: false },
 )
 
-export const BalanceTransactionCursorPage = Type.Object(
-  { data: Type.Array(Type.Ref('BalanceTransactionResponse')), meta: Type.Ref('CursorMeta') },
-  { $id: 'BalanceTransactionCursorPage' },
+export const BalanceTransactionCursorPage = CursorPage(
+  'BalanceTransactionCursorPage',
+  'BalanceTransactionResponse',
 )
 
-const TYPE = `(${BALANCE_TRANSACTION_TYPES.join('|')})`
-
-export const ListBalanceTransactionsQuery = Type.Object(
-  {
-    ...PaginationQuery,
-    type: Type.Optional(
-      Type.String({
-        pattern: `^${TYPE}(,${TYPE})*$`,
-        description: `One type, or several comma-separated: ${BALANCE_TRANSACTION_TYPES.join(', ')}.`,
-        examples: ['payment,settlement'],
-      }),
-    ),
-    currency: Type.Optional(
-      Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['USDT'] }),
-    ),
-    source_uuid: Type.Optional(
-      Type.String({
-        pattern: '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$',
-        description: 'Only the movements caused by this transaction, refund or payout (its uuid).',
-        examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
-      }),
-    ),
-    created_from: Type.Optional(
-      Type.String({
-        description: 'YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.',
-        examples: ['2026-11-01'],
-      }),
-    ),
-    created_to: Type.Optional(
-      Type.String({
-        description: 'YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.',
-        examples: ['2026-11-30'],
-      }),
-    ),
-  },
-  { additionalProperties: false },
-)
+export const ListBalanceTransactionsQuery = ListQuery({
+  type: OneOrSeveral(BALANCE_TRANSACTION_TYPES, {
+    description: `One type, or several comma-separated: ${BALANCE_TRANSACTION_TYPES.join(', ')}.`,
+    examples: ['payment,settlement'],
+  }),
+  currency: CurrencyFilter('USDT'),
+  source_uuid: Type.Optional(
+    Type.String({
+      pattern: '^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$',
+      description: 'Only the movements caused by this transaction, refund or payout (its uuid).',
+      examples: ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'],
+    }),
+  ),
+  ...CreatedRangeQuery,
+})
 
 export type BalanceTransactionView = Static<typeof BalanceTransactionResponse>
 export type ListBalanceTransactionsInput = Static<typeof ListBalanceTransactionsQuery>

@@ -4,12 +4,9 @@ import type { Executor } from '../../db/index.ts'
 import type { AccountKind, Merchant, Mode } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
+import { filteredExport, filteredPage } from '../../http/filtered-list.ts'
 import { newId } from '../../lib/ids.ts'
-import {
-  exportBalanceTransactions,
-  getBalanceTransaction,
-  listBalanceTransactions,
-} from './balance-transactions.ts'
+import { BALANCE_TRANSACTION_LIST, getBalanceTransaction } from './balance-transactions.ts'
 import type { LedgerDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import type { ListBalanceTransactionsInput } from './schemas.ts'
@@ -63,9 +60,9 @@ export function createLedgerService(deps: LedgerDeps) {
     balances: (merchantUuid: string, mode: Mode) => merchantBalances(db, merchantUuid, mode),
     balancesView: (merchant: Merchant, mode: Mode) => balancesView(db, merchant, mode),
     listBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
-      listBalanceTransactions(deps, auth, query),
+      filteredPage(deps, auth, BALANCE_TRANSACTION_LIST, query),
     exportBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
-      exportBalanceTransactions(deps, auth, query),
+      filteredExport(deps, auth, BALANCE_TRANSACTION_LIST, query),
     getBalanceTransaction: (auth: AuthContext, uuid: string) => getBalanceTransaction(deps, auth, uuid),
     verify: () => verifyLedger(db),
   }

@@ -3,6 +3,7 @@ import type { PayoutRow } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
+import type { KeptKeyCreated, KeyClaim } from '../../http/kept-key.ts'
 import { newId } from '../../lib/ids.ts'
 import type { PayoutDeps } from './deps.ts'
 import { checkDestination, sealDestination } from './destination.ts'
@@ -14,23 +15,20 @@ import type { CreatePayoutInput, PayoutView } from './schemas.ts'
 import { payoutView } from './view.ts'
 
 /** The outcome of a create: the payout, and whether it was made by an earlier request with the same key. */
-export interface CreatedPayout {
-  payout: PayoutView
-  replayed: boolean
-}
+export type CreatedPayout = KeptKeyCreated<PayoutView>
 
 /** Records the payout, its key and its reservation together, then hands it to the provider outside them. */
 export async function createPayout(
   deps: PayoutDeps,
   auth: AuthContext,
   input: CreatePayoutInput,
-  request: { idempotencyKey: string; actionRequestId: string },
+  request: KeyClaim,
 ): Promise<CreatedPayout> {
   const { db, ledger, webhooks, timing } = deps
   // A payout this key made is the answer, before any rule (an expired quote, a spent balance) could
   // refuse the retry of a request that succeeded.
   const earlier = await repo.findByIdempotencyKey(db, scopeOf(auth), request.idempotencyKey)
-  if (earlier) return { payout: payoutView(earlier), replayed: true }
+  if (earlier) return { made: payoutView(earlier), replayed: true }
 
   const method = input.method as PayoutRow['method']
   const destination = checkDestination(method, input.destination)
@@ -81,7 +79,7 @@ export async function createPayout(
     if (!external && !isUniqueViolation(error, 'payouts_idempotency_key')) throw error
     // A request with this key committed while this one ran: its payout is the answer, never a conflict.
     const made = await repo.findByIdempotencyKey(db, scopeOf(auth), request.idempotencyKey)
-    if (made) return { payout: payoutView(made), replayed: true }
+    if (made) return { made: payoutView(made), replayed: true }
     throw new AppError('conflict', `A payout with external_id "${input.external_id}" already exists.`, {
       external_id: input.external_id,
     })
@@ -89,5 +87,5 @@ export async function createPayout(
 
   // The call, outside any database transaction.
   const row = await handOverPayout(deps, created, destination.order)
-  return { payout: payoutView(row), replayed: false }
+  return { made: payoutView(row), replayed: false }
 }

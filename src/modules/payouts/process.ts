@@ -84,9 +84,28 @@ export async function settlePayout(
   })
 }
 
-/** What the provider answered, as an outcome: a payout it never received has failed. */
-export const payoutOutcomeOf = (result: ProviderPayoutResult): PayoutOutcome =>
-  result.status === 'unknown' ? 'failed' : result.status
+/** The provider's answer to `ask`, or null when it could not be reached: whether it acted is then unknown. */
+export async function providerAnswer(
+  ask: () => Promise<ProviderPayoutResult>,
+): Promise<ProviderPayoutResult | null> {
+  try {
+    return await ask()
+  } catch {
+    return null
+  }
+}
+
+/** Applies what the provider answered about a payout: one it never received has failed. */
+export const settleProviderAnswer = (
+  deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector'>,
+  payoutUuid: string,
+  result: ProviderPayoutResult,
+): Promise<PayoutRow> =>
+  settlePayout(deps, payoutUuid, result.status === 'unknown' ? 'failed' : result.status, {
+    connector: deps.connector.name,
+    reference: result.reference,
+    message: result.message,
+  })
 
 /**
  * Hands a pending payout to the provider and applies its answer. A provider that cannot be reached leaves the
@@ -98,25 +117,17 @@ export async function handOverPayout(
   row: PayoutRow,
   destination: Record<string, string>,
 ): Promise<PayoutRow> {
-  const { connector } = deps
-  let result: ProviderPayoutResult
-  try {
-    result = await connector.submitPayout({
+  const result = await providerAnswer(() =>
+    deps.connector.submitPayout({
       payoutUuid: row.uuid,
       method: row.method,
       amount: row.amount,
       currency: row.currency,
       amountUsdtMicro: row.amount_usdt_micro,
       destination,
-    })
-  } catch {
-    return row
-  }
-  return settlePayout(deps, row.uuid, payoutOutcomeOf(result), {
-    connector: connector.name,
-    reference: result.reference,
-    message: result.message,
-  })
+    }),
+  )
+  return result ? settleProviderAnswer(deps, row.uuid, result) : row
 }
 
 /** Where a provider's payout callback enters: parsed by its connector, then the one handler. */

@@ -1,10 +1,8 @@
-import { keysetBatches } from '../../db/keyset.ts'
 import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
-import { notFound } from '../../http/errors.ts'
-import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
-import { isUuid } from '../../lib/ids.ts'
+import { foundByUuid } from '../../http/errors.ts'
+import { listFilters } from '../../http/filtered-list.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { PayoutDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -12,15 +10,12 @@ import type { ListPayoutsInput, PayoutView } from './schemas.ts'
 import { payoutView } from './view.ts'
 
 /** The caller's payout, or 404: what the sandbox checks before it simulates anything. */
-export async function getOwnedPayout(
-  deps: Pick<PayoutDeps, 'db'>,
-  auth: AuthContext,
-  uuid: string,
-): Promise<PayoutRow> {
-  const row = isUuid(uuid) ? await repo.findPayout(deps.db, scopeOf(auth), uuid) : undefined
-  if (!row) throw notFound('payout')
-  return row
-}
+export const getOwnedPayout = (deps: Pick<PayoutDeps, 'db'>, auth: AuthContext, uuid: string) =>
+  foundByUuid(
+    'payout',
+    uuid,
+    (id): Promise<PayoutRow | undefined> => repo.findPayout(deps.db, scopeOf(auth), id),
+  )
 
 export const getPayout = async (deps: Pick<PayoutDeps, 'db'>, auth: AuthContext, uuid: string) =>
   payoutView(await getOwnedPayout(deps, auth, uuid))
@@ -38,36 +33,15 @@ export async function findPayoutByIdempotencyKey(
 /** The list's query parameters as repository filters, and their digest (a cursor is bound to it). */
 export function payoutFilters(query: Omit<ListPayoutsInput, 'cursor' | 'per_page'>) {
   const statuses = query.status ? distinctSorted(query.status) : undefined
-  const filters = { statuses, method: query.method, currency: query.currency }
-  const digest = filterDigest({
-    status: statuses?.join(','),
-    method: query.method,
-    currency: query.currency,
-  })
-  return { filters, digest }
+  const { method, currency } = query
+  return listFilters({ statuses, method, currency }, { status: statuses, method, currency })
 }
 
-export function listPayouts(
-  deps: Pick<PayoutDeps, 'db' | 'config'>,
-  auth: AuthContext,
-  query: ListPayoutsInput,
-) {
-  const { filters, digest } = payoutFilters(query)
-  return listAnswer(
-    query,
-    { digest, path: `${deps.config.publicBaseUrl}/integration/payouts` },
-    (cursor, limit) => repo.listPage(deps.db, scopeOf(auth), filters, cursor, limit),
-    payoutView,
-  )
-}
-
-/** Every payout the list's filters match, newest first, as views in batches: what a CSV export streams. */
-export async function* exportPayouts(
-  deps: Pick<PayoutDeps, 'db'>,
-  auth: AuthContext,
-  query: ListPayoutsInput,
-) {
-  const { filters } = payoutFilters(exportQuery(query))
-  for await (const rows of keysetBatches(repo.filtered(deps.db, scopeOf(auth), filters)))
-    yield rows.map(payoutView)
+/** The payout list: one definition for its pages and its CSV export. */
+export const PAYOUT_LIST = {
+  path: '/integration/payouts',
+  filters: payoutFilters,
+  page: repo.listPage,
+  rows: repo.filtered,
+  view: payoutView,
 }

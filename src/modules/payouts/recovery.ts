@@ -1,7 +1,6 @@
-import type { ProviderPayoutResult } from '../../connectors/types.ts'
 import type { PayoutDeps } from './deps.ts'
 import { unsealDestination } from './destination.ts'
-import { handOverPayout, payoutOutcomeOf, settlePayout } from './process.ts'
+import { handOverPayout, providerAnswer, settleProviderAnswer } from './process.ts'
 import * as repo from './repository.ts'
 
 /**
@@ -21,27 +20,21 @@ export async function checkDuePayouts(
       await handOverPayout(deps, row, unsealDestination(deps.sealKey, row.destination_sealed))
       continue
     }
-    let result: ProviderPayoutResult
-    try {
-      result = await connector.payoutStatus({
+    const result = await providerAnswer(() =>
+      connector.payoutStatus({
         payoutUuid: row.uuid,
         reference: row.provider_reference,
         submittedAt: row.submitted_at,
-      })
-    } catch {
-      continue // asked again when the lease runs out
-    }
+      }),
+    )
+    if (!result) continue // asked again when the lease runs out
     if (result.status === 'processing' && row.status === 'processing') {
       await repo.updatePayout(db, row.uuid, {
         next_check_at: new Date(Date.now() + timing.pollIntervalMs),
       })
       continue
     }
-    await settlePayout(deps, row.uuid, payoutOutcomeOf(result), {
-      connector: connector.name,
-      reference: result.reference,
-      message: result.message,
-    })
+    await settleProviderAnswer(deps, row.uuid, result)
   }
   return claimed.length
 }

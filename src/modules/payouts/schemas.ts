@@ -1,8 +1,8 @@
 import { type Static, Type } from 'typebox'
 import { ModeSchema, PAYOUT_METHODS, PAYOUT_STATUSES, PayoutStatusSchema } from '../../db/enums.ts'
-import { PaginationQuery } from '../../http/pagination.ts'
+import { CursorPage, ListQuery, OneOrSeveral } from '../../http/pagination.ts'
 import {
-  HttpUrl,
+  CallbackUrl,
   Metadata,
   NO_NUL_PATTERN,
   Nullable,
@@ -11,7 +11,7 @@ import {
   Uuid,
 } from '../../http/schemas.ts'
 import { LiteralUnion } from '../../lib/schema.ts'
-import { EXTERNAL_ID_PATTERN, MAX_AMOUNT } from '../transactions/schemas.ts'
+import { ExternalId, MAX_AMOUNT } from '../transactions/schemas.ts'
 
 export { PAYOUT_METHODS, PAYOUT_STATUSES }
 export const WALLET_NETWORKS = ['TRC20', 'ERC20'] as const
@@ -63,11 +63,7 @@ export const PayoutQuoteResponse = Type.Object(
 
 export const CreatePayoutRequest = Type.Object(
   {
-    external_id: Type.String({
-      pattern: EXTERNAL_ID_PATTERN,
-      description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
-      examples: ['payout-1001'],
-    }),
+    external_id: ExternalId('payout-1001'),
     amount: Amount,
     currency: Currency,
     method: Method,
@@ -86,9 +82,7 @@ export const CreatePayoutRequest = Type.Object(
       Nullable(Uuid('A quote of the last 60 s for the same amount, currency and method.')),
     ),
     metadata: Type.Optional(Nullable(Metadata)),
-    callback_url: Type.Optional(
-      Nullable(HttpUrl('Where status callbacks for this payout go (overrides the webhook URL).')),
-    ),
+    callback_url: CallbackUrl('payout'),
   },
   { $id: 'CreatePayoutRequest', additionalProperties: false },
 )
@@ -135,26 +129,16 @@ export const PayoutResponse = Type.Object(
   { $id: 'PayoutResponse', additionalProperties: false },
 )
 
-export const PayoutCursorPage = Type.Object(
-  { data: Type.Array(Type.Ref('PayoutResponse')), meta: Type.Ref('CursorMeta') },
-  { $id: 'PayoutCursorPage' },
-)
+export const PayoutCursorPage = CursorPage('PayoutCursorPage', 'PayoutResponse')
 
-export const ListPayoutsQuery = Type.Object(
-  {
-    ...PaginationQuery,
-    status: Type.Optional(
-      Type.String({
-        pattern: `^(${PAYOUT_STATUSES.join('|')})(,(${PAYOUT_STATUSES.join('|')}))*$`,
-        description: 'One status, or several comma-separated.',
-        examples: ['completed,failed'],
-      }),
-    ),
-    method: Type.Optional(Type.String({ enum: [...PAYOUT_METHODS], description: 'Only this method.' })),
-    currency: Type.Optional(Currency),
-  },
-  { additionalProperties: false },
-)
+export const ListPayoutsQuery = ListQuery({
+  status: OneOrSeveral(PAYOUT_STATUSES, {
+    description: 'One status, or several comma-separated.',
+    examples: ['completed,failed'],
+  }),
+  method: Type.Optional(Type.String({ enum: [...PAYOUT_METHODS], description: 'Only this method.' })),
+  currency: Type.Optional(Currency),
+})
 
 export type PayoutQuoteInput = Static<typeof PayoutQuoteQuery>
 export type PayoutQuoteView = Static<typeof PayoutQuoteResponse>

@@ -1,17 +1,13 @@
 import type { Scope } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import { filteredExport, filteredPage } from '../../http/filtered-list.ts'
+import type { KeyClaim } from '../../http/kept-key.ts'
 import { deriveKey } from '../../lib/crypto.ts'
 import { createPayout } from './create.ts'
 import { DEFAULT_PAYOUT_TIMING, type PayoutDeps, type PayoutTiming } from './deps.ts'
 import { receivePayoutCallback } from './process.ts'
-import {
-  exportPayouts,
-  findPayoutByIdempotencyKey,
-  getOwnedPayout,
-  getPayout,
-  listPayouts,
-} from './queries.ts'
+import { findPayoutByIdempotencyKey, getOwnedPayout, getPayout, PAYOUT_LIST } from './queries.ts'
 import { purgeExpiredQuotes, quotePayout } from './quote.ts'
 import { checkDuePayouts } from './recovery.ts'
 import type { CreatePayoutInput, ListPayoutsInput, PayoutQuoteInput } from './schemas.ts'
@@ -45,16 +41,13 @@ export function createPayoutService(
   return {
     toView: (row: PayoutRow) => payoutView(row),
     quote: (auth: AuthContext, quote: PayoutQuoteInput) => quotePayout(deps, auth, quote),
-    create: (
-      auth: AuthContext,
-      payout: CreatePayoutInput,
-      request: { idempotencyKey: string; actionRequestId: string },
-    ) => createPayout(deps, auth, payout, request),
+    create: (auth: AuthContext, payout: CreatePayoutInput, request: KeyClaim) =>
+      createPayout(deps, auth, payout, request),
     findByIdempotencyKey: (scope: Scope, key: string) => findPayoutByIdempotencyKey(deps, scope, key),
     get: (auth: AuthContext, uuid: string) => getPayout(deps, auth, uuid),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedPayout(deps, auth, uuid),
-    list: (auth: AuthContext, query: ListPayoutsInput) => listPayouts(deps, auth, query),
-    export: (auth: AuthContext, query: ListPayoutsInput) => exportPayouts(deps, auth, query),
+    list: (auth: AuthContext, query: ListPayoutsInput) => filteredPage(deps, auth, PAYOUT_LIST, query),
+    export: (auth: AuthContext, query: ListPayoutsInput) => filteredExport(deps, auth, PAYOUT_LIST, query),
     receiveProviderCallback: (body: unknown) => receivePayoutCallback(deps, body),
     checkDue: (limit?: number, now?: Date) => checkDuePayouts(deps, limit, now),
     purgeQuotes: (before?: Date) => purgeExpiredQuotes(deps, before),

@@ -77,5 +77,3 @@ export const PAYOUT_CSV_COLUMNS: CsvColumn<PayoutView>[] = [
     'aggregate_version',
   ]),
 ]
-
-export const PAYOUT_CSV_FIELDS = PAYOUT_CSV_COLUMNS.map((column) => column.header)

@@ -3,6 +3,7 @@ import type { RefundRow } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
+import type { KeptKeyCreated, KeyClaim } from '../../http/kept-key.ts'
 import { newId } from '../../lib/ids.ts'
 import { convertCeil } from '../../lib/money.ts'
 import type { RefundDeps } from './deps.ts'
@@ -13,19 +14,14 @@ import { askProviderToRefund, settleRefund } from './settle.ts'
 import { refundFields, refundView } from './view.ts'
 
 /** The outcome of a create: the refund, and whether it was made by an earlier request with the same key. */
-export interface CreatedRefund {
-  refund: RefundView
-  replayed: boolean
-}
-
-type Request = { idempotencyKey: string; actionRequestId: string }
+export type CreatedRefund = KeptKeyCreated<RefundView>
 
 /** Records the intent, or finds the refund an earlier request with this key committed. */
 export async function openRefund(
   deps: Pick<RefundDeps, 'db' | 'transactions' | 'ledger' | 'timing'>,
   auth: AuthContext,
   input: CreateRefundInput,
-  request: Request,
+  request: KeyClaim,
 ): Promise<{
   row: RefundRow
   /** The refunded payment's amount; undefined for a replay of another payment's refund. */
@@ -98,7 +94,7 @@ export async function createRefund(
   deps: RefundDeps,
   auth: AuthContext,
   input: CreateRefundInput,
-  request: Request,
+  request: KeyClaim,
 ): Promise<CreatedRefund> {
   let opened: Awaited<ReturnType<typeof openRefund>>
   try {
@@ -109,21 +105,21 @@ export async function createRefund(
     if (!isUniqueViolation(error, 'refunds_idempotency_key')) throw error
     const earlier = await repo.findByIdempotencyKey(deps.db, scopeOf(auth), request.idempotencyKey)
     if (!earlier) throw error
-    return { refund: await refundView(deps, earlier), replayed: true }
+    return { made: await refundView(deps, earlier), replayed: true }
   }
   const { row, transactionAmount, replayed } = opened
   // A replay's amounts are read now; a new refund's were read with it, under its payment's lock.
   if (opened.committedMinor === null || transactionAmount === undefined)
-    return { refund: await refundView(deps, row, transactionAmount), replayed }
+    return { made: await refundView(deps, row, transactionAmount), replayed }
   const pending = refundFields(row, {
     transactionAmountMinor: transactionAmount,
     cumulativeRefundedMinor: opened.committedMinor,
   })
   const outcome = await askProviderToRefund(deps, row)
-  if (!outcome || outcome.status === 'pending') return { refund: pending, replayed }
+  if (!outcome || outcome.status === 'pending') return { made: pending, replayed }
   const settled = await settleRefund(deps, row, outcome)
   return {
-    refund: refundFields(settled.row, {
+    made: refundFields(settled.row, {
       transactionAmountMinor: transactionAmount,
       cumulativeRefundedMinor: settled.committedMinor,
     }),

@@ -1,11 +1,9 @@
 import { isRefundStatus } from '../../db/enums.ts'
-import { keysetBatches } from '../../db/keyset.ts'
 import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
-import { notFound } from '../../http/errors.ts'
-import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
-import { isUuid } from '../../lib/ids.ts'
+import { foundByUuid } from '../../http/errors.ts'
+import { listFilters } from '../../http/filtered-list.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import type { RefundDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -17,8 +15,7 @@ export async function getRefund(
   auth: AuthContext,
   uuid: string,
 ): Promise<RefundView> {
-  const row = isUuid(uuid) ? await repo.findRefund(deps.db, scopeOf(auth), uuid) : undefined
-  if (!row) throw notFound('refund')
+  const row = await foundByUuid('refund', uuid, (id) => repo.findRefund(deps.db, scopeOf(auth), id))
   const tx = await deps.transactions.get(auth, row.transaction_uuid)
   return refundView(deps, row, tx.amount)
 }
@@ -37,39 +34,18 @@ export async function findRefundByIdempotencyKey(
 export function refundFilters(query: Omit<ListRefundsInput, 'cursor' | 'per_page'>) {
   const { from, to } = parseDateRange('date_from', query.date_from, 'date_to', query.date_to)
   const statuses = query.status ? distinctSorted(query.status).filter(isRefundStatus) : undefined
-  const transactionUuid = query.transaction_uuid
-  const filters: repo.RefundFilters = { statuses, transactionUuid, currency: query.currency, from, to }
-  const digest = filterDigest({
-    status: statuses?.join(','),
-    transaction_uuid: transactionUuid,
-    currency: query.currency,
-    date_from: from?.toISOString(),
-    date_to: to?.toISOString(),
-  })
-  return { filters, digest }
-}
-
-export function listRefunds(
-  deps: Pick<RefundDeps, 'db' | 'config'>,
-  auth: AuthContext,
-  query: ListRefundsInput,
-) {
-  const { filters, digest } = refundFilters(query)
-  return listAnswer(
-    query,
-    { digest, path: `${deps.config.publicBaseUrl}/integration/refunds` },
-    (cursor, limit) => repo.listPage(deps.db, scopeOf(auth), filters, cursor, limit),
-    listedRefundView,
+  const { transaction_uuid: transactionUuid, currency } = query
+  return listFilters<repo.RefundFilters>(
+    { statuses, transactionUuid, currency, from, to },
+    { status: statuses, transaction_uuid: transactionUuid, currency, date_from: from, date_to: to },
   )
 }
 
-/** Every refund the list's filters match, newest first, as views in batches: what a CSV export streams. */
-export async function* exportRefunds(
-  deps: Pick<RefundDeps, 'db'>,
-  auth: AuthContext,
-  query: ListRefundsInput,
-) {
-  const { filters } = refundFilters(exportQuery(query))
-  for await (const rows of keysetBatches(repo.filtered(deps.db, scopeOf(auth), filters)))
-    yield rows.map(listedRefundView)
+/** The refund list: one definition for its pages and its CSV export. */
+export const REFUND_LIST = {
+  path: '/integration/refunds',
+  filters: refundFilters,
+  page: repo.listPage,
+  rows: repo.filtered,
+  view: listedRefundView,
 }

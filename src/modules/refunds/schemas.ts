@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { REFUND_STATUSES, RefundStatusSchema } from '../../db/enums.ts'
-import { DateRangeQuery, PaginationQuery } from '../../http/pagination.ts'
+import { CurrencyFilter, CursorPage, DateRangeQuery, ListQuery, OneOrSeveral } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { MAX_AMOUNT } from '../transactions/schemas.ts'
 
@@ -45,29 +45,17 @@ export const RefundResponse = Type.Object(
   { $id: 'RefundResponse' },
 )
 
-export const RefundCursorPage = Type.Object(
-  { data: Type.Array(Type.Ref('RefundResponse')), meta: Type.Ref('CursorMeta') },
-  { $id: 'RefundCursorPage' },
-)
+export const RefundCursorPage = CursorPage('RefundCursorPage', 'RefundResponse')
 
-export const ListRefundsQuery = Type.Object(
-  {
-    ...PaginationQuery,
-    status: Type.Optional(
-      Type.String({
-        pattern: `^(${REFUND_STATUSES.join('|')})(,(${REFUND_STATUSES.join('|')}))*$`,
-        description: 'One status, or several comma-separated.',
-        examples: ['succeeded'],
-      }),
-    ),
-    transaction_uuid: Type.Optional(Uuid('Only the refunds of this transaction.')),
-    currency: Type.Optional(
-      Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['RUB'] }),
-    ),
-    ...DateRangeQuery,
-  },
-  { additionalProperties: false },
-)
+export const ListRefundsQuery = ListQuery({
+  status: OneOrSeveral(REFUND_STATUSES, {
+    description: 'One status, or several comma-separated.',
+    examples: ['succeeded'],
+  }),
+  transaction_uuid: Type.Optional(Uuid('Only the refunds of this transaction.')),
+  currency: CurrencyFilter('RUB'),
+  ...DateRangeQuery,
+})
 
 export type ListRefundsInput = Static<typeof ListRefundsQuery>
 export type CreateRefundInput = Static<typeof CreateRefundRequest>

@@ -1,8 +1,10 @@
 import type { Scope } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import { filteredExport, filteredPage } from '../../http/filtered-list.ts'
+import type { KeyClaim } from '../../http/kept-key.ts'
 import { createRefund } from './create.ts'
 import { DEFAULT_REFUND_TIMING, type RefundDeps, type RefundTiming } from './deps.ts'
-import { exportRefunds, findRefundByIdempotencyKey, getRefund, listRefunds } from './queries.ts'
+import { findRefundByIdempotencyKey, getRefund, REFUND_LIST } from './queries.ts'
 import type { CreateRefundInput, ListRefundsInput } from './schemas.ts'
 import { checkDueRefunds } from './settle.ts'
 
@@ -25,14 +27,11 @@ export type RefundService = ReturnType<typeof createRefundService>
 export function createRefundService(input: Omit<RefundDeps, 'timing'> & { timing?: Partial<RefundTiming> }) {
   const deps: RefundDeps = { ...input, timing: { ...DEFAULT_REFUND_TIMING, ...input.timing } }
   return {
-    create: (
-      auth: AuthContext,
-      refund: CreateRefundInput,
-      request: { idempotencyKey: string; actionRequestId: string },
-    ) => createRefund(deps, auth, refund, request),
+    create: (auth: AuthContext, refund: CreateRefundInput, request: KeyClaim) =>
+      createRefund(deps, auth, refund, request),
     get: (auth: AuthContext, uuid: string) => getRefund(deps, auth, uuid),
-    list: (auth: AuthContext, query: ListRefundsInput) => listRefunds(deps, auth, query),
-    export: (auth: AuthContext, query: ListRefundsInput) => exportRefunds(deps, auth, query),
+    list: (auth: AuthContext, query: ListRefundsInput) => filteredPage(deps, auth, REFUND_LIST, query),
+    export: (auth: AuthContext, query: ListRefundsInput) => filteredExport(deps, auth, REFUND_LIST, query),
     findByIdempotencyKey: (scope: Scope, key: string) => findRefundByIdempotencyKey(deps, scope, key),
     checkDue: (limit?: number, now?: Date) => checkDueRefunds(deps, limit, now),
   }

@@ -51,6 +51,17 @@ export function assertSandbox(deps: Pick<SandboxDeps, 'config'>, auth: AuthConte
   }
 }
 
+/** The caller's own resource to simulate for, once the sandbox rule allows the call (404 when it is not theirs). */
+async function sandboxTarget<R>(
+  deps: Pick<SandboxDeps, 'config'>,
+  auth: AuthContext,
+  getOwned: (auth: AuthContext, uuid: string) => Promise<R>,
+  uuid: string,
+): Promise<R> {
+  assertSandbox(deps, auth)
+  return getOwned(auth, uuid)
+}
+
 /** The simulated provider's callbacks for `simulation`, through the handler a real provider's go through. */
 async function simulate(
   deps: Pick<SandboxDeps, 'simulator' | 'transactions'>,
@@ -74,8 +85,7 @@ export async function simulateTransaction(
   uuid: string,
   simulation: Simulation,
 ) {
-  assertSandbox(deps, auth)
-  const owned = await deps.transactions.getOwned(auth, uuid)
+  const owned = await sandboxTarget(deps, auth, deps.transactions.getOwned, uuid)
   return deps.transactions.toView(await simulate(deps, owned.uuid, simulation))
 }
 
@@ -97,10 +107,8 @@ export async function simulatePayout(
   uuid: string,
   simulation: PayoutSimulation,
 ) {
-  assertSandbox(deps, auth)
-  const owned = await deps.payouts.getOwned(auth, uuid)
-  const row = await deps.payouts.receiveProviderCallback(
-    deps.simulator.payoutCallbackFor(owned.uuid, simulation),
-  )
-  return deps.payouts.toView(row)
+  const { payouts, simulator } = deps
+  const owned = await sandboxTarget(deps, auth, payouts.getOwned, uuid)
+  const row = await payouts.receiveProviderCallback(simulator.payoutCallbackFor(owned.uuid, simulation))
+  return payouts.toView(row)
 }

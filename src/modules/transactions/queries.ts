@@ -5,8 +5,9 @@ import { scopeOf } from '../../db/scope.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { parseDateRange } from '../../http/date-filter.ts'
-import { AppError, notFound } from '../../http/errors.ts'
-import { exportQuery, filterDigest, listAnswer } from '../../http/pagination.ts'
+import { AppError, foundByUuid, notFound } from '../../http/errors.ts'
+import { listFilters } from '../../http/filtered-list.ts'
+import { exportQuery } from '../../http/pagination.ts'
 import { isUuid } from '../../lib/ids.ts'
 import { distinctSorted } from '../../lib/lists.ts'
 import { iso } from '../../lib/time.ts'
@@ -18,15 +19,8 @@ import { TRANSACTION_CSV_FIELDS, type TransactionCsvRow, transactionView } from 
 const EXTERNAL_ID_REGEX = new RegExp(EXTERNAL_ID_PATTERN)
 
 /** The transaction of the caller, or 404: what the sandbox checks before it simulates anything. */
-export async function getOwnedTransaction(
-  deps: Pick<TransactionDeps, 'db'>,
-  auth: AuthContext,
-  uuid: string,
-): Promise<TransactionRow> {
-  const row = isUuid(uuid) ? await repo.findByUuid(deps.db, scopeOf(auth), uuid) : undefined
-  if (!row) throw notFound('transaction')
-  return row
-}
+export const getOwnedTransaction = (deps: Pick<TransactionDeps, 'db'>, auth: AuthContext, uuid: string) =>
+  foundByUuid('transaction', uuid, (id) => repo.findByUuid(deps.db, scopeOf(auth), id))
 
 export async function getTransaction(
   deps: Pick<TransactionDeps, 'db' | 'config'>,
@@ -87,29 +81,22 @@ export function transactionFilters(query: Omit<ListTransactionsInput, 'cursor' |
         }
       : undefined,
   }
-  const digest = filterDigest({
-    status: statuses?.join(','),
+  return listFilters(filters, {
+    status: statuses,
     payment_method: query.payment_method,
     currency: query.currency,
-    date_from: from?.toISOString(),
-    date_to: to?.toISOString(),
+    date_from: from,
+    date_to: to,
     search: query.search,
   })
-  return { filters, digest }
 }
 
-export function listTransactions(
-  deps: Pick<TransactionDeps, 'db' | 'config'>,
-  auth: AuthContext,
-  query: ListTransactionsInput,
-) {
-  const { filters, digest } = transactionFilters(query)
-  return listAnswer(
-    query,
-    { digest, path: `${deps.config.publicBaseUrl}/integration/transactions` },
-    (cursor, limit) => repo.listPage(deps.db, scopeOf(auth), filters, cursor, limit),
-    (row) => transactionView(deps, row),
-  )
+/** The transaction list's pages (its CSV export reads its own columns: `exportTransactions`). */
+export const TRANSACTION_LIST = {
+  path: '/integration/transactions',
+  filters: transactionFilters,
+  page: repo.listPage,
+  view: (row: TransactionRow, deps: Pick<TransactionDeps, 'config'>) => transactionView(deps, row),
 }
 
 /**

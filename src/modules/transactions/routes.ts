@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponse, errorResponses } from '../../http/errors.ts'
-import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { getByUuid, KEY_OR_SIGNATURE, keyOperation, listWithCsv } from '../../http/routes.ts'
+import { Ref, sharedSchemas } from '../../http/schemas.ts'
 import {
   CreateTransactionBody,
   CreateTransactionRequest,
@@ -14,10 +14,9 @@ import {
   TransactionResponse,
 } from './schemas.ts'
 import type { TransactionService } from './service.ts'
-import { TRANSACTION_CSV_COLUMNS, TRANSACTION_CSV_FIELDS } from './view.ts'
+import { TRANSACTION_CSV_COLUMNS } from './view.ts'
 
 const tags = ['Transactions']
-const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: TransactionService }> =
   sharedSchemas(async (app, { transactions }) => {
@@ -38,7 +37,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
           description:
             'Creates a pending payment owned by the authenticated merchant and mode. Fees, FX rate and settlement amount are fixed at creation. An optional Idempotency-Key makes retries safe; without one, a repeated external_id answers 409.',
           tags,
-          security,
+          security: KEY_OR_SIGNATURE,
           headers: Type.Object({
             'idempotency-key': Type.Optional(
               Type.String({
@@ -77,96 +76,52 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
       },
     )
 
-    app.get(
-      '/integration/transactions',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'listTransactions',
-          summary: 'List transactions',
-          description: 'Newest first, with keyset cursor pagination. Repeat the same filters with a cursor.',
-          tags,
-          security,
-          querystring: ListTransactionsQuery,
-          response: {
-            200: jsonOrCsv(
-              TransactionCursorPage,
-              'A page of transactions, newest first.',
-              TRANSACTION_CSV_FIELDS,
-            ),
-            ...errorResponses(401, 422),
-          },
-        },
-      },
-      (request, reply) =>
-        wantsCsv(request)
-          ? sendCsv(
-              reply,
-              'transactions',
-              TRANSACTION_CSV_COLUMNS,
-              transactions.export(authOf(request), request.query),
-            )
-          : transactions.list(authOf(request), request.query),
-    )
+    listWithCsv(app, '/integration/transactions', {
+      operationId: 'listTransactions',
+      summary: 'List transactions',
+      description: 'Newest first, with keyset cursor pagination. Repeat the same filters with a cursor.',
+      tags,
+      querystring: ListTransactionsQuery,
+      page: TransactionCursorPage,
+      paged: 'A page of transactions, newest first.',
+      csv: { name: 'transactions', columns: TRANSACTION_CSV_COLUMNS },
+      list: transactions.list,
+      export: transactions.export,
+    })
 
     app.get(
       '/integration/transactions/by-external-id/:externalId',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getTransactionByExternalId',
-          summary: 'Get a transaction by your external_id',
-          description:
-            'Looks the transaction up by the external_id you gave it, within the mode of your key.',
-          tags,
-          security,
-          params: ExternalIdParams,
-          response: {
-            200: Ref(TransactionResponse, { description: 'The transaction.' }),
-            ...errorResponses(401, 404),
-          },
+      keyOperation({
+        operationId: 'getTransactionByExternalId',
+        summary: 'Get a transaction by your external_id',
+        description: 'Looks the transaction up by the external_id you gave it, within the mode of your key.',
+        tags,
+        params: ExternalIdParams,
+        response: {
+          200: Ref(TransactionResponse, { description: 'The transaction.' }),
+          ...errorResponses(401, 404),
         },
-      },
+      }),
       (request) => transactions.getByExternalId(authOf(request), request.params.externalId),
     )
 
-    app.get(
-      '/integration/transactions/:uuid',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getTransaction',
-          summary: 'Get a transaction',
-          description: 'By its uuid, within the mode of your key. A malformed uuid names nothing: 404.',
-          tags,
-          security,
-          params: UuidParams,
-          response: {
-            200: Ref(TransactionResponse, { description: 'The transaction.' }),
-            ...errorResponses(401, 404),
-          },
-        },
-      },
-      (request) => transactions.get(authOf(request), request.params.uuid),
-    )
+    getByUuid(app, '/integration/transactions/:uuid', {
+      operationId: 'getTransaction',
+      summary: 'Get a transaction',
+      description: 'By its uuid, within the mode of your key. A malformed uuid names nothing: 404.',
+      tags,
+      answer: TransactionResponse,
+      answered: 'The transaction.',
+      get: transactions.get,
+    })
 
-    app.get(
-      '/integration/transactions/:uuid/h2h',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getTransactionRequisites',
-          summary: 'Get the host-to-host requisites of a transaction',
-          description: '404 when the payment method has no requisites (card payments use the hosted page).',
-          tags,
-          security,
-          params: UuidParams,
-          response: {
-            200: Ref(H2hTransactionResponse, { description: 'Where the customer transfers to.' }),
-            ...errorResponses(401, 404),
-          },
-        },
-      },
-      (request) => transactions.h2h(authOf(request), request.params.uuid),
-    )
+    getByUuid(app, '/integration/transactions/:uuid/h2h', {
+      operationId: 'getTransactionRequisites',
+      summary: 'Get the host-to-host requisites of a transaction',
+      description: '404 when the payment method has no requisites (card payments use the hosted page).',
+      tags,
+      answer: H2hTransactionResponse,
+      answered: 'Where the customer transfers to.',
+      get: transactions.h2h,
+    })
   })

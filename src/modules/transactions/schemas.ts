@@ -6,8 +6,9 @@ import {
   TRANSACTION_STATUSES,
   TransactionStatusSchema,
 } from '../../db/enums.ts'
-import { DateRangeQuery, PaginationQuery } from '../../http/pagination.ts'
+import { CurrencyFilter, CursorPage, DateRangeQuery, ListQuery, OneOrSeveral } from '../../http/pagination.ts'
 import {
+  CallbackUrl,
   HttpUrl,
   Metadata,
   NO_NUL_PATTERN,
@@ -25,6 +26,14 @@ export const MAX_AMOUNT = 100_000_000_000
 
 export const EXTERNAL_ID_PATTERN = '^[A-Za-z0-9._:-]{1,64}$'
 
+/** The merchant's own identifier of what it creates (a payment, a payout), unique per merchant and mode. */
+export const ExternalId = (example: string) =>
+  Type.String({
+    pattern: EXTERNAL_ID_PATTERN,
+    description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
+    examples: [example],
+  })
+
 const createTransactionFields = {
   amount: Type.Integer({
     minimum: 1,
@@ -38,18 +47,12 @@ const createTransactionFields = {
     description: 'ISO 4217 code (or USDT) with a current rate.',
     examples: ['RUB'],
   }),
-  external_id: Type.String({
-    pattern: EXTERNAL_ID_PATTERN,
-    description: 'Your own identifier, unique per merchant and mode: 1-64 of A-Z a-z 0-9 . _ : -',
-    examples: ['order-1001'],
-  }),
+  external_id: ExternalId('order-1001'),
   description: Type.Optional(
     Nullable(Type.String({ maxLength: 500, pattern: NO_NUL_PATTERN, examples: ['Order #1001'] })),
   ),
   metadata: Type.Optional(Nullable(Metadata)),
-  callback_url: Type.Optional(
-    Nullable(HttpUrl('Where status callbacks for this transaction go (overrides the webhook URL).')),
-  ),
+  callback_url: CallbackUrl('transaction'),
   success_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after payment.'))),
   fail_url: Type.Optional(Nullable(HttpUrl('Where the hosted page sends the customer after a failure.'))),
 }
@@ -134,10 +137,7 @@ export const TransactionResponse = Type.Object(
   { $id: 'TransactionResponse', additionalProperties: false },
 )
 
-export const TransactionCursorPage = Type.Object(
-  { data: Type.Array(Type.Ref('TransactionResponse')), meta: Type.Ref('CursorMeta') },
-  { $id: 'TransactionCursorPage' },
-)
+export const TransactionCursorPage = CursorPage('TransactionCursorPage', 'TransactionResponse')
 
 export const H2hTransactionResponse = Type.Object(
   {
@@ -153,40 +153,31 @@ export const H2hTransactionResponse = Type.Object(
   { $id: 'H2hTransactionResponse' },
 )
 
-export const ListTransactionsQuery = Type.Object(
-  {
-    ...PaginationQuery,
-    status: Type.Optional(
-      Type.String({
-        pattern: `^(${TRANSACTION_STATUSES.join('|')})(,(${TRANSACTION_STATUSES.join('|')}))*$`,
-        description: 'One status, or several comma-separated.',
-        examples: ['paid,partially_refunded'],
-      }),
-    ),
-    payment_method: Type.Optional(
-      Type.String({
-        enum: [...PAYMENT_METHODS],
-        description: 'Only this payment method.',
-        examples: ['card'],
-      }),
-    ),
-    currency: Type.Optional(
-      Type.String({ pattern: '^[A-Za-z0-9]{1,8}$', description: 'Only this currency.', examples: ['RUB'] }),
-    ),
-    ...DateRangeQuery,
-    search: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 100,
-        pattern: NO_NUL_PATTERN,
-        description:
-          'Case-insensitive: equals the uuid, is a prefix of external_id, or a substring of description.',
-        examples: ['order-10'],
-      }),
-    ),
-  },
-  { additionalProperties: false },
-)
+export const ListTransactionsQuery = ListQuery({
+  status: OneOrSeveral(TRANSACTION_STATUSES, {
+    description: 'One status, or several comma-separated.',
+    examples: ['paid,partially_refunded'],
+  }),
+  payment_method: Type.Optional(
+    Type.String({
+      enum: [...PAYMENT_METHODS],
+      description: 'Only this payment method.',
+      examples: ['card'],
+    }),
+  ),
+  currency: CurrencyFilter('RUB'),
+  ...DateRangeQuery,
+  search: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 100,
+      pattern: NO_NUL_PATTERN,
+      description:
+        'Case-insensitive: equals the uuid, is a prefix of external_id, or a substring of description.',
+      examples: ['order-10'],
+    }),
+  ),
+})
 
 // Like a malformed uuid, an external_id that could never have been accepted simply names nothing: 404.
 export const ExternalIdParams = Type.Object(

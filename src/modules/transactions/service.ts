@@ -1,6 +1,7 @@
 import type { Executor } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
+import { filteredPage } from '../../http/filtered-list.ts'
 import { createTransaction } from './create.ts'
 import type { TransactionDeps } from './deps.ts'
 import {
@@ -10,9 +11,9 @@ import {
   getOwnedTransaction,
   getTransaction,
   getTransactionByExternalId,
-  listTransactions,
   lockOwnedTransaction,
   lockTransaction,
+  TRANSACTION_LIST,
   transactionAmount,
 } from './queries.ts'
 import type { CreateTransactionInput, ListTransactionsInput } from './schemas.ts'
@@ -50,7 +51,8 @@ export function createTransactionService(deps: TransactionDeps) {
     getByExternalId: (auth: AuthContext, externalId: string) =>
       getTransactionByExternalId(deps, auth, externalId),
     h2h: (auth: AuthContext, uuid: string) => getH2hDetails(deps, auth, uuid),
-    list: (auth: AuthContext, query: ListTransactionsInput) => listTransactions(deps, auth, query),
+    list: (auth: AuthContext, query: ListTransactionsInput) =>
+      filteredPage(deps, auth, TRANSACTION_LIST, query),
     export: (auth: AuthContext, query: ListTransactionsInput) => exportTransactions(deps, auth, query),
     /** Payments per UTC day and currency since `since` (the dashboard's home page). */
     daily: (auth: AuthContext, since: Date) => dailyPayments(deps.db, scopeOf(auth), since),

@@ -36,27 +36,20 @@ const paymentReceived = (row: TransactionRow, at: Date) =>
 const paymentSettled = (row: TransactionRow, at: Date) =>
   move(row, at, 'payment_settled', 'pending', 'available')
 
-export const postPaymentReceived = (
+/**
+ * A paid transaction's money, posted in the caller's transaction: received into pending, and with `settleNow`
+ * (a payment without a hold) settled to available at once, the two entries in one statement.
+ */
+export async function postPaymentReceived(
   deps: Pick<TransactionDeps, 'ledger'>,
   trx: Executor,
   row: TransactionRow,
   at: Date,
-) => deps.ledger.post(trx, paymentReceived(row, at))
-
-/** A payment without a hold: received and settled at once, the two entries in one statement. */
-export const postPaymentReceivedAndSettled = (
-  deps: Pick<TransactionDeps, 'ledger'>,
-  trx: Executor,
-  row: TransactionRow,
-  at: Date,
-) => deps.ledger.postTogether(trx, [paymentReceived(row, at), paymentSettled(row, at)])
-
-export const postPaymentSettled = (
-  deps: Pick<TransactionDeps, 'ledger'>,
-  trx: Executor,
-  row: TransactionRow,
-  at: Date,
-) => deps.ledger.post(trx, paymentSettled(row, at))
+  settleNow: boolean,
+): Promise<void> {
+  if (settleNow) await deps.ledger.postTogether(trx, [paymentReceived(row, at), paymentSettled(row, at)])
+  else await deps.ledger.post(trx, paymentReceived(row, at))
+}
 
 /** Moves paid money whose hold has ended from pending to available; safe with several workers. */
 export async function settleDueTransactions(
@@ -71,7 +64,7 @@ export async function settleDueTransactions(
     const order = (row: (typeof due)[number]) => `${row.merchant_uuid}|${row.mode}|${row.settlement_currency}`
     due.sort((a, b) => order(a).localeCompare(order(b)))
     for (const row of due) {
-      await postPaymentSettled(deps, trx, row, now)
+      await deps.ledger.post(trx, paymentSettled(row, now))
       await repo.updateTransaction(trx, row.uuid, { settled_at: now })
     }
     return due.length

@@ -6,7 +6,7 @@ import { isUuid } from '../../lib/ids.ts'
 import { applyProviderOutcome, changeStatus, type StatusTable } from '../status-change.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
-import { postPaymentReceived, postPaymentReceivedAndSettled } from './settlement.ts'
+import { postPaymentReceived } from './settlement.ts'
 import { type TransactionStatus, transition } from './state-machine.ts'
 import { transactionView } from './view.ts'
 
@@ -59,10 +59,7 @@ export async function applyTransactionOutcome(
           ...(settleNow && { settled_at: now }),
         },
         // The money arrived: it is the merchant's, pending until the hold ends (at once without a hold).
-        async post(updated) {
-          if (settleNow) await postPaymentReceivedAndSettled(deps, trx, updated, now)
-          else await postPaymentReceived(deps, trx, updated, now)
-        },
+        post: (updated) => postPaymentReceived(deps, trx, updated, now, settleNow),
       }
     },
   })
