@@ -31,18 +31,28 @@ export const CallbackUrl = (noun: string) =>
 /** PostgreSQL text and jsonb cannot hold U+0000: refuse it at the edge (422) rather than fail in the query. */
 export const NO_NUL_PATTERN = '^[^\\u0000]*$'
 
+/** An object of at most `pairs` string pairs: keys up to 40 characters, values up to `valueLength`. */
+export const StringPairs = (
+  pairs: number,
+  valueLength: number,
+  options: { description: string; examples: Record<string, string>[] },
+) =>
+  Type.Record(
+    Type.String({ maxLength: 40 }),
+    Type.String({ maxLength: valueLength, pattern: NO_NUL_PATTERN }),
+    {
+      maxProperties: pairs,
+      // Type.Record drops the key schema's maxLength (it becomes a `^.*$` pattern): bound the keys here.
+      propertyNames: { maxLength: 40, pattern: NO_NUL_PATTERN },
+      ...options,
+    },
+  )
+
 /** ≤ 20 string pairs, keys ≤ 40 characters, values ≤ 500. */
-export const Metadata = Type.Record(
-  Type.String({ maxLength: 40 }),
-  Type.String({ maxLength: 500, pattern: NO_NUL_PATTERN }),
-  {
-    maxProperties: 20,
-    // Type.Record drops the key schema's maxLength (it becomes a `^.*$` pattern): bound the keys here.
-    propertyNames: { maxLength: 40, pattern: NO_NUL_PATTERN },
-    description: 'Up to 20 string pairs of your own; keys up to 40 characters, values up to 500.',
-    examples: [{ order: 'A-1001' }],
-  },
-)
+export const Metadata = StringPairs(20, 500, {
+  description: 'Up to 20 string pairs of your own; keys up to 40 characters, values up to 500.',
+  examples: [{ order: 'A-1001' }],
+})
 
 export const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description })
 

@@ -4,9 +4,9 @@ import { CursorPage, ListQuery, OneOrSeveral } from '../../http/pagination.ts'
 import {
   CallbackUrl,
   Metadata,
-  NO_NUL_PATTERN,
   Nullable,
   StringMap,
+  StringPairs,
   Timestamp,
   Uuid,
 } from '../../http/schemas.ts'
@@ -67,17 +67,11 @@ export const CreatePayoutRequest = Type.Object(
     amount: Amount,
     currency: Currency,
     method: Method,
-    destination: Type.Record(
-      Type.String({ maxLength: 40 }),
-      Type.String({ maxLength: 200, pattern: NO_NUL_PATTERN }),
-      {
-        maxProperties: 10,
-        propertyNames: { maxLength: 40, pattern: NO_NUL_PATTERN },
-        description:
-          'For `usdt_wallet`: `address` and `network` (TRC20 or ERC20). For `card`: `card_number` (Luhn-checked, kept only masked) and `holder_name`.',
-        examples: [{ address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }],
-      },
-    ),
+    destination: StringPairs(10, 200, {
+      description:
+        'For `usdt_wallet`: `address` and `network` (TRC20 or ERC20). For `card`: `card_number` (Luhn-checked, kept only masked) and `holder_name`.',
+      examples: [{ address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }],
+    }),
     quote_id: Type.Optional(
       Nullable(Uuid('A quote of the last 60 s for the same amount, currency and method.')),
     ),
