@@ -167,7 +167,7 @@ export type NewTransaction = Insertable<TransactionsTable>
 export type TransactionUpdate = Updateable<TransactionsTable>
 
 /** What a provider callback log keeps of each callback, whichever object (payment, payout) it was about. */
-interface CallbackLogColumns {
+export interface CallbackLogColumns {
   uuid: string
   connector: string
   outcome: string
