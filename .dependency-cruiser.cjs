@@ -5,79 +5,71 @@
  */
 const PROGRAM = '^src/(app|main|seed)[.]ts$'
 
+/** A forbidden import, an error: from the files whose path matches `from` to the ones `to` names. */
+const forbid = (name, comment, from, to) => ({ name, severity: 'error', comment, from: { path: from }, to })
+
 module.exports = {
   forbidden: [
-    {
-      name: 'no-circular',
-      severity: 'error',
-      comment: 'An import cycle makes the floors meaningless and the load order fragile.',
-      from: { path: '^src/' },
-      to: { circular: true },
-    },
-    {
-      name: 'lib-is-the-ground-floor',
-      severity: 'error',
-      comment: 'lib/ holds small pure helpers: they depend on nothing else of ours.',
-      from: { path: '^src/lib/' },
-      to: { path: '^src/', pathNot: '^src/lib/' },
-    },
-    {
-      name: 'db-looks-down',
-      severity: 'error',
-      comment: 'db/ (the database, its tables and shared statements) knows lib/ only.',
-      from: { path: '^src/db/' },
-      to: { path: '^src/', pathNot: '^src/(lib|db)/' },
-    },
-    {
-      name: 'http-looks-down',
-      severity: 'error',
-      comment: 'http/ is what every route shares; it must not know a module, a connector or the program.',
-      from: { path: '^src/http/' },
-      to: { path: ['^src/(modules|connectors|workers)/', PROGRAM] },
-    },
-    {
-      name: 'connectors-look-down',
-      severity: 'error',
-      comment: 'A connector speaks to a provider; it knows its own types and lib/ only.',
-      from: { path: '^src/connectors/' },
-      to: { path: '^src/', pathNot: '^src/(lib|connectors)/' },
-    },
-    {
-      name: 'modules-do-not-know-the-program',
-      severity: 'error',
-      comment: 'modules/ are assembled by app.ts and driven by workers/, never the other way round.',
-      from: { path: '^src/modules/' },
-      to: { path: ['^src/workers/', PROGRAM] },
-    },
-    {
-      name: 'another-module-through-its-service',
-      severity: 'error',
-      comment:
-        "A module reaches another module through its service, never its repository (the SQL is the owner's).",
-      from: { path: '^src/modules/([^/]+)/' },
-      to: { path: '^src/modules/[^/]+/repository([.]ts$|/)', pathNot: '^src/modules/$1/' },
-    },
-    {
-      name: 'another-modules-routes-are-its-own',
-      severity: 'error',
-      comment:
-        "A module's routes.ts is its HTTP face, registered by app.ts: another module never imports it. What routes share (auth, the dashboard's session guard, errors) is in http/.",
-      from: { path: '^src/modules/([^/]+)/' },
-      to: { path: '^src/modules/[^/]+/routes[.]ts$', pathNot: '^src/modules/$1/' },
-    },
-    {
-      name: 'program-through-services',
-      severity: 'error',
-      comment: 'Workers and the program call services, not repositories.',
-      from: { path: ['^src/workers/', PROGRAM] },
-      to: { path: '^src/modules/[^/]+/repository([.]ts$|/)' },
-    },
-    {
-      name: 'production-code-is-not-test-code',
-      severity: 'error',
-      from: { path: '^src/' },
-      to: { path: '^(test|bench|scripts)/' },
-    },
+    forbid(
+      'no-circular',
+      'An import cycle makes the floors meaningless and the load order fragile.',
+      '^src/',
+      { circular: true },
+    ),
+    forbid(
+      'lib-is-the-ground-floor',
+      'lib/ holds small pure helpers: they depend on nothing else of ours.',
+      '^src/lib/',
+      { path: '^src/', pathNot: '^src/lib/' },
+    ),
+    forbid(
+      'db-looks-down',
+      'db/ (the database, its tables and shared statements) knows lib/ only.',
+      '^src/db/',
+      { path: '^src/', pathNot: '^src/(lib|db)/' },
+    ),
+    forbid(
+      'http-looks-down',
+      'http/ is what every route shares; it must not know a module, a connector or the program.',
+      '^src/http/',
+      { path: ['^src/(modules|connectors|workers)/', PROGRAM] },
+    ),
+    forbid(
+      'connectors-look-down',
+      'A connector speaks to a provider; it knows its own types and lib/ only.',
+      '^src/connectors/',
+      { path: '^src/', pathNot: '^src/(lib|connectors)/' },
+    ),
+    forbid(
+      'modules-do-not-know-the-program',
+      'modules/ are assembled by app.ts and driven by workers/, never the other way round.',
+      '^src/modules/',
+      { path: ['^src/workers/', PROGRAM] },
+    ),
+    forbid(
+      'another-module-through-its-service',
+      "A module reaches another module through its service, never its repository (the SQL is the owner's).",
+      '^src/modules/([^/]+)/',
+      { path: '^src/modules/[^/]+/repository([.]ts$|/)', pathNot: '^src/modules/$1/' },
+    ),
+    forbid(
+      'another-modules-routes-are-its-own',
+      "A module's routes.ts is its HTTP face, registered by app.ts: another module never imports it. What routes share (auth, the dashboard's session guard, errors) is in http/.",
+      '^src/modules/([^/]+)/',
+      { path: '^src/modules/[^/]+/routes[.]ts$', pathNot: '^src/modules/$1/' },
+    ),
+    forbid(
+      'program-through-services',
+      'Workers and the program call services, not repositories.',
+      ['^src/workers/', PROGRAM],
+      { path: '^src/modules/[^/]+/repository([.]ts$|/)' },
+    ),
+    forbid(
+      'production-code-is-not-test-code',
+      'Tests, benchmarks and scripts use production code, never the other way round.',
+      '^src/',
+      { path: '^(test|bench|scripts)/' },
+    ),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -20,6 +20,7 @@ import pg from 'pg'
 import postgres from 'postgres'
 import { Type } from 'typebox'
 import { v7 } from 'uuid'
+import { pgTypes } from '../../src/db/index.ts'
 
 const databaseUrl = process.env.DATABASE_URL
 if (!databaseUrl) throw new Error('DATABASE_URL is required')
@@ -123,14 +124,8 @@ type Db = {
 }
 
 function pgDb(): Db {
-  const INT8_OID = 20
-  const types = {
-    getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-      oid === INT8_OID
-        ? (value: string) => Number(value)
-        : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-  }
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, types })
+  // The service's int8 parsing, so both answer the same row.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: poolSize, types: pgTypes })
   pool.on('error', () => {})
   return {
     insert: async (body) => (await pool.query(INSERT, values(body))).rows[0],

@@ -27,6 +27,50 @@ export function Scroll({
   )
 }
 
+/**
+ * A table of records in a Scroll: `head` is the header row's cells, `row` renders one record as a keyed `<tr>`,
+ * and `empty` (spanning the `columns`) says so when there is none. Nothing is rendered in the body while
+ * `rows` is not known yet.
+ */
+export function Table<T>({
+  name,
+  label = `${name} table`,
+  caption,
+  head,
+  rows,
+  row,
+  empty,
+  columns,
+}: {
+  name: string
+  label?: string
+  caption?: ReactNode
+  head: ReactNode
+  rows: readonly T[] | undefined
+  row: (record: T) => ReactNode
+  empty?: ReactNode
+  columns?: number
+}) {
+  return (
+    <Scroll label={label}>
+      <table aria-label={name}>
+        {caption !== undefined && <caption>{caption}</caption>}
+        <thead>
+          <tr>{head}</tr>
+        </thead>
+        <tbody>
+          {rows?.map(row)}
+          {empty !== undefined && rows?.length === 0 && (
+            <tr>
+              <td colSpan={columns}>{empty}</td>
+            </tr>
+          )}
+        </tbody>
+      </table>
+    </Scroll>
+  )
+}
+
 export function Status({ status }: { status: string }) {
   return <span className={`status status-${status}`}>{status.replaceAll('_', ' ')}</span>
 }
@@ -121,44 +165,39 @@ export function PaymentsTable({
   caption: ReactNode
 }) {
   return (
-    <Scroll label="Payments table">
-      <table aria-label="Payments">
-        <caption>{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Created</th>
-            <th scope="col">External id</th>
-            <th scope="col">Description</th>
-            <th scope="col" className="num">
-              Amount
-            </th>
-            <th scope="col">Status</th>
-            <th scope="col">Method</th>
-          </tr>
-        </thead>
-        <tbody>
-          {rows.map((t) => (
-            <tr key={t.uuid}>
-              <td>{when(t.created_at)}</td>
-              <td>
-                <Link to={`/${mode}/payments/${t.uuid}`}>{t.external_id}</Link>
-              </td>
-              <td className="clip">{t.description ?? ''}</td>
-              <td className="num">{money(t.amount, t.currency)}</td>
-              <td>
-                <Status status={t.status} />
-              </td>
-              <td>{t.payment_method.replaceAll('_', ' ')}</td>
-            </tr>
-          ))}
-          {rows.length === 0 && (
-            <tr>
-              <td colSpan={6}>No payments match.</td>
-            </tr>
-          )}
-        </tbody>
-      </table>
-    </Scroll>
+    <Table
+      name="Payments"
+      caption={caption}
+      head={
+        <>
+          <th scope="col">Created</th>
+          <th scope="col">External id</th>
+          <th scope="col">Description</th>
+          <th scope="col" className="num">
+            Amount
+          </th>
+          <th scope="col">Status</th>
+          <th scope="col">Method</th>
+        </>
+      }
+      rows={rows}
+      row={(t) => (
+        <tr key={t.uuid}>
+          <td>{when(t.created_at)}</td>
+          <td>
+            <Link to={`/${mode}/payments/${t.uuid}`}>{t.external_id}</Link>
+          </td>
+          <td className="clip">{t.description ?? ''}</td>
+          <td className="num">{money(t.amount, t.currency)}</td>
+          <td>
+            <Status status={t.status} />
+          </td>
+          <td>{t.payment_method.replaceAll('_', ' ')}</td>
+        </tr>
+      )}
+      empty="No payments match."
+      columns={6}
+    />
   )
 }
 

@@ -65,7 +65,8 @@ export class EmbeddedDatabaseBusyError extends Error {}
 
 // int8 columns hold amounts below 2^53 (the largest is 10^11 × a small factor), so a JS number is exact.
 const INT8_OID = 20
-const types = {
+/** The type parsers of every `pg` connection: int8 read as a number, the rest as `pg` reads them. */
+export const pgTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID
       ? (value: string) => Number(value)
@@ -144,13 +145,13 @@ export async function connectPostgres(
   // statements that run outside a transaction, pipelined; the rest are checked out by transactions (see
   // preparingPool). Without it, every statement checks a connection out of the pool.
   const sharedCount = layer && poolSize > 1 ? Math.max(1, Math.floor(poolSize / 4)) : 0
-  const pool = new pg.Pool({ ...settings, max: poolSize - sharedCount, types })
+  const pool = new pg.Pool({ ...settings, max: poolSize - sharedCount, types: pgTypes })
   const shared: SharedConnections | undefined =
     sharedCount > 0
       ? {
           size: sharedCount,
           open: async () => {
-            const client = new pg.Client({ ...settings, types, pipeline: true } as pg.ClientConfig)
+            const client = new pg.Client({ ...settings, types: pgTypes, pipeline: true } as pg.ClientConfig)
             client.on('error', () => {})
             await client.connect()
             return client
@@ -169,7 +170,7 @@ export async function connectPostgres(
   let jobs: { pool: pg.Pool; db: Db } | null = null
   const openBackground = () => {
     if (!jobs) {
-      const pool = new pg.Pool({ ...settings, max: backgroundPoolSize, types })
+      const pool = new pg.Pool({ ...settings, max: backgroundPoolSize, types: pgTypes })
       pool.on('error', () => {})
       jobs = { pool, db: kyselyOver(pool, layer).db }
     }
@@ -357,7 +358,7 @@ export async function connectPglite(
     relaxedDurability: true,
     loadDataDir: options.loadDataDir,
   })
-  const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, types })
+  const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1, types: pgTypes })
   const { db } = kyselyOver(pool, await loadLayer(driver))
   return {
     db,

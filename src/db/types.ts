@@ -166,16 +166,20 @@ export type TransactionRow = Selectable<TransactionsTable>
 export type NewTransaction = Insertable<TransactionsTable>
 export type TransactionUpdate = Updateable<TransactionsTable>
 
-export interface ProviderCallbacksTable {
+/** What a provider callback log keeps of each callback, whichever object (payment, payout) it was about. */
+export interface CallbackLogColumns {
   uuid: string
   connector: string
-  transaction_uuid: string
   outcome: string
   provider_reference: string | null
   result: 'applied' | 'duplicate' | 'stale'
   from_status: string
   to_status: string
   received_at: Timestamp
+}
+
+export interface ProviderCallbacksTable extends CallbackLogColumns {
+  transaction_uuid: string
 }
 
 export interface EventsTable {
@@ -366,16 +370,8 @@ export interface PayoutsTable {
   updated_at: Timestamp
 }
 
-export interface PayoutCallbacksTable {
-  uuid: string
-  connector: string
+export interface PayoutCallbacksTable extends CallbackLogColumns {
   payout_uuid: string
-  outcome: string
-  provider_reference: string | null
-  result: 'applied' | 'duplicate' | 'stale'
-  from_status: string
-  to_status: string
-  received_at: Timestamp
 }
 
 export type PayoutRow = Selectable<PayoutsTable>

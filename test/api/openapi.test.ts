@@ -10,20 +10,7 @@ import {
 import { ERROR_STATUS } from '../../src/http/errors.ts'
 import { PAYOUT_EVENTS, TRANSACTION_EVENTS } from '../../src/modules/webhooks/schemas.ts'
 import { backends, call, createTestContext, type TestContext } from '../helpers/harness.ts'
-
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON of any shape.
-type Json = Record<string, any>
-
-const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace']
-const ERROR_SCHEMAS = ['#/components/schemas/ErrorResponse', '#/components/schemas/ValidationErrorResponse']
-
-/** Every operation of the document, as [method, path, operation]. */
-function operations(doc: Json): [string, string, Json][] {
-  const out: [string, string, Json][] = []
-  for (const [path, item] of Object.entries<Json>(doc.paths ?? {}))
-    for (const method of METHODS) if (item[method]) out.push([method.toUpperCase(), path, item[method]])
-  return out
-}
+import { ERROR_SCHEMAS, type Json, operations } from '../helpers/openapi.ts'
 
 /** Every `$ref` value anywhere in the document. */
 function refs(node: unknown, found: string[] = []): string[] {

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { data } from '../api/client'
 import { type DashboardSchemas, dashboardApi } from '../api/dashboard'
-import { ErrorNote, Scroll } from '../components'
+import { ErrorNote, Scroll, Table } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -87,50 +87,48 @@ export function ApiKeys() {
         )}
       </section>
       <ErrorNote error={keys.error ?? revoke.error} />
-      <Scroll label="API keys table">
-        <table aria-label="API keys">
-          <thead>
-            <tr>
-              <th scope="col">Key id</th>
-              <th scope="col">Mode</th>
-              <th scope="col">Secret ends</th>
-              <th scope="col">Created</th>
-              <th scope="col">Last used</th>
-              <th scope="col">Status</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data?.data.map((k) => (
-              <tr key={k.key_id}>
-                <td className="mono nowrap">{k.key_id}</td>
-                <td>{k.mode}</td>
-                <td className="mono">…{k.secret_last4}</td>
-                <td>{when(k.created_at)}</td>
-                <td>{k.last_used_at ? when(k.last_used_at) : 'never'}</td>
-                <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
-                <td>
-                  {!k.revoked_at && (
-                    <button
-                      type="button"
-                      className="secondary"
-                      aria-label={`Revoke ${k.key_id}`}
-                      onClick={() => {
-                        if (window.confirm(`Revoke ${k.key_id}? Requests with it fail from now on.`))
-                          revoke.mutate(k.key_id)
-                      }}
-                    >
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        name="API keys"
+        head={
+          <>
+            <th scope="col">Key id</th>
+            <th scope="col">Mode</th>
+            <th scope="col">Secret ends</th>
+            <th scope="col">Created</th>
+            <th scope="col">Last used</th>
+            <th scope="col">Status</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </>
+        }
+        rows={keys.data?.data}
+        row={(k) => (
+          <tr key={k.key_id}>
+            <td className="mono nowrap">{k.key_id}</td>
+            <td>{k.mode}</td>
+            <td className="mono">…{k.secret_last4}</td>
+            <td>{when(k.created_at)}</td>
+            <td>{k.last_used_at ? when(k.last_used_at) : 'never'}</td>
+            <td>{k.revoked_at ? `revoked ${when(k.revoked_at)}` : 'active'}</td>
+            <td>
+              {!k.revoked_at && (
+                <button
+                  type="button"
+                  className="secondary"
+                  aria-label={`Revoke ${k.key_id}`}
+                  onClick={() => {
+                    if (window.confirm(`Revoke ${k.key_id}? Requests with it fail from now on.`))
+                      revoke.mutate(k.key_id)
+                  }}
+                >
+                  Revoke
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
       <section className="card spaced" aria-labelledby="signing-title">
         <h2 id="signing-title">Signing requests</h2>
         <p>

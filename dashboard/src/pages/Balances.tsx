@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link } from 'react-router'
 import { api, data } from '../api/client'
 import { BALANCE_TRANSACTION_TYPE_VALUES } from '../api/values'
-import { ErrorNote, ExportButton, Pager, Scroll, useExport, useListFilters } from '../components'
+import { ErrorNote, ExportButton, Pager, Table, useExport, useListFilters } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
@@ -38,38 +38,36 @@ export function Balances() {
     <>
       <h1>Balances</h1>
       <ErrorNote error={balances.error} />
-      <Scroll label="Balances table">
-        <table aria-label="Balances">
-          <thead>
-            <tr>
-              <th scope="col">Currency</th>
-              <th scope="col" className="num">
-                Available
-              </th>
-              <th scope="col" className="num">
-                Pending
-              </th>
-              <th scope="col" className="num">
-                Reserved
-              </th>
-              <th scope="col" className="num">
-                Total
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {balances.data?.data.map((b) => (
-              <tr key={b.currency}>
-                <td>{b.currency}</td>
-                <td className="num">{money(b.available, b.currency)}</td>
-                <td className="num">{money(b.pending, b.currency)}</td>
-                <td className="num">{money(b.reserved, b.currency)}</td>
-                <td className="num">{money(b.total, b.currency)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        name="Balances"
+        head={
+          <>
+            <th scope="col">Currency</th>
+            <th scope="col" className="num">
+              Available
+            </th>
+            <th scope="col" className="num">
+              Pending
+            </th>
+            <th scope="col" className="num">
+              Reserved
+            </th>
+            <th scope="col" className="num">
+              Total
+            </th>
+          </>
+        }
+        rows={balances.data?.data}
+        row={(b) => (
+          <tr key={b.currency}>
+            <td>{b.currency}</td>
+            <td className="num">{money(b.available, b.currency)}</td>
+            <td className="num">{money(b.pending, b.currency)}</td>
+            <td className="num">{money(b.reserved, b.currency)}</td>
+            <td className="num">{money(b.total, b.currency)}</td>
+          </tr>
+        )}
+      />
       <h2 className="spaced">Balance history</h2>
       <search aria-label="Filter the balance history">
         <form className="filters" onSubmit={filter} key={params.toString()}>
@@ -107,46 +105,41 @@ export function Balances() {
       <ErrorNote error={history.error ?? csv.error} />
       {history.data && (
         <>
-          <Scroll label="Balance history table">
-            <table aria-label="Balance history">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Balance</th>
-                  <th scope="col" className="num">
-                    Amount
-                  </th>
-                  <th scope="col">Source</th>
+          <Table
+            name="Balance history"
+            head={
+              <>
+                <th scope="col">When</th>
+                <th scope="col">Type</th>
+                <th scope="col">Balance</th>
+                <th scope="col" className="num">
+                  Amount
+                </th>
+                <th scope="col">Source</th>
+              </>
+            }
+            rows={history.data.data}
+            row={(row) => {
+              const path = sourcePath[row.source.type]?.(row.source.uuid)
+              return (
+                <tr key={row.uuid}>
+                  <td>{when(row.created_at)}</td>
+                  <td>{row.type.replaceAll('_', ' ')}</td>
+                  <td>{row.balance}</td>
+                  <td className="num">{money(row.amount, row.currency)}</td>
+                  <td>
+                    {path ? (
+                      <Link to={`/${mode}/${path}`}>{row.source.type}</Link>
+                    ) : (
+                      <Link to={`/${mode}/refunds`}>{row.source.type}</Link>
+                    )}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {history.data.data.map((row) => {
-                  const path = sourcePath[row.source.type]?.(row.source.uuid)
-                  return (
-                    <tr key={row.uuid}>
-                      <td>{when(row.created_at)}</td>
-                      <td>{row.type.replaceAll('_', ' ')}</td>
-                      <td>{row.balance}</td>
-                      <td className="num">{money(row.amount, row.currency)}</td>
-                      <td>
-                        {path ? (
-                          <Link to={`/${mode}/${path}`}>{row.source.type}</Link>
-                        ) : (
-                          <Link to={`/${mode}/refunds`}>{row.source.type}</Link>
-                        )}
-                      </td>
-                    </tr>
-                  )
-                })}
-                {history.data.data.length === 0 && (
-                  <tr>
-                    <td colSpan={5}>No movement matches.</td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </Scroll>
+              )
+            }}
+            empty="No movement matches."
+            columns={5}
+          />
           <Pager meta={history.data.meta} />
         </>
       )}

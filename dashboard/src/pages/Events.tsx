@@ -2,7 +2,7 @@ import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { useSearchParams } from 'react-router'
 import { type ApiEvent, api, data } from '../api/client'
-import { ErrorNote, ExportButton, Pager, Scroll, Status, useExport } from '../components'
+import { ErrorNote, ExportButton, Pager, Scroll, Status, Table, useExport } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -36,49 +36,47 @@ export function Events() {
       <ErrorNote error={events.error} />
       {events.data && (
         <>
-          <Scroll label="Events table">
-            <table aria-label="Events">
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Object</th>
-                  <th scope="col">Version</th>
-                  <th scope="col">Webhook</th>
-                  <th scope="col">Payload</th>
+          <Table
+            name="Events"
+            head={
+              <>
+                <th scope="col">When</th>
+                <th scope="col">Event</th>
+                <th scope="col">Object</th>
+                <th scope="col">Version</th>
+                <th scope="col">Webhook</th>
+                <th scope="col">Payload</th>
+              </>
+            }
+            rows={events.data.data}
+            row={(event) => {
+              const object = objectOf(event)
+              return (
+                <tr key={event.event_id}>
+                  <td>{when(event.occurred_at)}</td>
+                  <td>{event.event}</td>
+                  <td className="mono nowrap">
+                    {object.kind} {object.uuid}
+                  </td>
+                  <td>{event.aggregate_version}</td>
+                  <td>
+                    <Status status={event.webhook_status} />
+                  </td>
+                  <td>
+                    <button
+                      type="button"
+                      className="link-button"
+                      aria-expanded={open === event.event_id}
+                      onClick={() => setOpen(open === event.event_id ? null : event.event_id)}
+                    >
+                      {open === event.event_id ? 'Hide' : 'Show'}
+                      <span className="visually-hidden"> the payload of {event.event_id}</span>
+                    </button>
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {events.data.data.map((event) => {
-                  const object = objectOf(event)
-                  return (
-                    <tr key={event.event_id}>
-                      <td>{when(event.occurred_at)}</td>
-                      <td>{event.event}</td>
-                      <td className="mono nowrap">
-                        {object.kind} {object.uuid}
-                      </td>
-                      <td>{event.aggregate_version}</td>
-                      <td>
-                        <Status status={event.webhook_status} />
-                      </td>
-                      <td>
-                        <button
-                          type="button"
-                          className="link-button"
-                          aria-expanded={open === event.event_id}
-                          onClick={() => setOpen(open === event.event_id ? null : event.event_id)}
-                        >
-                          {open === event.event_id ? 'Hide' : 'Show'}
-                          <span className="visually-hidden"> the payload of {event.event_id}</span>
-                        </button>
-                      </td>
-                    </tr>
-                  )
-                })}
-              </tbody>
-            </table>
-          </Scroll>
+              )
+            }}
+          />
           {open && (
             <section className="card" aria-label="Event payload">
               <h2>Payload of event {open}</h2>

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useParams } from 'react-router'
 import { type ApiEvent, api, data, type Refund, type Transaction } from '../api/client'
-import { ErrorNote, Scroll, Status, Timeline } from '../components'
+import { ErrorNote, Status, Table, Timeline } from '../components'
 import { money, toMajorText, toMinor, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -141,32 +141,31 @@ export function Payment() {
 function RefundList({ refunds }: { refunds: Refund[] }) {
   if (refunds.length === 0) return <p>No refunds.</p>
   return (
-    <Scroll label="Refunds of this payment, table">
-      <table aria-label="Refunds of this payment">
-        <thead>
-          <tr>
-            <th scope="col">Created</th>
-            <th scope="col" className="num">
-              Amount
-            </th>
-            <th scope="col">Status</th>
-            <th scope="col">Reason</th>
-          </tr>
-        </thead>
-        <tbody>
-          {refunds.map((r) => (
-            <tr key={r.uuid}>
-              <td>{when(r.created_at)}</td>
-              <td className="num">{money(r.amount_minor, r.currency)}</td>
-              <td>
-                <Status status={r.status} />
-              </td>
-              <td>{r.reason ?? ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </Scroll>
+    <Table
+      name="Refunds of this payment"
+      label="Refunds of this payment, table"
+      head={
+        <>
+          <th scope="col">Created</th>
+          <th scope="col" className="num">
+            Amount
+          </th>
+          <th scope="col">Status</th>
+          <th scope="col">Reason</th>
+        </>
+      }
+      rows={refunds}
+      row={(r) => (
+        <tr key={r.uuid}>
+          <td>{when(r.created_at)}</td>
+          <td className="num">{money(r.amount_minor, r.currency)}</td>
+          <td>
+            <Status status={r.status} />
+          </td>
+          <td>{r.reason ?? ''}</td>
+        </tr>
+      )}
+    />
   )
 }
 

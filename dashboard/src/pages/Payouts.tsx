@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useParams, useSearchParams } from 'react-router'
 import { api, data, type Schemas } from '../api/client'
-import { ErrorNote, ExportButton, Pager, Scroll, Status, Timeline, useExport } from '../components'
+import { ErrorNote, ExportButton, Pager, Status, Table, Timeline, useExport } from '../components'
 import { moneyShort, payoutFigures, when } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -40,41 +40,36 @@ export function Payouts() {
       <ErrorNote error={list.error ?? csv.error} />
       {list.data && (
         <>
-          <Scroll label="Payouts table">
-            <table aria-label="Payouts">
-              <thead>
-                <tr>
-                  <th scope="col">Created</th>
-                  <th scope="col">External id</th>
-                  <th scope="col" className="num">
-                    Amount
-                  </th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Destination</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.data.map((p) => (
-                  <tr key={p.uuid}>
-                    <td>{when(p.created_at)}</td>
-                    <td>
-                      <Link to={`/${mode}/payouts/${p.uuid}`}>{p.external_id}</Link>
-                    </td>
-                    <td className="num">{moneyShort(p.amount, p.currency)}</td>
-                    <td>
-                      <Status status={p.status} />
-                    </td>
-                    <td>{destinationOf(p)}</td>
-                  </tr>
-                ))}
-                {list.data.data.length === 0 && (
-                  <tr>
-                    <td colSpan={5}>No payouts yet.</td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </Scroll>
+          <Table
+            name="Payouts"
+            head={
+              <>
+                <th scope="col">Created</th>
+                <th scope="col">External id</th>
+                <th scope="col" className="num">
+                  Amount
+                </th>
+                <th scope="col">Status</th>
+                <th scope="col">Destination</th>
+              </>
+            }
+            rows={list.data.data}
+            row={(p) => (
+              <tr key={p.uuid}>
+                <td>{when(p.created_at)}</td>
+                <td>
+                  <Link to={`/${mode}/payouts/${p.uuid}`}>{p.external_id}</Link>
+                </td>
+                <td className="num">{moneyShort(p.amount, p.currency)}</td>
+                <td>
+                  <Status status={p.status} />
+                </td>
+                <td>{destinationOf(p)}</td>
+              </tr>
+            )}
+            empty="No payouts yet."
+            columns={5}
+          />
           <Pager meta={list.data.meta} />
         </>
       )}

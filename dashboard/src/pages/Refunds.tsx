@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { Link, useSearchParams } from 'react-router'
 import { api, data } from '../api/client'
-import { ErrorNote, ExportButton, Pager, Scroll, Status, useExport } from '../components'
+import { ErrorNote, ExportButton, Pager, Status, Table, useExport } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 
@@ -26,41 +26,36 @@ export function Refunds() {
       <ErrorNote error={list.error} />
       {list.data && (
         <>
-          <Scroll label="Refunds table">
-            <table aria-label="Refunds">
-              <thead>
-                <tr>
-                  <th scope="col">Created</th>
-                  <th scope="col" className="num">
-                    Amount
-                  </th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Payment</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.data.map((r) => (
-                  <tr key={r.uuid}>
-                    <td>{when(r.created_at)}</td>
-                    <td className="num">{money(r.amount_minor, r.currency)}</td>
-                    <td>
-                      <Status status={r.status} />
-                    </td>
-                    <td className="clip">{r.reason ?? ''}</td>
-                    <td>
-                      <Link to={`/${mode}/payments/${r.transaction_uuid}`}>Open payment</Link>
-                    </td>
-                  </tr>
-                ))}
-                {list.data.data.length === 0 && (
-                  <tr>
-                    <td colSpan={5}>No refunds yet.</td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </Scroll>
+          <Table
+            name="Refunds"
+            head={
+              <>
+                <th scope="col">Created</th>
+                <th scope="col" className="num">
+                  Amount
+                </th>
+                <th scope="col">Status</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Payment</th>
+              </>
+            }
+            rows={list.data.data}
+            row={(r) => (
+              <tr key={r.uuid}>
+                <td>{when(r.created_at)}</td>
+                <td className="num">{money(r.amount_minor, r.currency)}</td>
+                <td>
+                  <Status status={r.status} />
+                </td>
+                <td className="clip">{r.reason ?? ''}</td>
+                <td>
+                  <Link to={`/${mode}/payments/${r.transaction_uuid}`}>Open payment</Link>
+                </td>
+              </tr>
+            )}
+            empty="No refunds yet."
+            columns={5}
+          />
           <Pager meta={list.data.meta} />
         </>
       )}

@@ -4,7 +4,7 @@ import { useSearchParams } from 'react-router'
 import { data, noContent } from '../api/client'
 import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
 import { ROLE_VALUES } from '../api/values'
-import { ErrorNote, Pager, Scroll } from '../components'
+import { ErrorNote, Pager, Table } from '../components'
 import { money, when } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
@@ -82,62 +82,59 @@ export function People() {
         )}
       </section>
       <ErrorNote error={users.error ?? disable.error ?? changeRole.error} />
-      <Scroll label="People table">
-        <table aria-label="People">
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Status</th>
-              <th scope="col">Two-factor</th>
-              <th scope="col">Since</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {users.data?.data.map((u) => (
-              <tr key={u.uuid}>
-                <td>{u.email}</td>
-                <td>
-                  {u.uuid === me.user.uuid || u.status !== 'active' ? (
-                    u.role
-                  ) : (
-                    <select
-                      aria-label={`Role of ${u.email}`}
-                      value={u.role}
-                      onChange={(e) => changeRole.mutate({ uuid: u.uuid, role: e.target.value as Role })}
-                    >
-                      {ROLE_VALUES.map((r) => (
-                        <option key={r}>{r}</option>
-                      ))}
-                    </select>
-                  )}
-                </td>
-                <td>{u.password_set ? u.status : 'invited'}</td>
-                <td>{u.totp_enabled ? 'on' : 'off'}</td>
-                <td>{when(u.created_at)}</td>
-                <td>
-                  {u.status === 'active' && u.uuid !== me.user.uuid && (
-                    <button
-                      type="button"
-                      className="secondary"
-                      aria-label={`Disable ${u.email}`}
-                      onClick={() => {
-                        if (window.confirm(`Disable ${u.email}? Their sessions end now.`))
-                          disable.mutate(u.uuid)
-                      }}
-                    >
-                      Disable
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        name="People"
+        head={
+          <>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            <th scope="col">Status</th>
+            <th scope="col">Two-factor</th>
+            <th scope="col">Since</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </>
+        }
+        rows={users.data?.data}
+        row={(u) => (
+          <tr key={u.uuid}>
+            <td>{u.email}</td>
+            <td>
+              {u.uuid === me.user.uuid || u.status !== 'active' ? (
+                u.role
+              ) : (
+                <select
+                  aria-label={`Role of ${u.email}`}
+                  value={u.role}
+                  onChange={(e) => changeRole.mutate({ uuid: u.uuid, role: e.target.value as Role })}
+                >
+                  {ROLE_VALUES.map((r) => (
+                    <option key={r}>{r}</option>
+                  ))}
+                </select>
+              )}
+            </td>
+            <td>{u.password_set ? u.status : 'invited'}</td>
+            <td>{u.totp_enabled ? 'on' : 'off'}</td>
+            <td>{when(u.created_at)}</td>
+            <td>
+              {u.status === 'active' && u.uuid !== me.user.uuid && (
+                <button
+                  type="button"
+                  className="secondary"
+                  aria-label={`Disable ${u.email}`}
+                  onClick={() => {
+                    if (window.confirm(`Disable ${u.email}? Their sessions end now.`)) disable.mutate(u.uuid)
+                  }}
+                >
+                  Disable
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
     </>
   )
 }
@@ -162,35 +159,33 @@ export function AuditLog() {
     <>
       <h1>Audit log</h1>
       <ErrorNote error={log.error} />
-      <Scroll label="Audit log table">
-        <table aria-label="Audit log">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Who</th>
-              <th scope="col">Action</th>
-              <th scope="col">On</th>
-              <th scope="col">Mode</th>
-              <th scope="col">From</th>
-            </tr>
-          </thead>
-          <tbody>
-            {log.data?.data.map((row) => (
-              <tr key={row.uuid}>
-                <td>{when(row.at)}</td>
-                <td>{row.actor_email ?? (row.via === 'cli' ? 'operator (command line)' : '—')}</td>
-                <td>
-                  {row.action.replaceAll('_', ' ')}
-                  {typeof row.details?.operation === 'string' ? `: ${row.details.operation}` : ''}
-                </td>
-                <td className="mono nowrap">{row.target_id ?? ''}</td>
-                <td>{row.mode ?? ''}</td>
-                <td>{row.ip ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </Scroll>
+      <Table
+        name="Audit log"
+        head={
+          <>
+            <th scope="col">When</th>
+            <th scope="col">Who</th>
+            <th scope="col">Action</th>
+            <th scope="col">On</th>
+            <th scope="col">Mode</th>
+            <th scope="col">From</th>
+          </>
+        }
+        rows={log.data?.data}
+        row={(row) => (
+          <tr key={row.uuid}>
+            <td>{when(row.at)}</td>
+            <td>{row.actor_email ?? (row.via === 'cli' ? 'operator (command line)' : '—')}</td>
+            <td>
+              {row.action.replaceAll('_', ' ')}
+              {typeof row.details?.operation === 'string' ? `: ${row.details.operation}` : ''}
+            </td>
+            <td className="mono nowrap">{row.target_id ?? ''}</td>
+            <td>{row.mode ?? ''}</td>
+            <td>{row.ip ?? ''}</td>
+          </tr>
+        )}
+      />
       {log.data && <Pager meta={{ prev_cursor: cursor ? '' : null, next_cursor: log.data.next_cursor }} />}
     </>
   )
@@ -334,30 +329,28 @@ export function Profile() {
               </dd>
             </dl>
           </section>
-          <Scroll label="Payment fees table">
-            <table aria-label="Payment fees">
-              <thead>
-                <tr>
-                  <th scope="col">Method</th>
-                  <th scope="col" className="num">
-                    Fee
-                  </th>
-                  <th scope="col" className="num">
-                    Paid by you
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {profile.data.fees.map((f) => (
-                  <tr key={f.payment_method}>
-                    <td>{f.payment_method.replaceAll('_', ' ')}</td>
-                    <td className="num">{percentOf(f.fee_bps)}</td>
-                    <td className="num">{percentOf(f.merchant_fee_share_bps)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </Scroll>
+          <Table
+            name="Payment fees"
+            head={
+              <>
+                <th scope="col">Method</th>
+                <th scope="col" className="num">
+                  Fee
+                </th>
+                <th scope="col" className="num">
+                  Paid by you
+                </th>
+              </>
+            }
+            rows={profile.data.fees}
+            row={(f) => (
+              <tr key={f.payment_method}>
+                <td>{f.payment_method.replaceAll('_', ' ')}</td>
+                <td className="num">{percentOf(f.fee_bps)}</td>
+                <td className="num">{percentOf(f.merchant_fee_share_bps)}</td>
+              </tr>
+            )}
+          />
         </>
       )}
     </>

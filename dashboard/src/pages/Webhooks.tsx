@@ -4,7 +4,7 @@ import { useSearchParams } from 'react-router'
 import { api, type Delivery, data, type Schemas } from '../api/client'
 import { dashboardApi, inMode } from '../api/dashboard'
 import { DELIVERY_STATUS_VALUES, WEBHOOK_EVENT_VALUES } from '../api/values'
-import { ErrorNote, Pager, Scroll, Status } from '../components'
+import { ErrorNote, Pager, Scroll, Status, Table } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -228,32 +228,25 @@ export function Webhooks() {
       <ErrorNote error={log.error} />
       {log.data && (
         <>
-          <Scroll label="Delivery log table">
-            <table aria-label="Delivery log">
-              <thead>
-                <tr>
-                  <th scope="col">Created</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Attempts</th>
-                  <th scope="col">Last answer</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {log.data.data.map((d) => (
-                  <DeliveryRow key={d.uuid} delivery={d} onDetails={() => setDetails(d.uuid)} />
-                ))}
-                {log.data.data.length === 0 && (
-                  <tr>
-                    <td colSpan={6}>No deliveries.</td>
-                  </tr>
-                )}
-              </tbody>
-            </table>
-          </Scroll>
+          <Table
+            name="Delivery log"
+            head={
+              <>
+                <th scope="col">Created</th>
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Last answer</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </>
+            }
+            rows={log.data.data}
+            row={(d) => <DeliveryRow key={d.uuid} delivery={d} onDetails={() => setDetails(d.uuid)} />}
+            empty="No deliveries."
+            columns={6}
+          />
           <Pager meta={log.data.meta} />
           {details && <DeliveryDetails uuid={details} onClose={() => setDetails(null)} />}
         </>

@@ -99,52 +99,51 @@ export async function startTotpEnrolment(deps: UserDeps, self: Self) {
 
 /** Turns the second factor on with a code from the secret of the enrolment started. */
 export async function confirmTotp(deps: UserDeps, self: Self, code: string) {
-  const now = new Date()
-  const accepted = await deps.db.transaction().execute(async (trx) => {
-    const row = await repo.findTotp(trx, self.userUuid, { lock: true })
-    await refuseIfThrottled(deps, trx, self, now)
+  await switchTotp(deps, self, code, true, async (_trx, row) => {
     if (row.totp_enabled) throw new AppError('invalid_state', 'Your second factor is already on.')
     if (!row.totp_secret_sealed)
       throw new AppError(
         'invalid_state',
         'There is no enrolment to confirm: start one with POST /dashboard/api/me/totp.',
       )
-    if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) {
-      await recordRejection(trx, self, now, { while: 'confirming' })
-      return false
-    }
-    await repo.setTotpEnabled(trx, self.userUuid, true, now)
-    await recordAudit(trx, {
-      action: 'totp_enabled',
-      merchantUuid: self.merchantUuid,
-      actor: dashboardActor(self.userUuid, self.from),
-      target: { type: 'user', id: self.userUuid },
-      at: now,
-    })
-    return true
   })
-  if (!accepted) throw wrongCode()
 }
 
 /** Turns the second factor off, with a current code; refused while the merchant requires one. */
 export async function removeTotp(deps: UserDeps, self: Self, code: string) {
-  const now = new Date()
-  const accepted = await deps.db.transaction().execute(async (trx) => {
-    const row = await repo.findTotp(trx, self.userUuid, { lock: true })
-    await refuseIfThrottled(deps, trx, self, now)
+  await switchTotp(deps, self, code, false, async (trx, row) => {
     if (!row.totp_enabled) throw new AppError('invalid_state', 'Your second factor is not on.')
     if (await repo.merchantRequiresTotp(trx, self.merchantUuid))
       throw new AppError(
         'invalid_state',
         'Your merchant requires a second factor, so it cannot be turned off (an owner can lift the requirement).',
       )
+  })
+}
+
+/**
+ * Turns the second factor on or off in one transaction: the user's row locked, the throttle, the caller's
+ * refusals, then the code used up (a wrong one recorded as a rejection), the switch and its audit row.
+ */
+async function switchTotp(
+  deps: UserDeps,
+  self: Self,
+  code: string,
+  enabled: boolean,
+  refuse: (trx: Trx, row: Awaited<ReturnType<typeof repo.findTotp>>) => Promise<void>,
+) {
+  const now = new Date()
+  const accepted = await deps.db.transaction().execute(async (trx) => {
+    const row = await repo.findTotp(trx, self.userUuid, { lock: true })
+    await refuseIfThrottled(deps, trx, self, now)
+    await refuse(trx, row)
     if (!(await acceptTotpCode(deps, trx, self.userUuid, code, now))) {
-      await recordRejection(trx, self, now, { while: 'turning off' })
+      await recordRejection(trx, self, now, { while: enabled ? 'confirming' : 'turning off' })
       return false
     }
-    await repo.setTotpEnabled(trx, self.userUuid, false, now)
+    await repo.setTotpEnabled(trx, self.userUuid, enabled, now)
     await recordAudit(trx, {
-      action: 'totp_disabled',
+      action: enabled ? 'totp_enabled' : 'totp_disabled',
       merchantUuid: self.merchantUuid,
       actor: dashboardActor(self.userUuid, self.from),
       target: { type: 'user', id: self.userUuid },

@@ -122,5 +122,3 @@ export const EVENT_CSV_COLUMNS: CsvColumn<EventView>[] = [
   { header: 'schema_version', value: (view) => view.schema_version },
   { header: 'object', value: objectOf },
 ]
-
-export const EVENT_CSV_FIELDS = EVENT_CSV_COLUMNS.map((column) => column.header)

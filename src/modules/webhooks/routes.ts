@@ -2,10 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { errorResponses } from '../../http/errors.ts'
+import { getByUuid, KEY_OR_SIGNATURE, keyOperation, listWithCsv } from '../../http/routes.ts'
 import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
-import { EVENT_CSV_COLUMNS, EVENT_CSV_FIELDS } from './events.ts'
+import { EVENT_CSV_COLUMNS } from './events.ts'
 import {
   EventCursorPage,
   EventIdParams,
@@ -27,7 +27,6 @@ import type { WebhookService } from './service.ts'
 
 const tags = ['Webhooks']
 const eventTags = ['Events']
-const security: Record<string, string[]>[] = [{ ApiKey: [] }, { Signature: [] }]
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = sharedSchemas(
   async (app, { webhooks }) => {
@@ -48,21 +47,17 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
       app.addSchema(schema)
     app.get(
       '/integration/webhook',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getWebhookConfig',
-          summary: 'Get the webhook configuration',
-          description:
-            'Per merchant and mode. The signing secret exists from the start, before any URL is set.',
-          tags,
-          security,
-          response: {
-            200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
-            ...errorResponses(401),
-          },
+      keyOperation({
+        operationId: 'getWebhookConfig',
+        summary: 'Get the webhook configuration',
+        description:
+          'Per merchant and mode. The signing secret exists from the start, before any URL is set.',
+        tags,
+        response: {
+          200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
+          ...errorResponses(401),
         },
-      },
+      }),
       async (request, reply) => {
         reply.header('cache-control', 'no-store')
         return webhooks.getConfig(authOf(request))
@@ -71,20 +66,16 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
 
     app.put(
       '/integration/webhook',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'updateWebhookConfig',
-          summary: 'Set the webhook URL, switch it on or off, choose events',
-          tags,
-          security,
-          body: UpdateWebhookConfigRequest,
-          response: {
-            200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
-            ...errorResponses(400, 401, 413, 415, 422),
-          },
+      keyOperation({
+        operationId: 'updateWebhookConfig',
+        summary: 'Set the webhook URL, switch it on or off, choose events',
+        tags,
+        body: UpdateWebhookConfigRequest,
+        response: {
+          200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
+          ...errorResponses(400, 401, 413, 415, 422),
         },
-      },
+      }),
       async (request, reply) => {
         reply.header('cache-control', 'no-store')
         return webhooks.updateConfig(authOf(request), request.body)
@@ -101,7 +92,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           description:
             'Returns the new secret. Until previous_secret_expires_at every delivery carries two signatures: the new and the old. At most two secrets are ever valid.',
           tags,
-          security,
+          security: KEY_OR_SIGNATURE,
           body: RotateSecretRequest,
           response: {
             200: Ref(WebhookConfigResponse, { description: 'The configuration with its new secret.' }),
@@ -125,7 +116,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           description:
             'Sends at once to the configured URL and answers with the delivery after its one attempt (tests are not retried). 422 when no URL is set.',
           tags,
-          security,
+          security: KEY_OR_SIGNATURE,
           response: {
             200: Ref(WebhookDeliveryResponse, { description: 'The delivery after its attempt.' }),
             ...errorResponses(401, 422),
@@ -137,42 +128,28 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
 
     app.get(
       '/integration/webhook/deliveries',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'listWebhookDeliveries',
-          summary: 'List webhook deliveries',
-          description: 'Newest first, cursor-paginated, optionally by status and event.',
-          tags,
-          security,
-          querystring: ListDeliveriesQuery,
-          response: {
-            200: Ref(WebhookDeliveryPage, { description: 'A page of deliveries.' }),
-            ...errorResponses(401, 422),
-          },
+      keyOperation({
+        operationId: 'listWebhookDeliveries',
+        summary: 'List webhook deliveries',
+        description: 'Newest first, cursor-paginated, optionally by status and event.',
+        tags,
+        querystring: ListDeliveriesQuery,
+        response: {
+          200: Ref(WebhookDeliveryPage, { description: 'A page of deliveries.' }),
+          ...errorResponses(401, 422),
         },
-      },
+      }),
       (request) => webhooks.listDeliveries(authOf(request), request.query),
     )
 
-    app.get(
-      '/integration/webhook/deliveries/:uuid',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getWebhookDelivery',
-          summary: 'Get a webhook delivery',
-          tags,
-          security,
-          params: UuidParams,
-          response: {
-            200: Ref(WebhookDeliveryResponse, { description: 'The delivery.' }),
-            ...errorResponses(401, 404),
-          },
-        },
-      },
-      (request) => webhooks.getDelivery(authOf(request), request.params.uuid),
-    )
+    getByUuid(app, '/integration/webhook/deliveries/:uuid', {
+      operationId: 'getWebhookDelivery',
+      summary: 'Get a webhook delivery',
+      tags,
+      answer: WebhookDeliveryResponse,
+      answered: 'The delivery.',
+      get: webhooks.getDelivery,
+    })
 
     app.post(
       '/integration/webhook/deliveries/:uuid/redeliver',
@@ -184,7 +161,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           description:
             'The delivery becomes pending and is attempted at once by the dispatcher, with the same webhook-id and body. Answers 202.',
           tags,
-          security,
+          security: KEY_OR_SIGNATURE,
           params: UuidParams,
           response: {
             202: Ref(WebhookDeliveryResponse, { description: 'The delivery, queued.' }),
@@ -197,71 +174,54 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
     )
 
     // The events are the outbox's rows, so their API lives with the webhooks that carry them.
-    app.get(
-      '/integration/events',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'listEvents',
-          summary: 'List events',
-          description:
-            "The events of your key's mode, newest first (occurred_at, then event_id), with keyset cursor pagination: each is exactly the body its webhook carries, plus webhook_status. Kept at least 30 days. Repeat the same filters with a cursor. After downtime, list from the last event you processed and apply each whose aggregate_version is above the one you hold (docs/API.md §22).",
-          tags: eventTags,
-          security,
-          querystring: ListEventsQuery,
-          response: {
-            200: jsonOrCsv(EventCursorPage, 'A page of events, newest first.', EVENT_CSV_FIELDS),
-            ...errorResponses(401, 422),
-          },
-        },
-      },
-      (request, reply) =>
-        wantsCsv(request)
-          ? sendCsv(reply, 'events', EVENT_CSV_COLUMNS, webhooks.exportEvents(authOf(request), request.query))
-          : webhooks.listEvents(authOf(request), request.query),
-    )
+    listWithCsv(app, '/integration/events', {
+      operationId: 'listEvents',
+      summary: 'List events',
+      description:
+        "The events of your key's mode, newest first (occurred_at, then event_id), with keyset cursor pagination: each is exactly the body its webhook carries, plus webhook_status. Kept at least 30 days. Repeat the same filters with a cursor. After downtime, list from the last event you processed and apply each whose aggregate_version is above the one you hold (docs/API.md §22).",
+      tags: eventTags,
+      querystring: ListEventsQuery,
+      page: EventCursorPage,
+      paged: 'A page of events, newest first.',
+      csv: { name: 'events', columns: EVENT_CSV_COLUMNS },
+      list: webhooks.listEvents,
+      export: webhooks.exportEvents,
+    })
 
     app.addHook('preClose', async () => webhooks.closeStreams())
     app.get(
       '/integration/events/stream',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'streamEvents',
-          summary: 'Stream test-mode events as they happen',
-          description:
-            "Server-sent events (`text/event-stream`), test keys only (a live key is 403 `forbidden`): first `event: ready`, then every event of the merchant's test mode as it is recorded, each as `id: <event_id>`, `event: <name>` and `data: <exactly the body its webhook carries>`, and a `: heartbeat` comment every 15 s. Events from when the stream opens; reconnect with `Last-Event-ID` to resume after the last one received (docs/API.md §25 says what that does not re-send). At most 10 open streams per merchant (429); a server shutting down refuses new ones (503). `merchant-gateway listen` forwards them to a local URL (docs/API.md §25).",
-          tags: eventTags,
-          security,
-          querystring: Type.Object(
-            { type: ListEventsQuery.properties.type },
-            { additionalProperties: false },
+      keyOperation({
+        operationId: 'streamEvents',
+        summary: 'Stream test-mode events as they happen',
+        description:
+          "Server-sent events (`text/event-stream`), test keys only (a live key is 403 `forbidden`): first `event: ready`, then every event of the merchant's test mode as it is recorded, each as `id: <event_id>`, `event: <name>` and `data: <exactly the body its webhook carries>`, and a `: heartbeat` comment every 15 s. Events from when the stream opens; reconnect with `Last-Event-ID` to resume after the last one received (docs/API.md §25 says what that does not re-send). At most 10 open streams per merchant (429); a server shutting down refuses new ones (503). `merchant-gateway listen` forwards them to a local URL (docs/API.md §25).",
+        tags: eventTags,
+        querystring: Type.Object({ type: ListEventsQuery.properties.type }, { additionalProperties: false }),
+        headers: Type.Object({
+          'last-event-id': Type.Optional(
+            Type.String({
+              maxLength: 64,
+              description: 'The id of the last event received: the stream resumes after it.',
+            }),
           ),
-          headers: Type.Object({
-            'last-event-id': Type.Optional(
-              Type.String({
-                maxLength: 64,
-                description: 'The id of the last event received: the stream resumes after it.',
-              }),
-            ),
-          }),
-          response: {
-            200: {
-              description: 'The stream: it stays open until the client or the server ends it.',
-              content: {
-                'text/event-stream': {
-                  schema: {
-                    type: 'string',
-                    description:
-                      'Server-sent events: `event: ready` (data `{"mode":"test","merchant_uuid":…}`), then `id`, `event` and `data` (the webhook body, one JSON line) per event.',
-                  },
+        }),
+        response: {
+          200: {
+            description: 'The stream: it stays open until the client or the server ends it.',
+            content: {
+              'text/event-stream': {
+                schema: {
+                  type: 'string',
+                  description:
+                    'Server-sent events: `event: ready` (data `{"mode":"test","merchant_uuid":…}`), then `id`, `event` and `data` (the webhook body, one JSON line) per event.',
                 },
               },
             },
-            ...errorResponses(401, 403, 422, 503),
           },
+          ...errorResponses(401, 403, 422, 503),
         },
-      },
+      }),
       async (request, reply) => {
         const stream = await webhooks.streamEvents(
           authOf(request),
@@ -283,22 +243,18 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
 
     app.get(
       '/integration/events/:event_id',
-      {
-        config: { auth: 'key' },
-        schema: {
-          operationId: 'getEvent',
-          summary: 'Get an event',
-          description:
-            'By its event_id (the webhook-id of its deliveries), within the mode of your key. A malformed id names nothing: 404.',
-          tags: eventTags,
-          security,
-          params: EventIdParams,
-          response: {
-            200: Ref(EventResponse, { description: 'The event.' }),
-            ...errorResponses(401, 404),
-          },
+      keyOperation({
+        operationId: 'getEvent',
+        summary: 'Get an event',
+        description:
+          'By its event_id (the webhook-id of its deliveries), within the mode of your key. A malformed id names nothing: 404.',
+        tags: eventTags,
+        params: EventIdParams,
+        response: {
+          200: Ref(EventResponse, { description: 'The event.' }),
+          ...errorResponses(401, 404),
         },
-      },
+      }),
       (request) => webhooks.getEvent(authOf(request), request.params.event_id),
     )
   },

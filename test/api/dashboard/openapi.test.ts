@@ -14,21 +14,8 @@ import {
   signedIn,
 } from '../../helpers/dashboard.ts'
 import { backends, call, createTestContext, startReceiver, type TestContext } from '../../helpers/harness.ts'
+import { ERROR_SCHEMAS, type Json, operations } from '../../helpers/openapi.ts'
 import { putConfig, type Receiver } from '../webhooks/helpers.ts'
-
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked as plain JSON of any shape.
-type Json = Record<string, any>
-
-const METHODS = ['get', 'put', 'post', 'delete', 'patch']
-const ERROR_SCHEMAS = ['#/components/schemas/ErrorResponse', '#/components/schemas/ValidationErrorResponse']
-
-/** Every operation of a document, as [METHOD, path, operation]. */
-function operations(doc: Json): [string, string, Json][] {
-  const out: [string, string, Json][] = []
-  for (const [path, item] of Object.entries<Json>(doc.paths ?? {}))
-    for (const method of METHODS) if (item[method]) out.push([method.toUpperCase(), path, item[method]])
-  return out
-}
 
 /** Every route the dashboard's route plugins register, as `METHOD /path/{param}`, and whether it is hidden. */
 async function dashboardApiRoutes(): Promise<{ name: string; hidden: boolean }[]> {
