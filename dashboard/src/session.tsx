@@ -17,7 +17,7 @@ export const useCan = (permission: Permission) => useMe().user.permissions.inclu
 
 export const ME_KEY = ['me']
 
-/** Who is signed in (and the session's CSRF token): asked once per page load, shared by every page. */
+/** Who is signed in (and the CSRF token of the session): asked once per page load, shared by every page. */
 export const meQuery = {
   queryKey: ME_KEY,
   queryFn: async () => {

@@ -77,7 +77,7 @@ export const pgTypes = {
 export const APPLICATION_NAME = 'merchant-gateway'
 /** How long a request waits for a connection (a free one of the pool, or a new one) before it fails with 503. */
 const CONNECT_TIMEOUT_MS = 5_000
-/** The LISTEN session's reconnection delay: from the first, doubling up to the last, each with jitter. */
+/** The LISTEN connection's reconnection delay: from the first, doubling up to the last, each with jitter. */
 const LISTEN_RETRY_FIRST_MS = 100
 const LISTEN_RETRY_MAX_MS = 5_000
 
@@ -384,7 +384,7 @@ export function connect(options: {
   poolSize?: number
   /** The workers' own pool (PostgreSQL): `background`. */
   workerPoolSize?: number
-  /** Reports of the LISTEN session's losses and reconnections (PostgreSQL). */
+  /** Reports of the LISTEN connection's losses and reconnections (PostgreSQL). */
   log?: DbLog
   /** How statements reach the database (DATABASE_DRIVER); the layer's by default. */
   driver?: DatabaseDriver

@@ -127,7 +127,7 @@ async function authenticate(
   const apiKey = single(request.headers['x-api-key'])
 
   // A dashboard page: its session stands for the key, and for the signature of an operation that moves
-  // money (SessionAccess asks the page's Origin and the session's CSRF token for every change).
+  // money (SessionAccess asks the page's Origin and the CSRF token of the session for every change).
   if (
     sessions &&
     signatureHeader === undefined &&

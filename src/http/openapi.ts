@@ -260,7 +260,7 @@ async function registerDashboardOpenApi(app: FastifyInstance, options: OpenApiOp
         title: 'merchant-gateway: Dashboard API',
         version: options.version,
         description:
-          "The dashboard's own endpoints: its sessions, people, second factor, audit log and API keys, and the figures its pages show that the merchant API does not answer. Only the dashboard's pages call them, with the session cookie; a change must come from a page of this service (its Origin) and carry the session's CSRF token. The guide: docs/DASHBOARD.md.",
+          "The dashboard's own endpoints: its sessions, people, second factor, audit log and API keys, and the figures its pages show that the merchant API does not answer. Only the dashboard's pages call them, with the session cookie; a change must come from a page of this service (its Origin) and carry the CSRF token of the session. The guide: docs/DASHBOARD.md.",
         license: { name: 'MIT', identifier: 'MIT' },
       },
       servers: [{ url: options.publicBaseUrl }],
@@ -292,7 +292,7 @@ async function registerDashboardOpenApi(app: FastifyInstance, options: OpenApiOp
             type: 'apiKey',
             in: 'header',
             name: 'X-CSRF-Token',
-            description: "The session's CSRF token (`csrf_token` of the session): sent with every change.",
+            description: 'The CSRF token of the session (`csrf_token`): sent with every change.',
           },
           DashboardMode: {
             type: 'apiKey',

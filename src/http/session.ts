@@ -9,7 +9,7 @@ import { errorResponses } from './errors.ts'
  * - an object: a live session of a dashboard user, whose role allows `permission` when one is named. While
  *   the user's merchant requires a second factor the user has not set up, only a route that says
  *   `whileEnrolling` lets the session in.
- * A change (POST, PUT, PATCH, DELETE) in a session also needs the page's Origin and the session's CSRF token.
+ * A change (POST, PUT, PATCH, DELETE) in a session also needs the page's Origin and the CSRF token of the session.
  */
 export type SessionRequirement = 'sign-in' | { permission?: string; whileEnrolling?: boolean }
 
@@ -69,7 +69,7 @@ export function registerSessionGuard(app: FastifyInstance, guard: SessionGuard):
       route.schema.security = [change ? { Session: [], CsrfToken: [] } : { Session: [] }]
     declareRefusals(route.schema, {
       401: 'No live session: sign in to the dashboard.',
-      403: "A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up.",
+      403: "A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up.",
     })
   })
 }

@@ -32,7 +32,7 @@ export class ApiError extends Error {
 }
 
 let csrfToken = ''
-/** The session's CSRF token, sent with every change (from sign-in or GET /dashboard/api/me). */
+/** The CSRF token of the session, sent with every change (from sign-in or GET /dashboard/api/me). */
 export const setCsrfToken = (token: string) => {
   csrfToken = token
 }
@@ -54,7 +54,7 @@ export async function apiErrorOf(response: Response): Promise<ApiError> {
 
 /**
  * What a call in the dashboard session adds: the cookie goes by itself, `X-Dashboard-Mode` names the mode (when
- * the call is in one), and a change carries the session's CSRF token.
+ * the call is in one), and a change carries the CSRF token of the session.
  */
 export const sessionMiddleware = (mode?: Mode): Middleware => ({
   onRequest({ request }) {

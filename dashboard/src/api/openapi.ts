@@ -88,7 +88,7 @@ export interface paths {
         };
         /**
          * Who is signed in
-         * @description The session's user, what their role may do, and the session's CSRF token.
+         * @description The signed-in user, what their role may do, and the CSRF token of the session.
          */
         get: operations["getSession"];
         put?: never;
@@ -669,7 +669,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -836,7 +836,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -897,7 +897,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -990,7 +990,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1081,7 +1081,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1132,7 +1132,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1229,7 +1229,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1348,7 +1348,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1566,7 +1566,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1621,7 +1621,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1831,7 +1831,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1910,7 +1910,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2098,7 +2098,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2157,7 +2157,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2270,7 +2270,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2378,7 +2378,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description A change not sent from a page of this service or without the session's CSRF token; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
+            /** @description A change not sent from a page of this service or without the CSRF token of the session; an operation the user's role may not do; anything but enrolling before the second factor the merchant requires is set up. */
             403: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

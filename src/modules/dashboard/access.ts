@@ -81,7 +81,7 @@ const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 /**
  * A dashboard page calling the merchant API (`/integration/…`) with its session cookie, `X-Dashboard-Mode`,
- * and for a change the page's Origin and the session's `X-CSRF-Token`. The caller is the session's user: their
+ * and for a change the page's Origin and the `X-CSRF-Token` of the session. The caller is the signed-in user: their
  * merchant, the mode the page names, and only the operations their role may do.
  *
  * A page of another site cannot make such a call: `X-Dashboard-Mode` is not a header a form or a link can
@@ -98,7 +98,7 @@ export function dashboardAccess(deps: {
       if (typeof mode !== 'string' || !isMode(mode))
         throw new AppError('unauthorized', 'X-Dashboard-Mode must be test or live.')
       // The session checks every dashboard request passes (guard.ts): a change also needs the dashboard's
-      // Origin and the session's CSRF token.
+      // Origin and the CSRF token of the session.
       const session = await deps.sessions.requireSession(request)
       const permission = operationId ? DASHBOARD_OPERATIONS[operationId] : undefined
       if (!operationId || !permission)

@@ -43,7 +43,7 @@ export const fromOf = (request: FastifyRequest): From => ({
   userAgent: request.headers['user-agent']?.slice(0, 512) ?? null,
 })
 
-/** The session's user acting on their own account (their second factor, the merchant's security). */
+/** The signed-in user acting on their own account (their second factor, the merchant's security). */
 export const selfOf = (session: DashboardSession, request: FastifyRequest): Self => ({
   userUuid: session.user.uuid,
   merchantUuid: session.user.merchant_uuid,
@@ -51,7 +51,7 @@ export const selfOf = (session: DashboardSession, request: FastifyRequest): Self
   from: fromOf(request),
 })
 
-/** The session's user acting on their merchant's people. */
+/** The signed-in user acting on their merchant's people. */
 export const managerOf = (session: DashboardSession, request: FastifyRequest): Manager => ({
   userUuid: session.user.uuid,
   merchantUuid: session.user.merchant_uuid,
@@ -79,7 +79,7 @@ const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 /**
  * The checks of every dashboard request: a change must come from a page of this service (its Origin is the
  * public base URL's origin); a session must be live (and, while its merchant requires a second factor it has
- * not set up, may only enrol); a change made in a session must also carry the session's CSRF token.
+ * not set up, may only enrol); a change made in a session must also carry the CSRF token of the session.
  * SameSite=Lax alone would still let a top-level cross-site POST through older browsers, and a subdomain counts
  * as same-site.
  *
@@ -95,7 +95,7 @@ export function dashboardSessions(users: Pick<UserService, 'authenticate'>, publ
         'This request did not come from the dashboard (its Origin is not ours).',
       )
   }
-  /** The request's live session; for a change, from the dashboard's Origin and with the session's CSRF token. */
+  /** The request's live session; for a change, from the dashboard's Origin and with the CSRF token of the session. */
   const requireSession = async (
     request: FastifyRequest,
     need: { whileEnrolling?: boolean } = {},

@@ -59,7 +59,7 @@ export interface DashboardRouteOptions {
   users: UserService
   merchants: Pick<MerchantService, 'listKeys' | 'createKey' | 'revokeMerchantKey'>
   publicBaseUrl: string
-  /** The cookie's Max-Age: the session's absolute limit. */
+  /** The cookie's Max-Age: the absolute limit of a session. */
   sessionAbsoluteSeconds: number
 }
 
@@ -96,7 +96,7 @@ const noContent = (description: string) => Type.Unsafe<undefined>({ type: 'null'
  * The dashboard's own API: its sessions, the second factor, people, the audit log, the merchant's sign-in
  * security and its API keys. Each route declares the session it needs in its config (`session`, checked by
  * http/session.ts with guard.ts): every change must come from a page of this service and, in a session, carry
- * the session's CSRF token in `X-CSRF-Token`.
+ * the CSRF token of the session in `X-CSRF-Token`.
  */
 export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> = async (app, options) => {
   const { users, merchants } = options
@@ -178,7 +178,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
       schema: {
         operationId: 'getSession',
         summary: 'Who is signed in',
-        description: "The session's user, what their role may do, and the session's CSRF token.",
+        description: 'The signed-in user, what their role may do, and the CSRF token of the session.',
         tags: ['Sign-in'],
         response: { 200: Ref(SessionResponse, { description: 'The live session.' }) },
       },

@@ -246,7 +246,7 @@ export async function logout(deps: UserDeps, session: DashboardSession, from: Fr
   })
 }
 
-/** Ends every session of the session's user, this one included; how many ended. */
+/** Ends every session of the signed-in user, this one included; how many ended. */
 export async function logoutEverywhere(
   deps: UserDeps,
   session: DashboardSession,
