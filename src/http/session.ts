@@ -23,7 +23,7 @@ export interface SessionGuard {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The dashboard session the route needs (SessionRequirement). */
+    /** The dashboard sign-in the route needs (SessionRequirement). */
     session?: SessionRequirement
   }
 }

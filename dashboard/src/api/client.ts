@@ -53,8 +53,8 @@ export async function apiErrorOf(response: Response): Promise<ApiError> {
 }
 
 /**
- * What a call in the dashboard session adds: the cookie goes by itself, `X-Dashboard-Mode` names the mode (when
- * the call is in one), and a change carries the CSRF token of the session.
+ * What a call made while signed in to the dashboard adds: the cookie goes by itself, `X-Dashboard-Mode` names
+ * the mode (when the call is in one), and a change carries the CSRF token of the session.
  */
 export const sessionMiddleware = (mode?: Mode): Middleware => ({
   onRequest({ request }) {
@@ -64,7 +64,7 @@ export const sessionMiddleware = (mode?: Mode): Middleware => ({
   },
 })
 
-/** The merchant API, typed from its own OpenAPI document, called with the dashboard session in a mode. */
+/** The merchant API, typed from its own OpenAPI document, called while signed in to the dashboard, in a mode. */
 function apiFor(mode: Mode) {
   const client = createClient<paths>({ baseUrl: window.location.origin, credentials: 'same-origin' })
   client.use(sessionMiddleware(mode))

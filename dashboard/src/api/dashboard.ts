@@ -5,7 +5,7 @@ import type { components, paths } from './openapi'
 /*
  * The dashboard's own API (/dashboard/api/…): sessions, people, the second factor, the audit log, API keys and
  * the figures the pages show that the merchant API does not answer. Typed from its own OpenAPI document
- * (openapi.ts is generated from it by `npm run generate:client`), called with the dashboard session.
+ * (openapi.ts is generated from it by `npm run generate:client`), called while signed in to the dashboard.
  */
 
 export type DashboardSchemas = components['schemas']

@@ -11,7 +11,10 @@ import type { Self } from '../users/totp.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The dashboard session the request runs in: a route of the dashboard's API, or a page's call of the merchant API. */
+    /**
+     * The dashboard sign-in the request runs under: a route of the dashboard's API, or a page's call of the merchant
+     * API.
+     */
     dashboardSession?: DashboardSession
   }
 }

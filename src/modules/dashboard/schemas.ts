@@ -43,7 +43,7 @@ export const SessionResponse = Type.Object(
       permissions: Type.Array(LiteralUnion(PERMISSIONS)),
       totp_enabled: Type.Boolean(),
     }),
-    /** Sent back in `X-CSRF-Token` with every change made in this session. */
+    /** Sent back in `X-CSRF-Token` with every change made while signed in. */
     csrf_token: Type.String(),
     idle_expires_at: Timestamp(),
     expires_at: Timestamp(),
