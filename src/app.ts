@@ -35,6 +35,7 @@ import { createLedgerService, type LedgerService } from './modules/ledger/servic
 import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
 import { payoutRoutes } from './modules/payouts/routes.ts'
 import { createPayoutService, type PayoutService, type PayoutTiming } from './modules/payouts/service.ts'
+import { createProviderService, type ProviderService } from './modules/providers/service.ts'
 import { rateRoutes } from './modules/rates/routes.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
 import { refundRoutes } from './modules/refunds/routes.ts'
@@ -70,6 +71,7 @@ export interface Services {
   payouts: PayoutService
   checkout: CheckoutService
   users: UserService
+  providers: ProviderService
   /** Releases what the services hold open (the webhook HTTP client's connections). */
   close(): Promise<void>
 }
@@ -139,6 +141,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const sandbox = createSandboxService({ config, simulator, transactions, payouts })
   const checkout = createCheckoutService({ transactions, merchants, sandbox })
   const users = createUserService({ db, config, merchants })
+  const providers = createProviderService({ db, config })
   return {
     merchants,
     rates,
@@ -151,6 +154,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     payouts,
     checkout,
     users,
+    providers,
     close: () => sender.close(),
   }
 }

@@ -9,6 +9,7 @@ import type { Mode } from './db/types.ts'
 import { AppError } from './http/errors.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
+import { registerConnectorCommands } from './modules/providers/cli.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
 import { CLI } from './modules/users/deps.ts'
@@ -477,6 +478,18 @@ users
       out(`disabled ${user.email} (user ${user.uuid}); ${sessionsRevoked} session(s) ended`)
     }),
   )
+
+registerConnectorCommands(program, {
+  withProviders: (work) => withServices((services) => asUserError(() => work(services.providers))),
+  out,
+  parseSeconds: (name, value) => {
+    try {
+      return parseDuration(name, value)
+    } catch (error) {
+      throw new UserError((error as Error).message)
+    }
+  },
+})
 
 class UserError extends Error {}
 

@@ -22,6 +22,7 @@ import * as transactionListFilters from './migrations/0014_transaction_list_filt
 import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_event.ts'
 import * as transactionExternalIdIndex from './migrations/0016_transaction_external_id_index.ts'
 import * as transactionStatistics from './migrations/0017_transaction_statistics.ts'
+import * as connectorAccounts from './migrations/0018_connector_accounts.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -423,6 +424,7 @@ export const migrator = (db: Db) =>
         '0015_delivery_body_from_event': deliveryBodyFromEvent,
         '0016_transaction_external_id_index': transactionExternalIdIndex,
         '0017_transaction_statistics': transactionStatistics,
+        '0018_connector_accounts': connectorAccounts,
       }),
     },
   })

@@ -78,6 +78,30 @@ export interface RequisitesTable {
   created_at: Timestamp
 }
 
+export interface ConnectorAccountsTable {
+  uuid: string
+  /** The operator's name for it: lower-case letters, digits and hyphens, unique. */
+  name: string
+  kind: string
+  mode: Mode
+  /** What may be shown: the kind's settings, checked against its schema. */
+  settings: Json<Record<string, unknown>>
+  /** The kind's secrets (API keys) as one JSON object, sealed with the master key; null when it has none. */
+  secrets_sealed: string | null
+  status: 'enabled' | 'disabled'
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface ConnectorCallbackSecretsTable {
+  uuid: string
+  account_uuid: string
+  secret_sealed: string
+  created_at: Timestamp
+  /** Accepted until then; null while it is the account's current secret. */
+  retires_at: Timestamp | null
+}
+
 export interface TransactionsTable {
   uuid: string
   merchant_uuid: string
@@ -140,6 +164,8 @@ export interface Database {
   merchant_fees: MerchantFeesTable
   fx_rates: FxRatesTable
   requisites: RequisitesTable
+  connector_accounts: ConnectorAccountsTable
+  connector_callback_secrets: ConnectorCallbackSecretsTable
   transactions: TransactionsTable
   idempotency_keys: IdempotencyKeysTable
   provider_callbacks: ProviderCallbacksTable

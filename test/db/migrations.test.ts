@@ -342,7 +342,48 @@ for (const backend of backends()) {
         '0017_transaction_statistics',
       ])
       assert.deepEqual(await targets(), before)
-      assert.deepEqual(await migrateToLatest(db), ['0017_transaction_statistics'])
+      assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0017_transaction_statistics'])
+    })
+
+    it('0018 adds the connector accounts and their callback secrets, and back down', async () => {
+      const { db } = fresh.handle
+      const tables = async () => {
+        const { rows } = await sql<{ name: string }>`
+          SELECT table_name AS name FROM information_schema.tables
+          WHERE table_schema = current_schema() AND table_name LIKE 'connector%' ORDER BY table_name`.execute(
+          db,
+        )
+        return rows.map((r) => r.name)
+      }
+      assert.deepEqual(await migrateTo(db, '0018_connector_accounts'), ['0018_connector_accounts'])
+      assert.deepEqual(await tables(), ['connector_accounts', 'connector_callback_secrets'])
+      // One name per account, and only the two modes and statuses.
+      const at = new Date('2026-12-01T00:00:00.000Z')
+      const account = {
+        name: 'acquirer',
+        kind: 'http-acquirer',
+        settings: '{}',
+        created_at: at,
+        updated_at: at,
+      }
+      await db
+        .insertInto('connector_accounts')
+        .values({ ...account, uuid: '00000000-0000-4000-8000-000000000018', mode: 'live', status: 'enabled' })
+        .execute()
+      for (const row of [
+        { uuid: '00000000-0000-4000-8000-000000000019', mode: 'live', status: 'enabled' },
+        { uuid: '00000000-0000-4000-8000-00000000001a', name: 'other', mode: 'staging', status: 'enabled' },
+        { uuid: '00000000-0000-4000-8000-00000000001b', name: 'other', mode: 'test', status: 'paused' },
+      ])
+        await assert.rejects(
+          db
+            .insertInto('connector_accounts')
+            .values({ ...account, ...row } as never)
+            .execute(),
+        )
+      assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0018_connector_accounts'])
+      assert.deepEqual(await tables(), [])
+      assert.deepEqual(await migrateToLatest(db), ['0018_connector_accounts'])
     })
   })
 }

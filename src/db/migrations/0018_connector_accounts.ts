@@ -1,0 +1,42 @@
+import { type Kysely, sql } from 'kysely'
+import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
+
+/**
+ * Connector accounts: the operator's configured instances of a connector kind (docs/OPERATIONS.md, Connector
+ * accounts). `settings` holds what may be shown (a provider's base URL, a time-out); `secrets_sealed` the API
+ * keys, sealed with the master key as one JSON object. An account belongs to one mode: a provider's sandbox
+ * credentials are a test account, its production ones a live account.
+ *
+ * The secrets a provider signs its callbacks with are rows of their own, so that a rotation keeps the old one
+ * valid for an overlap: a secret is accepted until its `retires_at` (none while it is the current one).
+ */
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await withTimestamps(
+    db.schema
+      .createTable('connector_accounts')
+      .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull().unique())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode IN ('test', 'live')`))
+      .addColumn('settings', 'jsonb', (c) => c.notNull())
+      .addColumn('secrets_sealed', 'text')
+      .addColumn('status', 'text', (c) => c.notNull().check(sql`status IN ('enabled', 'disabled')`)),
+  ).execute()
+  await db.schema
+    .createTable('connector_callback_secrets')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
+    .addColumn('secret_sealed', 'text', (c) => c.notNull())
+    .addColumn('created_at', TIMESTAMP, (c) => c.notNull())
+    .addColumn('retires_at', TIMESTAMP)
+    .execute()
+  await createIndex(db, 'connector_callback_secrets_account', 'connector_callback_secrets', [
+    'account_uuid',
+    'created_at',
+  ])
+}
+
+export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('connector_callback_secrets').execute()
+  await db.schema.dropTable('connector_accounts').execute()
+}

@@ -1,0 +1,238 @@
+import { readFileSync } from 'node:fs'
+import { type Command, InvalidArgumentError, Option } from 'commander'
+import { CONNECTOR_KIND_NAMES, CONNECTOR_KINDS } from '../../connectors/kinds.ts'
+import { MODES, type Mode } from '../../db/enums.ts'
+import type { AccountView, ProviderService } from './service.ts'
+
+/** How the operator's commands reach the services: open the database, run, print, turn refusals into messages. */
+export interface CommandContext {
+  withProviders<T>(work: (providers: ProviderService) => Promise<T>): Promise<T>
+  out(line: string): void
+  parseSeconds(name: string, value: string): number
+}
+
+/** `name=value`, repeatable, into an object. */
+const pairs =
+  (what: string) =>
+  (value: string, previous: Record<string, string>): Record<string, string> => {
+    const eq = value.indexOf('=')
+    if (eq < 1) throw new InvalidArgumentError(`a ${what} is name=value`)
+    return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
+  }
+
+/**
+ * A secret named on the command line by where to read it, never by its value (which would stay in the shell's
+ * history and in the process list): `env:VARIABLE` or `file:PATH` (one line; a trailing newline is dropped).
+ */
+export function readSecretSource(source: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (source.startsWith('env:')) {
+    const value = env[source.slice(4)]
+    if (value === undefined || value === '')
+      throw new InvalidArgumentError(`the environment variable ${source.slice(4)} is not set`)
+    return value
+  }
+  if (source.startsWith('file:')) {
+    try {
+      return readFileSync(source.slice(5), 'utf8').replace(/\r?\n$/, '')
+    } catch (error) {
+      throw new InvalidArgumentError(`cannot read ${source.slice(5)}: ${(error as Error).message}`)
+    }
+  }
+  throw new InvalidArgumentError('a secret is given as env:VARIABLE or file:PATH, never as its value')
+}
+
+const secretPairs = (value: string, previous: Record<string, string>) => {
+  const eq = value.indexOf('=')
+  if (eq < 1) throw new InvalidArgumentError('a secret is name=env:VARIABLE or name=file:PATH')
+  return { ...previous, [value.slice(0, eq)]: readSecretSource(value.slice(eq + 1)) }
+}
+
+const settingOption = () =>
+  new Option('--setting <name=value>', 'a setting of the kind (repeatable); `connectors kinds` lists them')
+    .argParser(pairs('setting'))
+    .default({})
+const secretOption = () =>
+  new Option('--secret <name=env:VAR|name=file:PATH>', 'a secret of the kind, read from there (repeatable)')
+    .argParser(secretPairs)
+    .default({})
+const callbackSecretOption = () =>
+  new Option(
+    '--callback-secret <env:VAR|file:PATH>',
+    'the callback signing secret the provider issued (default: one is made and printed once)',
+  ).argParser((value: string) => readSecretSource(value))
+
+const accountLine = (a: AccountView) =>
+  `${a.name}  ${a.kind}  ${a.mode}  ${a.status}  ${a.uuid}  ${JSON.stringify(a.settings)}`
+
+function printAccount(out: (line: string) => void, a: AccountView): void {
+  out(`connector account ${a.name} (${a.uuid})`)
+  out(`  kind:     ${a.kind}`)
+  out(`  mode:     ${a.mode}`)
+  out(`  status:   ${a.status}`)
+  for (const [setting, value] of Object.entries(a.settings))
+    out(`  setting:  ${setting} = ${JSON.stringify(value)}`)
+  for (const secret of a.secrets) out(`  secret:   ${secret} (set)`)
+  out(`  created:  ${a.created_at.toISOString()}`)
+  out(`  updated:  ${a.updated_at.toISOString()}`)
+}
+
+function printNewCallbackSecret(out: (line: string) => void, secret: string): void {
+  out('  callback signing secret, shown this once (give it to the provider; only its sealed copy is kept):')
+  out(`  ${secret}`)
+}
+
+/** `merchant-gateway connectors …`: the operator's commands for connector accounts (docs/OPERATIONS.md). */
+export function registerConnectorCommands(program: Command, context: CommandContext): void {
+  const { withProviders, out } = context
+  const connectors = program
+    .command('connectors')
+    .description('Manage connector accounts: the configured payment providers payments and payouts go to')
+
+  connectors
+    .command('kinds')
+    .description('List the connector kinds with their settings and secrets')
+    .action(() => {
+      for (const kind of CONNECTOR_KIND_NAMES) {
+        const spec = CONNECTOR_KINDS[kind]
+        out(`${kind}: ${spec.description}`)
+        const required: readonly string[] = spec.settings.required ?? []
+        for (const [name, schema] of Object.entries(spec.settings.properties)) {
+          const { description, default: fallback } = schema as { description?: string; default?: unknown }
+          const note =
+            fallback !== undefined ? `default ${fallback}` : required.includes(name) ? 'required' : 'optional'
+          out(`  setting ${name} (${note}): ${description ?? ''}`)
+        }
+        for (const secret of spec.secrets) out(`  secret ${secret} (required)`)
+        if (spec.signedCallbacks) out('  callbacks signed with a callback secret (rotated with an overlap)')
+      }
+    })
+
+  connectors
+    .command('add <name>')
+    .description(
+      'Add a connector account, e.g. add acquirer-live --kind http-acquirer --mode live --setting base_url=…',
+    )
+    .addOption(
+      new Option('--kind <kind>', 'its connector kind').choices(CONNECTOR_KIND_NAMES).makeOptionMandatory(),
+    )
+    .addOption(new Option('--mode <mode>', 'which mode it serves').choices([...MODES]).makeOptionMandatory())
+    .addOption(settingOption())
+    .addOption(secretOption())
+    .addOption(callbackSecretOption())
+    .action(
+      (
+        name: string,
+        opts: {
+          kind: string
+          mode: Mode
+          setting: Record<string, string>
+          secret: Record<string, string>
+          callbackSecret?: string
+        },
+      ) =>
+        withProviders(async (providers) => {
+          const { account, callbackSecret } = await providers.accounts.add({
+            name,
+            kind: opts.kind,
+            mode: opts.mode,
+            settings: opts.setting,
+            secrets: opts.secret,
+            callbackSecret: opts.callbackSecret,
+          })
+          printAccount(out, account)
+          if (callbackSecret && opts.callbackSecret === undefined) printNewCallbackSecret(out, callbackSecret)
+        }),
+    )
+
+  connectors
+    .command('list')
+    .description('List the connector accounts (name, kind, mode, status, id, settings; never a secret)')
+    .action(() =>
+      withProviders(async (providers) => {
+        for (const account of await providers.accounts.list()) out(accountLine(account))
+      }),
+    )
+
+  connectors
+    .command('show <name>')
+    .description(
+      'Show a connector account: its settings, which secrets it holds, and its callback secrets’ dates',
+    )
+    .action((name: string) =>
+      withProviders(async (providers) => {
+        const { account, callbackSecrets } = await providers.accounts.show(name)
+        printAccount(out, account)
+        for (const secret of callbackSecrets)
+          out(
+            `  callback secret: made ${secret.created_at.toISOString()}, ${
+              secret.retires_at ? `accepted until ${secret.retires_at.toISOString()}` : 'current'
+            }`,
+          )
+      }),
+    )
+
+  connectors
+    .command('update <name>')
+    .description('Change settings (merged with the current ones) or replace secrets')
+    .addOption(settingOption())
+    .option(
+      '--unset <setting>',
+      'remove an optional setting (repeatable)',
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
+    .addOption(secretOption())
+    .action(
+      (
+        name: string,
+        opts: { setting: Record<string, string>; unset: string[]; secret: Record<string, string> },
+      ) =>
+        withProviders(async (providers) => {
+          printAccount(
+            out,
+            await providers.accounts.update(name, {
+              settings: opts.setting,
+              unset: opts.unset,
+              secrets: opts.secret,
+            }),
+          )
+        }),
+    )
+
+  for (const [command, status, description] of [
+    [
+      'disable',
+      'disabled',
+      'Disable an account: routing passes it over; what it already holds still settles',
+    ],
+    ['enable', 'enabled', 'Enable a disabled account'],
+  ] as const)
+    connectors
+      .command(`${command} <name>`)
+      .description(description)
+      .action((name: string) =>
+        withProviders(async (providers) => {
+          const account = await providers.accounts.setStatus(name, status)
+          out(`connector account ${account.name} is ${account.status}`)
+        }),
+      )
+
+  connectors
+    .command('rotate-callback-secret <name>')
+    .description('Give an account a new callback secret; the old one is still accepted for the overlap')
+    .option('--overlap <duration>', 'how long the old secret stays accepted (0 for not at all)', '24h')
+    .addOption(callbackSecretOption())
+    .action((name: string, opts: { overlap: string; callbackSecret?: string }) =>
+      withProviders(async (providers) => {
+        const overlapSeconds = context.parseSeconds('--overlap', opts.overlap)
+        const rotated = await providers.accounts.rotateCallbackSecret(name, {
+          overlapSeconds,
+          secret: opts.callbackSecret,
+        })
+        out(
+          `connector account ${name}: new callback secret; the previous one accepted until ${rotated.retiresAt.toISOString()}`,
+        )
+        if (opts.callbackSecret === undefined) printNewCallbackSecret(out, rotated.secret)
+      }),
+    )
+}

@@ -1,0 +1,10 @@
+import { createAccountOperations, type ProviderDeps } from './accounts.ts'
+
+export type { AccountView, CallbackSecretView } from './accounts.ts'
+
+export type ProviderService = ReturnType<typeof createProviderService>
+
+/** The provider side: connector accounts (and, as they come, routes, inbound callbacks and status sync). */
+export function createProviderService(deps: ProviderDeps) {
+  return { accounts: createAccountOperations(deps) }
+}
