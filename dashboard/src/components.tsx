@@ -1,9 +1,9 @@
-import { useMutation } from '@tanstack/react-query'
-import type { FormEvent, ReactNode } from 'react'
+import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
+import { type FormEvent, Fragment, type InputHTMLAttributes, type ReactNode } from 'react'
 import { Link, useSearchParams } from 'react-router'
-import type { ApiEvent, Schemas, Transaction } from './api/client'
+import type { ApiEvent, Refund, Schemas, Transaction } from './api/client'
 import { downloadCsv } from './download'
-import { money, when } from './format'
+import { money, when, words } from './format'
 import { useMode } from './layout'
 
 /**
@@ -72,7 +72,7 @@ export function Table<T>({
 }
 
 export function Status({ status }: { status: string }) {
-  return <span className={`status status-${status}`}>{status.replaceAll('_', ' ')}</span>
+  return <span className={`status status-${status}`}>{words(status)}</span>
 }
 
 export function ErrorNote({ error }: { error: unknown }) {
@@ -88,7 +88,7 @@ export function ErrorNote({ error }: { error: unknown }) {
  * Cursor paging: the API's prev/next cursors as two links to this page's address with that cursor (the
  * filters kept). An empty cursor is the first page.
  */
-export function Pager({ meta }: { meta: Pick<Schemas['CursorMeta'], 'prev_cursor' | 'next_cursor'> }) {
+export function Pager({ meta }: { meta: PagerMeta }) {
   const [params] = useSearchParams()
   const hrefFor = (cursor: string) => {
     const next = new URLSearchParams(params)
@@ -109,6 +109,135 @@ export function Pager({ meta }: { meta: Pick<Schemas['CursorMeta'], 'prev_cursor
         <span aria-disabled="true">Older →</span>
       )}
     </nav>
+  )
+}
+
+type PagerMeta = Pick<Schemas['CursorMeta'], 'prev_cursor' | 'next_cursor'>
+
+/** How many records a list page asks for at a time. */
+const PAGE_SIZE = 25
+
+/**
+ * One page of a list: `fetch` asks for it with the page's paging (the cursor in the page's address). The page
+ * shown stays on screen while the next one loads.
+ */
+export function usePage<T>(
+  key: readonly unknown[],
+  fetch: (paging: { cursor: string | undefined; per_page: number }) => Promise<T>,
+) {
+  const [params] = useSearchParams()
+  const cursor = params.get('cursor') || undefined
+  return useQuery({
+    queryKey: [...key, cursor],
+    queryFn: () => fetch({ cursor, per_page: PAGE_SIZE }),
+    placeholderData: keepPreviousData,
+  })
+}
+
+/**
+ * A list page's records once they are known (what `children` makes of them), then the pager; before that,
+ * the error (the list's own unless another is given) if there is one.
+ */
+export function Paged<T>({
+  list,
+  error = list.error,
+  children,
+}: {
+  list: { data?: { data: T[]; meta: PagerMeta }; error: unknown }
+  error?: unknown
+  children: (rows: T[]) => ReactNode
+}) {
+  return (
+    <>
+      <ErrorNote error={error} />
+      {list.data && (
+        <>
+          {children(list.data.data)}
+          <Pager meta={list.data.meta} />
+        </>
+      )}
+    </>
+  )
+}
+
+/**
+ * A list's filter form, a search landmark named `label`: the fields (FilterSelect, FilterInput), Apply, and the
+ * export of what the filters select when the list has one. Made anew when the address changes, so the fields
+ * show the address's filters.
+ */
+export function Filters({
+  label,
+  onSubmit,
+  csv,
+  children,
+}: {
+  label: string
+  onSubmit: (event: FormEvent<HTMLFormElement>) => void
+  csv?: Parameters<typeof ExportButton>[0]['csv']
+  children: ReactNode
+}) {
+  const [params] = useSearchParams()
+  return (
+    <search aria-label={label}>
+      <form className="filters" onSubmit={onSubmit} key={params.toString()}>
+        {children}
+        <button type="submit">Apply</button>
+        {csv && <ExportButton csv={csv} />}
+      </form>
+    </search>
+  )
+}
+
+/** A filter that picks one of `values` (or any), shown as `text` makes them; it starts at the address's value. */
+export function FilterSelect({
+  label,
+  name,
+  values,
+  text = (value) => value,
+}: {
+  label: string
+  name: string
+  values: readonly string[]
+  text?: (value: string) => string
+}) {
+  const [params] = useSearchParams()
+  return (
+    <label>
+      {label}
+      <select name={name} defaultValue={params.get(name) ?? ''}>
+        <option value="">Any</option>
+        {values.map((value) => (
+          <option key={value} value={value}>
+            {text(value)}
+          </option>
+        ))}
+      </select>
+    </label>
+  )
+}
+
+/** A filter typed in (text, a date…); it starts at the address's value. */
+export function FilterInput({
+  label,
+  name,
+  ...input
+}: { label: string; name: string } & InputHTMLAttributes<HTMLInputElement>) {
+  const [params] = useSearchParams()
+  return (
+    <label>
+      {label}
+      <input name={name} defaultValue={params.get(name) ?? ''} {...input} />
+    </label>
+  )
+}
+
+/** Two date filters, From and To: the range `from` and `to` name. */
+export function FilterDates({ from, to }: { from: string; to: string }) {
+  return (
+    <>
+      <FilterInput label="From" name={from} type="date" />
+      <FilterInput label="To" name={to} type="date" />
+    </>
   )
 }
 
@@ -145,6 +274,25 @@ export function ExportButton({ csv }: { csv: { mutate: () => void; isPending: bo
     <button type="button" className="secondary" onClick={() => csv.mutate()} disabled={csv.isPending}>
       {csv.isPending ? 'Exporting…' : 'Export CSV'}
     </button>
+  )
+}
+
+/** A list page's heading, its Export CSV button, and the export's error when it fails. */
+export function ListHeading({
+  title,
+  csv,
+}: {
+  title: string
+  csv: Parameters<typeof ExportButton>[0]['csv'] & { error: unknown }
+}) {
+  return (
+    <>
+      <h1>{title}</h1>
+      <p>
+        <ExportButton csv={csv} />
+      </p>
+      <ErrorNote error={csv.error} />
+    </>
   )
 }
 
@@ -192,7 +340,7 @@ export function PaymentsTable({
           <td>
             <Status status={t.status} />
           </td>
-          <td>{t.payment_method.replaceAll('_', ' ')}</td>
+          <td>{words(t.payment_method)}</td>
         </tr>
       )}
       empty="No payments match."
@@ -223,10 +371,136 @@ export function Timeline({
         .sort((a, b) => a.aggregate_version - b.aggregate_version)
         .map((e) => (
           <li key={e.event_id}>
-            <strong>{e.event.replace(prefix, '').replaceAll('_', ' ')}</strong> · version{' '}
-            {e.aggregate_version} · <time dateTime={e.occurred_at}>{when(e.occurred_at)}</time>
+            <strong>{words(e.event.replace(prefix, ''))}</strong> · version {e.aggregate_version} ·{' '}
+            <time dateTime={e.occurred_at}>{when(e.occurred_at)}</time>
           </li>
         ))}
     </ol>
+  )
+}
+
+/**
+ * A table of refunds. The list of all refunds (`linked`) links each to its payment and keeps long reasons
+ * narrow; a payment's own refunds need neither.
+ */
+export function RefundsTable({
+  rows,
+  name,
+  label,
+  linked = false,
+  empty,
+}: {
+  rows: Refund[]
+  name: string
+  label?: string
+  linked?: boolean
+  empty?: ReactNode
+}) {
+  const mode = useMode()
+  return (
+    <Table
+      name={name}
+      label={label}
+      head={
+        <>
+          <th scope="col">Created</th>
+          <th scope="col" className="num">
+            Amount
+          </th>
+          <th scope="col">Status</th>
+          <th scope="col">Reason</th>
+          {linked && <th scope="col">Payment</th>}
+        </>
+      }
+      rows={rows}
+      row={(r) => (
+        <tr key={r.uuid}>
+          <td>{when(r.created_at)}</td>
+          <td className="num">{money(r.amount_minor, r.currency)}</td>
+          <td>
+            <Status status={r.status} />
+          </td>
+          <td className={linked ? 'clip' : undefined}>{r.reason ?? ''}</td>
+          {linked && (
+            <td>
+              <Link to={`/${mode}/payments/${r.transaction_uuid}`}>Open payment</Link>
+            </td>
+          )}
+        </tr>
+      )}
+      empty={empty}
+      columns={linked ? 5 : 4}
+    />
+  )
+}
+
+/** The header of a table's last column, of buttons: named for a screen reader only. */
+export function ActionsHead() {
+  return (
+    <th scope="col">
+      <span className="visually-hidden">Actions</span>
+    </th>
+  )
+}
+
+const RECORDS = {
+  payments: { list: 'Payments', one: 'Payment' },
+  payouts: { list: 'Payouts', one: 'Payout' },
+} as const
+
+/** The top of a payment's or a payout's page: the way back to the list, then what it is, its amount and status. */
+export function RecordHead({
+  list,
+  record,
+  amount,
+}: {
+  list: keyof typeof RECORDS
+  record: { external_id: string; status: string }
+  amount: string
+}) {
+  const mode = useMode()
+  return (
+    <>
+      <p className="crumbs">
+        <Link to={`/${mode}/${list}`}>{RECORDS[list].list}</Link> / {record.external_id}
+      </p>
+      <h1>
+        {RECORDS[list].one} {amount} <Status status={record.status} />
+      </h1>
+    </>
+  )
+}
+
+/** A term and its detail; the detail's class, if any (`mono`). Left out where it is false or null. */
+export type Pair = readonly [term: string, detail: ReactNode, className?: string] | false | null
+
+/** A card of terms and their details under its own heading (`id` names it), then any `children` pairs. */
+export function Details({
+  id,
+  title,
+  pairs,
+  children,
+}: {
+  id: string
+  title: ReactNode
+  pairs: readonly Pair[]
+  children?: ReactNode
+}) {
+  return (
+    <section className="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      <dl className="pairs">
+        {pairs.map(
+          (pair) =>
+            pair && (
+              <Fragment key={pair[0]}>
+                <dt>{pair[0]}</dt>
+                <dd className={pair[2]}>{pair[1]}</dd>
+              </Fragment>
+            ),
+        )}
+        {children}
+      </dl>
+    </section>
   )
 }

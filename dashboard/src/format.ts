@@ -45,6 +45,9 @@ export function toMinor(text: string, currency: string): number | null {
 export const toMajorText = (minor: number, currency: string) =>
   money(minor, currency).split(' ')[0]?.replaceAll(',', '') ?? ''
 
+/** A name of the API (`partially_refunded`) as words (`partially refunded`). */
+export const words = (name: string) => name.replaceAll('_', ' ')
+
 const dateTime = new Intl.DateTimeFormat('en-GB', {
   dateStyle: 'medium',
   timeStyle: 'medium',

@@ -51,26 +51,46 @@ const router = createBrowserRouter(
         { index: true, lazy: async () => ({ Component: (await import('./pages/Home')).Home }) },
         {
           path: 'payments',
-          loader: ({ params, request }) => {
-            const mode = params.mode === 'live' ? 'live' : 'test'
-            void queryClient.prefetchQuery(paymentsQuery(mode, new URL(request.url).searchParams))
-            return null
-          },
-          element: <Payments />,
+          children: [
+            {
+              index: true,
+              loader: ({ params, request }) => {
+                const mode = params.mode === 'live' ? 'live' : 'test'
+                void queryClient.prefetchQuery(paymentsQuery(mode, new URL(request.url).searchParams))
+                return null
+              },
+              element: <Payments />,
+            },
+            { path: ':uuid', element: <Payment /> },
+          ],
         },
-        { path: 'payments/:uuid', element: <Payment /> },
         { path: 'refunds', element: <Refunds /> },
         { path: 'balances', element: <Balances /> },
-        { path: 'payouts', element: <Payouts /> },
-        { path: 'payouts/new', element: <NewPayout /> },
-        { path: 'payouts/:uuid', element: <Payout /> },
-        { path: 'developers/events', element: <Events /> },
-        { path: 'developers/webhooks', element: <Webhooks /> },
-        { path: 'developers/api-keys', element: <ApiKeys /> },
-        { path: 'settings/people', element: <People /> },
-        { path: 'settings/audit-log', element: <AuditLog /> },
-        { path: 'settings/security', element: <Security /> },
-        { path: 'settings/profile', element: <Profile /> },
+        {
+          path: 'payouts',
+          children: [
+            { index: true, element: <Payouts /> },
+            { path: 'new', element: <NewPayout /> },
+            { path: ':uuid', element: <Payout /> },
+          ],
+        },
+        {
+          path: 'developers',
+          children: [
+            { path: 'events', element: <Events /> },
+            { path: 'webhooks', element: <Webhooks /> },
+            { path: 'api-keys', element: <ApiKeys /> },
+          ],
+        },
+        {
+          path: 'settings',
+          children: [
+            { path: 'people', element: <People /> },
+            { path: 'audit-log', element: <AuditLog /> },
+            { path: 'security', element: <Security /> },
+            { path: 'profile', element: <Profile /> },
+          ],
+        },
       ],
     },
     { path: '*', element: <Navigate to="/test" replace /> },

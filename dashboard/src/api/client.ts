@@ -1,13 +1,17 @@
 import createClient, { type Middleware } from 'openapi-fetch'
+import type { Schemas, Transaction } from '../../../sdk/src/client'
 // The merchant API's types: the SDK's generated file, the one copy (npm run generate:client).
-import type { components, paths } from '../../../sdk/src/openapi'
+import type { paths } from '../../../sdk/src/openapi'
 
-export type Schemas = components['schemas']
-export type Transaction = Schemas['TransactionResponse']
-export type Refund = Schemas['RefundResponse']
+// The SDK's names for the API's records (types only: nothing of the SDK's Node code reaches the browser).
+export type {
+  Event as ApiEvent,
+  Refund,
+  Schemas,
+  Transaction,
+  WebhookDelivery as Delivery,
+} from '../../../sdk/src/client'
 export type Balance = Schemas['MerchantBalance']
-export type ApiEvent = Schemas['Event']
-export type Delivery = Schemas['WebhookDelivery']
 export type Mode = Transaction['mode']
 
 /** The error envelope every answer of the service uses (a 422's names each invalid field). */

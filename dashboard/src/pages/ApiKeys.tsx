@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { data } from '../api/client'
 import { type DashboardSchemas, dashboardApi } from '../api/dashboard'
-import { ErrorNote, Scroll, Table } from '../components'
+import { ActionsHead, ErrorNote, Scroll, Table } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -97,9 +97,7 @@ export function ApiKeys() {
             <th scope="col">Created</th>
             <th scope="col">Last used</th>
             <th scope="col">Status</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
+            <ActionsHead />
           </>
         }
         rows={keys.data?.data}

@@ -1,9 +1,20 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
+import { useQuery } from '@tanstack/react-query'
 import { Link } from 'react-router'
 import { api, data } from '../api/client'
 import { BALANCE_TRANSACTION_TYPE_VALUES } from '../api/values'
-import { ErrorNote, ExportButton, Pager, Table, useExport, useListFilters } from '../components'
-import { money, when } from '../format'
+import {
+  ErrorNote,
+  FilterDates,
+  FilterInput,
+  FilterSelect,
+  Filters,
+  Paged,
+  Table,
+  useExport,
+  useListFilters,
+  usePage,
+} from '../components'
+import { money, when, words } from '../format'
 import { useMode } from '../layout'
 
 const FILTERS = ['type', 'currency', 'source_uuid', 'created_from', 'created_to'] as const
@@ -17,21 +28,14 @@ const sourcePath: Record<string, (uuid: string) => string | null> = {
 /** Balances per currency, and their history: every ledger movement (balance transactions), filtered, exportable. */
 export function Balances() {
   const mode = useMode()
-  const { params, query, cursor, apply: filter } = useListFilters(FILTERS)
+  const { query, apply: filter } = useListFilters(FILTERS)
   const balances = useQuery({
     queryKey: [mode, 'balances'],
     queryFn: () => data(api(mode).GET('/integration/balances')),
   })
-  const history = useQuery({
-    queryKey: [mode, 'balance-transactions', query, cursor],
-    queryFn: () =>
-      data(
-        api(mode).GET('/integration/balance-transactions', {
-          params: { query: { ...query, cursor, per_page: 25 } },
-        }),
-      ),
-    placeholderData: keepPreviousData,
-  })
+  const history = usePage([mode, 'balance-transactions', query], (paging) =>
+    data(api(mode).GET('/integration/balance-transactions', { params: { query: { ...query, ...paging } } })),
+  )
   const csv = useExport('/integration/balance-transactions', 'balance-transactions', query)
 
   return (
@@ -69,42 +73,14 @@ export function Balances() {
         )}
       />
       <h2 className="spaced">Balance history</h2>
-      <search aria-label="Filter the balance history">
-        <form className="filters" onSubmit={filter} key={params.toString()}>
-          <label>
-            Type
-            <select name="type" defaultValue={params.get('type') ?? ''}>
-              <option value="">Any</option>
-              {BALANCE_TRANSACTION_TYPE_VALUES.map((t) => (
-                <option key={t} value={t}>
-                  {t.replaceAll('_', ' ')}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Currency
-            <input name="currency" defaultValue={params.get('currency') ?? ''} size={5} />
-          </label>
-          <label>
-            Source id
-            <input name="source_uuid" defaultValue={params.get('source_uuid') ?? ''} size={20} />
-          </label>
-          <label>
-            From
-            <input name="created_from" type="date" defaultValue={params.get('created_from') ?? ''} />
-          </label>
-          <label>
-            To
-            <input name="created_to" type="date" defaultValue={params.get('created_to') ?? ''} />
-          </label>
-          <button type="submit">Apply</button>
-          <ExportButton csv={csv} />
-        </form>
-      </search>
-      <ErrorNote error={history.error ?? csv.error} />
-      {history.data && (
-        <>
+      <Filters label="Filter the balance history" onSubmit={filter} csv={csv}>
+        <FilterSelect label="Type" name="type" values={BALANCE_TRANSACTION_TYPE_VALUES} text={words} />
+        <FilterInput label="Currency" name="currency" size={5} />
+        <FilterInput label="Source id" name="source_uuid" size={20} />
+        <FilterDates from="created_from" to="created_to" />
+      </Filters>
+      <Paged list={history} error={history.error ?? csv.error}>
+        {(rows) => (
           <Table
             name="Balance history"
             head={
@@ -118,13 +94,13 @@ export function Balances() {
                 <th scope="col">Source</th>
               </>
             }
-            rows={history.data.data}
+            rows={rows}
             row={(row) => {
               const path = sourcePath[row.source.type]?.(row.source.uuid)
               return (
                 <tr key={row.uuid}>
                   <td>{when(row.created_at)}</td>
-                  <td>{row.type.replaceAll('_', ' ')}</td>
+                  <td>{words(row.type)}</td>
                   <td>{row.balance}</td>
                   <td className="num">{money(row.amount, row.currency)}</td>
                   <td>
@@ -140,9 +116,8 @@ export function Balances() {
             empty="No movement matches."
             columns={5}
           />
-          <Pager meta={history.data.meta} />
-        </>
-      )}
+        )}
+      </Paged>
     </>
   )
 }

@@ -1,8 +1,6 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
-import { useSearchParams } from 'react-router'
 import { type ApiEvent, api, data } from '../api/client'
-import { ErrorNote, ExportButton, Pager, Scroll, Status, Table, useExport } from '../components'
+import { ListHeading, Paged, Scroll, Status, Table, useExport, usePage } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -16,78 +14,74 @@ const objectOf = (event: ApiEvent) =>
 export function Events() {
   const mode = useMode()
   const csv = useExport('/integration/events', 'events')
-  const [params] = useSearchParams()
-  const cursor = params.get('cursor') || undefined
   const [open, setOpen] = useState<string | null>(null)
-  const events = useQuery({
-    queryKey: [mode, 'events', cursor],
-    queryFn: () =>
-      data(api(mode).GET('/integration/events', { params: { query: { cursor, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
-  })
-  const payloadOf = (id: string) => events.data?.data.find((e) => e.event_id === id)
+  const events = usePage([mode, 'events'], (paging) =>
+    data(api(mode).GET('/integration/events', { params: { query: paging } })),
+  )
   return (
     <>
-      <h1>Events</h1>
-      <p>
-        <ExportButton csv={csv} />
-      </p>
-      <ErrorNote error={csv.error} />
-      <ErrorNote error={events.error} />
-      {events.data && (
-        <>
-          <Table
-            name="Events"
-            head={
-              <>
-                <th scope="col">When</th>
-                <th scope="col">Event</th>
-                <th scope="col">Object</th>
-                <th scope="col">Version</th>
-                <th scope="col">Webhook</th>
-                <th scope="col">Payload</th>
-              </>
-            }
-            rows={events.data.data}
-            row={(event) => {
-              const object = objectOf(event)
-              return (
-                <tr key={event.event_id}>
-                  <td>{when(event.occurred_at)}</td>
-                  <td>{event.event}</td>
-                  <td className="mono nowrap">
-                    {object.kind} {object.uuid}
-                  </td>
-                  <td>{event.aggregate_version}</td>
-                  <td>
-                    <Status status={event.webhook_status} />
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      className="link-button"
-                      aria-expanded={open === event.event_id}
-                      onClick={() => setOpen(open === event.event_id ? null : event.event_id)}
-                    >
-                      {open === event.event_id ? 'Hide' : 'Show'}
-                      <span className="visually-hidden"> the payload of {event.event_id}</span>
-                    </button>
-                  </td>
-                </tr>
-              )
-            }}
-          />
-          {open && (
-            <section className="card" aria-label="Event payload">
-              <h2>Payload of event {open}</h2>
-              <Scroll label="The payload, scrollable" className="payload">
-                <pre>{JSON.stringify(payloadOf(open), null, 2)}</pre>
-              </Scroll>
-            </section>
-          )}
-          <Pager meta={events.data.meta} />
-        </>
-      )}
+      <ListHeading title="Events" csv={csv} />
+      <Paged list={events}>
+        {(rows) => (
+          <>
+            <Table
+              name="Events"
+              head={
+                <>
+                  <th scope="col">When</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Object</th>
+                  <th scope="col">Version</th>
+                  <th scope="col">Webhook</th>
+                  <th scope="col">Payload</th>
+                </>
+              }
+              rows={rows}
+              row={(event) => {
+                const object = objectOf(event)
+                return (
+                  <tr key={event.event_id}>
+                    <td>{when(event.occurred_at)}</td>
+                    <td>{event.event}</td>
+                    <td className="mono nowrap">
+                      {object.kind} {object.uuid}
+                    </td>
+                    <td>{event.aggregate_version}</td>
+                    <td>
+                      <Status status={event.webhook_status} />
+                    </td>
+                    <td>
+                      <button
+                        type="button"
+                        className="link-button"
+                        aria-expanded={open === event.event_id}
+                        onClick={() => setOpen(open === event.event_id ? null : event.event_id)}
+                      >
+                        {open === event.event_id ? 'Hide' : 'Show'}
+                        <span className="visually-hidden"> the payload of {event.event_id}</span>
+                      </button>
+                    </td>
+                  </tr>
+                )
+              }}
+            />
+            {open && (
+              <section className="card" aria-label="Event payload">
+                <h2>Payload of event {open}</h2>
+                <Scroll label="The payload, scrollable" className="payload">
+                  <pre>
+                    {JSON.stringify(
+                      rows.find((e) => e.event_id === open),
+                      null,
+                      2,
+                    )}
+                  </pre>
+                </Scroll>
+              </section>
+            )}
+          </>
+        )}
+      </Paged>
     </>
   )
 }

@@ -16,6 +16,12 @@ type Draft = Pick<
 >
 type Method = Draft['method']
 
+/** The destinations a payout can go to, as the form offers them. */
+const METHODS: readonly (readonly [Method, string])[] = [
+  ['usdt_wallet', 'USDT wallet'],
+  ['card', 'Card'],
+]
+
 /** Seconds left until an instant, ticking once a second. */
 function useSecondsLeft(until: string | null): number {
   const [now, setNow] = useState(() => Date.now())
@@ -117,28 +123,19 @@ export function NewPayout() {
           </p>
           <fieldset>
             <legend>Destination</legend>
-            <label>
-              <span>
-                <input
-                  type="radio"
-                  name="method"
-                  checked={method === 'usdt_wallet'}
-                  onChange={() => setMethod('usdt_wallet')}
-                />{' '}
-                USDT wallet
-              </span>
-            </label>
-            <label>
-              <span>
-                <input
-                  type="radio"
-                  name="method"
-                  checked={method === 'card'}
-                  onChange={() => setMethod('card')}
-                />{' '}
-                Card
-              </span>
-            </label>
+            {METHODS.map(([value, label]) => (
+              <label key={value}>
+                <span>
+                  <input
+                    type="radio"
+                    name="method"
+                    checked={method === value}
+                    onChange={() => setMethod(value)}
+                  />{' '}
+                  {label}
+                </span>
+              </label>
+            ))}
           </fieldset>
           {method === 'usdt_wallet' ? (
             <>

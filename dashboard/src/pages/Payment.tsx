@@ -2,8 +2,8 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
 import { Link, useParams } from 'react-router'
 import { type ApiEvent, api, data, type Refund, type Transaction } from '../api/client'
-import { ErrorNote, Status, Table, Timeline } from '../components'
-import { money, toMajorText, toMinor, when } from '../format'
+import { Details, ErrorNote, type Pair, RecordHead, RefundsTable, Status, Timeline } from '../components'
+import { money, toMajorText, toMinor, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
@@ -47,72 +47,54 @@ export function Payment() {
     .reduce((sum, r) => sum + r.amount_minor, 0)
   const remaining = t.amount - taken
 
+  // What the payment is, then its money.
+  const details: Pair[] = [
+    ['Payment id', t.uuid, 'mono'],
+    ['External id', t.external_id],
+    ['Description', t.description ?? '—'],
+    ['Method', words(t.payment_method)],
+    ['Created', when(t.created_at)],
+    ['Paid', when(t.paid_at)],
+    [
+      'Hosted page',
+      <a key="link" href={t.payment_url} target="_blank" rel="noreferrer noopener">
+        Open the payment page
+      </a>,
+    ],
+  ]
+  const amounts: Pair[] = [
+    ['Amount', money(t.amount, t.currency)],
+    ['Customer paid', money(t.gross_amount, t.currency)],
+    [
+      'Fee',
+      `${money(t.fee_amount, t.currency)}: paid by you ${money(t.merchant_fee_merchant_amount, t.currency)}, by the customer ${money(t.merchant_fee_customer_amount, t.currency)}`,
+    ],
+    ['Net to you', money(t.net_amount, t.currency)],
+    [
+      'FX rate',
+      `1 ${t.settlement_currency} = ${t.fx_rate} ${t.currency} (as of ${when(t.fx_rate_updated_at)})`,
+    ],
+    [
+      'Settlement',
+      `${money(t.settlement_amount, t.settlement_currency)}, available ${when(t.settle_available_at)}`,
+    ],
+    ['Refunded', money(taken, t.currency)],
+  ]
+
   return (
     <>
-      <p className="crumbs">
-        <Link to={`/${mode}/payments`}>Payments</Link> / {t.external_id}
-      </p>
-      <h1>
-        Payment {money(t.amount, t.currency)} <Status status={t.status} />
-      </h1>
+      <RecordHead list="payments" record={t} amount={money(t.amount, t.currency)} />
       <div className="grid-2">
-        <section className="card" aria-labelledby="details-title">
-          <h2 id="details-title">Details</h2>
-          <dl className="pairs">
-            <dt>Payment id</dt>
-            <dd className="mono">{t.uuid}</dd>
-            <dt>External id</dt>
-            <dd>{t.external_id}</dd>
-            <dt>Description</dt>
-            <dd>{t.description ?? '—'}</dd>
-            <dt>Method</dt>
-            <dd>{t.payment_method.replaceAll('_', ' ')}</dd>
-            <dt>Created</dt>
-            <dd>{when(t.created_at)}</dd>
-            <dt>Paid</dt>
-            <dd>{when(t.paid_at)}</dd>
-            <dt>Hosted page</dt>
-            <dd>
-              <a href={t.payment_url} target="_blank" rel="noreferrer noopener">
-                Open the payment page
-              </a>
-            </dd>
-            {t.metadata &&
-              Object.entries(t.metadata).map(([k, v]) => (
-                <div key={k} className="pair">
-                  <dt>Metadata: {k}</dt>
-                  <dd>{v}</dd>
-                </div>
-              ))}
-          </dl>
-        </section>
-        <section className="card" aria-labelledby="money-title">
-          <h2 id="money-title">Money</h2>
-          <dl className="pairs">
-            <dt>Amount</dt>
-            <dd>{money(t.amount, t.currency)}</dd>
-            <dt>Customer paid</dt>
-            <dd>{money(t.gross_amount, t.currency)}</dd>
-            <dt>Fee</dt>
-            <dd>
-              {money(t.fee_amount, t.currency)}: paid by you{' '}
-              {money(t.merchant_fee_merchant_amount, t.currency)}, by the customer{' '}
-              {money(t.merchant_fee_customer_amount, t.currency)}
-            </dd>
-            <dt>Net to you</dt>
-            <dd>{money(t.net_amount, t.currency)}</dd>
-            <dt>FX rate</dt>
-            <dd>
-              1 {t.settlement_currency} = {t.fx_rate} {t.currency} (as of {when(t.fx_rate_updated_at)})
-            </dd>
-            <dt>Settlement</dt>
-            <dd>
-              {money(t.settlement_amount, t.settlement_currency)}, available {when(t.settle_available_at)}
-            </dd>
-            <dt>Refunded</dt>
-            <dd>{money(taken, t.currency)}</dd>
-          </dl>
-        </section>
+        <Details id="details-title" title="Details" pairs={details}>
+          {t.metadata &&
+            Object.entries(t.metadata).map(([k, v]) => (
+              <div key={k} className="pair">
+                <dt>Metadata: {k}</dt>
+                <dd>{v}</dd>
+              </div>
+            ))}
+        </Details>
+        <Details id="money-title" title="Money" pairs={amounts} />
       </div>
       <RefundPanel payment={t} remaining={remaining} />
       <section className="card" aria-labelledby="timeline-title">
@@ -140,33 +122,7 @@ export function Payment() {
 
 function RefundList({ refunds }: { refunds: Refund[] }) {
   if (refunds.length === 0) return <p>No refunds.</p>
-  return (
-    <Table
-      name="Refunds of this payment"
-      label="Refunds of this payment, table"
-      head={
-        <>
-          <th scope="col">Created</th>
-          <th scope="col" className="num">
-            Amount
-          </th>
-          <th scope="col">Status</th>
-          <th scope="col">Reason</th>
-        </>
-      }
-      rows={refunds}
-      row={(r) => (
-        <tr key={r.uuid}>
-          <td>{when(r.created_at)}</td>
-          <td className="num">{money(r.amount_minor, r.currency)}</td>
-          <td>
-            <Status status={r.status} />
-          </td>
-          <td>{r.reason ?? ''}</td>
-        </tr>
-      )}
-    />
-  )
+  return <RefundsTable name="Refunds of this payment" label="Refunds of this payment, table" rows={refunds} />
 }
 
 function EventItem({ event }: { event: ApiEvent }) {

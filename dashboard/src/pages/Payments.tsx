@@ -1,7 +1,17 @@
 import { keepPreviousData, useQuery } from '@tanstack/react-query'
 import { api, data, type Mode } from '../api/client'
 import { PAYMENT_METHOD_VALUES, TRANSACTION_STATUS_VALUES } from '../api/values'
-import { ErrorNote, ExportButton, Pager, PaymentsTable, useExport, useListFilters } from '../components'
+import {
+  FilterDates,
+  FilterInput,
+  FilterSelect,
+  Filters,
+  Paged,
+  PaymentsTable,
+  useExport,
+  useListFilters,
+} from '../components'
+import { words } from '../format'
 import { useMode } from '../layout'
 
 const FILTERS = ['search', 'status', 'payment_method', 'currency', 'date_from', 'date_to'] as const
@@ -34,72 +44,27 @@ export function Payments() {
   return (
     <>
       <h1>Payments</h1>
-      <search aria-label="Filter payments">
-        <form className="filters" onSubmit={filter} key={params.toString()}>
-          <label>
-            Search
-            <input
-              name="search"
-              type="search"
-              defaultValue={params.get('search') ?? ''}
-              placeholder="uuid, external id or description"
-            />
-          </label>
-          <label>
-            Status
-            <select name="status" defaultValue={params.get('status') ?? ''}>
-              <option value="">Any</option>
-              {TRANSACTION_STATUS_VALUES.map((s) => (
-                <option key={s} value={s}>
-                  {s.replaceAll('_', ' ')}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Method
-            <select name="payment_method" defaultValue={params.get('payment_method') ?? ''}>
-              <option value="">Any</option>
-              {PAYMENT_METHOD_VALUES.map((m) => (
-                <option key={m} value={m}>
-                  {m.replaceAll('_', ' ')}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Currency
-            <input
-              name="currency"
-              defaultValue={params.get('currency') ?? ''}
-              maxLength={3}
-              size={4}
-              placeholder="RUB"
-            />
-          </label>
-          <label>
-            From
-            <input name="date_from" type="date" defaultValue={params.get('date_from') ?? ''} />
-          </label>
-          <label>
-            To
-            <input name="date_to" type="date" defaultValue={params.get('date_to') ?? ''} />
-          </label>
-          <button type="submit">Apply</button>
-          <ExportButton csv={csv} />
-        </form>
-      </search>
-      <ErrorNote error={list.error ?? csv.error} />
-      {list.data && (
-        <>
+      <Filters label="Filter payments" onSubmit={filter} csv={csv}>
+        <FilterInput
+          label="Search"
+          name="search"
+          type="search"
+          placeholder="uuid, external id or description"
+        />
+        <FilterSelect label="Status" name="status" values={TRANSACTION_STATUS_VALUES} text={words} />
+        <FilterSelect label="Method" name="payment_method" values={PAYMENT_METHOD_VALUES} text={words} />
+        <FilterInput label="Currency" name="currency" maxLength={3} size={4} placeholder="RUB" />
+        <FilterDates from="date_from" to="date_to" />
+      </Filters>
+      <Paged list={list} error={list.error ?? csv.error}>
+        {(rows) => (
           <PaymentsTable
-            rows={list.data.data}
+            rows={rows}
             mode={mode}
-            caption={`${list.data.data.length} payment${list.data.data.length === 1 ? '' : 's'} on this page`}
+            caption={`${rows.length} payment${rows.length === 1 ? '' : 's'} on this page`}
           />
-          <Pager meta={list.data.meta} />
-        </>
-      )}
+        )}
+      </Paged>
       {list.isPending && <p className="loading">Loading…</p>}
     </>
   )

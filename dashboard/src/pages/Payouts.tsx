@@ -1,8 +1,20 @@
-import { keepPreviousData, useQuery } from '@tanstack/react-query'
-import { Link, useParams, useSearchParams } from 'react-router'
+import { useQuery } from '@tanstack/react-query'
+import { Link, useParams } from 'react-router'
 import { api, data, type Schemas } from '../api/client'
-import { ErrorNote, ExportButton, Pager, Status, Table, Timeline, useExport } from '../components'
-import { moneyShort, payoutFigures, when } from '../format'
+import {
+  Details,
+  ErrorNote,
+  ExportButton,
+  Paged,
+  type Pair,
+  RecordHead,
+  Status,
+  Table,
+  Timeline,
+  useExport,
+  usePage,
+} from '../components'
+import { moneyShort, payoutFigures, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
@@ -11,21 +23,16 @@ function destinationOf(payout: Pick<Schemas['PayoutResponse'], 'method' | 'desti
   const mask = (text: string) => (text.length > 8 ? `…${text.slice(-4)}` : text)
   if (payout.wallet) return `${payout.wallet.type} wallet ${mask(payout.wallet.address)}`
   const values = Object.values(payout.destination)
-  return `${payout.method.replaceAll('_', ' ')} ${values.map(mask).join(' ')}`
+  return `${words(payout.method)} ${values.map(mask).join(' ')}`
 }
 
 export function Payouts() {
   const mode = useMode()
   const canPayout = useCan('payout')
   const csv = useExport('/integration/payouts', 'payouts')
-  const [params] = useSearchParams()
-  const cursor = params.get('cursor') || undefined
-  const list = useQuery({
-    queryKey: [mode, 'payouts', cursor],
-    queryFn: () =>
-      data(api(mode).GET('/integration/payouts', { params: { query: { cursor, per_page: 25 } } })),
-    placeholderData: keepPreviousData,
-  })
+  const list = usePage([mode, 'payouts'], (paging) =>
+    data(api(mode).GET('/integration/payouts', { params: { query: paging } })),
+  )
   return (
     <>
       <h1>Payouts</h1>
@@ -37,9 +44,8 @@ export function Payouts() {
         )}
         <ExportButton csv={csv} />
       </p>
-      <ErrorNote error={list.error ?? csv.error} />
-      {list.data && (
-        <>
+      <Paged list={list} error={list.error ?? csv.error}>
+        {(rows) => (
           <Table
             name="Payouts"
             head={
@@ -53,7 +59,7 @@ export function Payouts() {
                 <th scope="col">Destination</th>
               </>
             }
-            rows={list.data.data}
+            rows={rows}
             row={(p) => (
               <tr key={p.uuid}>
                 <td>{when(p.created_at)}</td>
@@ -70,9 +76,8 @@ export function Payouts() {
             empty="No payouts yet."
             columns={5}
           />
-          <Pager meta={list.data.meta} />
-        </>
-      )}
+        )}
+      </Paged>
     </>
   )
 }
@@ -106,56 +111,31 @@ export function Payout() {
     fee_usdt_micro: Number(p.fx.fee_usdt_micro ?? 0),
     payout_usdt_amount_micro: p.payout_usdt_amount_micro,
   })
+  // What the payout is, then its money.
+  const details: Pair[] = [
+    ['Payout id', p.uuid, 'mono'],
+    ['Destination', destinationOf(p)],
+    ['Created', when(p.created_at)],
+    ['Completed', when(p.completed_at)],
+    !!p.failure_reason && ['Failure', p.failure_reason],
+  ]
+  const amounts: Pair[] = [
+    ['Recipient gets', figures.recipient],
+    ['Fee', figures.fee],
+    ['Total debited from your balance', figures.total],
+    !!p.fx.fx_rate && [
+      'Rate',
+      `1 USDT = ${p.fx.fx_rate} ${p.currency}${p.fx.fx_rate_updated_at ? ` (as of ${when(p.fx.fx_rate_updated_at)})` : ''}`,
+    ],
+    ['Quote', p.quote_id ?? 'None: priced when made', 'mono'],
+  ]
+
   return (
     <>
-      <p className="crumbs">
-        <Link to={`/${mode}/payouts`}>Payouts</Link> / {p.external_id}
-      </p>
-      <h1>
-        Payout {moneyShort(p.amount, p.currency)} <Status status={p.status} />
-      </h1>
+      <RecordHead list="payouts" record={p} amount={moneyShort(p.amount, p.currency)} />
       <div className="grid-2">
-        <section className="card" aria-labelledby="payout-details">
-          <h2 id="payout-details">Details</h2>
-          <dl className="pairs">
-            <dt>Payout id</dt>
-            <dd className="mono">{p.uuid}</dd>
-            <dt>Destination</dt>
-            <dd>{destinationOf(p)}</dd>
-            <dt>Created</dt>
-            <dd>{when(p.created_at)}</dd>
-            <dt>Completed</dt>
-            <dd>{when(p.completed_at)}</dd>
-            {p.failure_reason && (
-              <>
-                <dt>Failure</dt>
-                <dd>{p.failure_reason}</dd>
-              </>
-            )}
-          </dl>
-        </section>
-        <section className="card" aria-labelledby="payout-money">
-          <h2 id="payout-money">Money and FX</h2>
-          <dl className="pairs">
-            <dt>Recipient gets</dt>
-            <dd>{figures.recipient}</dd>
-            <dt>Fee</dt>
-            <dd>{figures.fee}</dd>
-            <dt>Total debited from your balance</dt>
-            <dd>{figures.total}</dd>
-            {p.fx.fx_rate && (
-              <>
-                <dt>Rate</dt>
-                <dd>
-                  1 USDT = {p.fx.fx_rate} {p.currency}
-                  {p.fx.fx_rate_updated_at ? ` (as of ${when(p.fx.fx_rate_updated_at)})` : ''}
-                </dd>
-              </>
-            )}
-            <dt>Quote</dt>
-            <dd className="mono">{p.quote_id ?? 'None: priced when made'}</dd>
-          </dl>
-        </section>
+        <Details id="payout-details" title="Details" pairs={details} />
+        <Details id="payout-money" title="Money and FX" pairs={amounts} />
       </div>
       <section className="card" aria-labelledby="payout-timeline">
         <h2 id="payout-timeline">Timeline</h2>

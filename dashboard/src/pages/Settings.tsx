@@ -4,8 +4,8 @@ import { useSearchParams } from 'react-router'
 import { data, noContent } from '../api/client'
 import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
 import { ROLE_VALUES } from '../api/values'
-import { ErrorNote, Pager, Table } from '../components'
-import { money, when } from '../format'
+import { ActionsHead, Details, ErrorNote, Pager, Table } from '../components'
+import { money, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
 
@@ -91,9 +91,7 @@ export function People() {
             <th scope="col">Status</th>
             <th scope="col">Two-factor</th>
             <th scope="col">Since</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
+            <ActionsHead />
           </>
         }
         rows={users.data?.data}
@@ -177,7 +175,7 @@ export function AuditLog() {
             <td>{when(row.at)}</td>
             <td>{row.actor_email ?? (row.via === 'cli' ? 'operator (command line)' : '—')}</td>
             <td>
-              {row.action.replaceAll('_', ' ')}
+              {words(row.action)}
               {typeof row.details?.operation === 'string' ? `: ${row.details.operation}` : ''}
             </td>
             <td className="mono nowrap">{row.target_id ?? ''}</td>
@@ -309,26 +307,21 @@ export function Profile() {
       <ErrorNote error={profile.error} />
       {profile.data && (
         <>
-          <section className="card" aria-labelledby="profile-title">
-            <h2 id="profile-title">{profile.data.name}</h2>
-            <dl className="pairs">
-              <dt>Merchant id</dt>
-              <dd className="mono">{profile.data.uuid}</dd>
-              <dt>Settlement currency</dt>
-              <dd>{profile.data.settlement_currency}</dd>
-              <dt>Settlement hold (live)</dt>
-              <dd>{Math.round(profile.data.settlement_hold_seconds / 3600)} h</dd>
-              <dt>Payment page valid for</dt>
-              <dd>{Math.round(profile.data.transaction_ttl_seconds / 60)} min</dd>
-              <dt>FX markup</dt>
-              <dd>{percentOf(profile.data.fx_markup_bps)}</dd>
-              <dt>Payout fee</dt>
-              <dd>
-                {percentOf(profile.data.payout_fee_bps)} +{' '}
-                {money(profile.data.payout_fixed_fee_micro, 'USDT')}
-              </dd>
-            </dl>
-          </section>
+          <Details
+            id="profile-title"
+            title={profile.data.name}
+            pairs={[
+              ['Merchant id', profile.data.uuid, 'mono'],
+              ['Settlement currency', profile.data.settlement_currency],
+              ['Settlement hold (live)', `${Math.round(profile.data.settlement_hold_seconds / 3600)} h`],
+              ['Payment page valid for', `${Math.round(profile.data.transaction_ttl_seconds / 60)} min`],
+              ['FX markup', percentOf(profile.data.fx_markup_bps)],
+              [
+                'Payout fee',
+                `${percentOf(profile.data.payout_fee_bps)} + ${money(profile.data.payout_fixed_fee_micro, 'USDT')}`,
+              ],
+            ]}
+          />
           <Table
             name="Payment fees"
             head={
@@ -345,7 +338,7 @@ export function Profile() {
             rows={profile.data.fees}
             row={(f) => (
               <tr key={f.payment_method}>
-                <td>{f.payment_method.replaceAll('_', ' ')}</td>
+                <td>{words(f.payment_method)}</td>
                 <td className="num">{percentOf(f.fee_bps)}</td>
                 <td className="num">{percentOf(f.merchant_fee_share_bps)}</td>
               </tr>

@@ -1,14 +1,27 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
-import { useSearchParams } from 'react-router'
 import { api, type Delivery, data, type Schemas } from '../api/client'
 import { dashboardApi, inMode } from '../api/dashboard'
 import { DELIVERY_STATUS_VALUES, WEBHOOK_EVENT_VALUES } from '../api/values'
-import { ErrorNote, Pager, Scroll, Status, Table } from '../components'
+import {
+  ActionsHead,
+  ErrorNote,
+  FilterSelect,
+  Filters,
+  Paged,
+  Scroll,
+  Status,
+  Table,
+  useListFilters,
+  usePage,
+} from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
 type EventName = Schemas['WebhookConfig']['events'][number]
+
+/** The delivery log's filters, in the page's address. */
+const LOG_FILTERS = ['status', 'event'] as const
 
 const OVERLAPS = [
   [0, 'none: the old secret stops now'],
@@ -22,7 +35,6 @@ export function Webhooks() {
   const mode = useMode()
   const client = api(mode)
   const queryClient = useQueryClient()
-  const [params, setParams] = useSearchParams()
   const [shownSecret, setShownSecret] = useState<string | null>(null)
   const [details, setDetails] = useState<string | null>(null)
   const config = useQuery({
@@ -51,26 +63,20 @@ export function Webhooks() {
       refresh()
     },
   })
-  const status = params.get('status') || undefined
-  const eventFilter = params.get('event') || undefined
-  const cursor = params.get('cursor') || undefined
-  const log = useQuery({
-    queryKey: [mode, 'deliveries', status, eventFilter, cursor],
-    queryFn: () =>
-      data(
-        client.GET('/integration/webhook/deliveries', {
-          params: {
-            query: {
-              status: status as Delivery['status'] | undefined,
-              event: eventFilter as EventName | undefined,
-              cursor,
-              per_page: 25,
-            },
+  const { query, apply: filter } = useListFilters(LOG_FILTERS)
+  const log = usePage([mode, 'deliveries', query], (paging) =>
+    data(
+      client.GET('/integration/webhook/deliveries', {
+        params: {
+          query: {
+            status: query.status as Delivery['status'] | undefined,
+            event: query.event as EventName | undefined,
+            ...paging,
           },
-        }),
-      ),
-    placeholderData: keepPreviousData,
-  })
+        },
+      }),
+    ),
+  )
 
   function submitUrl(event: FormEvent<HTMLFormElement>) {
     event.preventDefault()
@@ -189,45 +195,12 @@ export function Webhooks() {
         </section>
       )}
       <h2 className="spaced">Delivery log</h2>
-      <search aria-label="Filter deliveries">
-        <form
-          className="filters"
-          key={params.toString()}
-          onSubmit={(e) => {
-            e.preventDefault()
-            const form = new FormData(e.currentTarget)
-            const next = new URLSearchParams()
-            for (const name of ['status', 'event']) {
-              const value = String(form.get(name) ?? '')
-              if (value) next.set(name, value)
-            }
-            setParams(next)
-          }}
-        >
-          <label>
-            Status
-            <select name="status" defaultValue={status ?? ''}>
-              <option value="">Any</option>
-              {DELIVERY_STATUS_VALUES.map((value) => (
-                <option key={value}>{value}</option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Event
-            <select name="event" defaultValue={eventFilter ?? ''}>
-              <option value="">Any</option>
-              {[...WEBHOOK_EVENT_VALUES, 'webhook.test'].map((name) => (
-                <option key={name}>{name}</option>
-              ))}
-            </select>
-          </label>
-          <button type="submit">Apply</button>
-        </form>
-      </search>
-      <ErrorNote error={log.error} />
-      {log.data && (
-        <>
+      <Filters label="Filter deliveries" onSubmit={filter}>
+        <FilterSelect label="Status" name="status" values={DELIVERY_STATUS_VALUES} />
+        <FilterSelect label="Event" name="event" values={[...WEBHOOK_EVENT_VALUES, 'webhook.test']} />
+      </Filters>
+      <Paged list={log}>
+        {(rows) => (
           <Table
             name="Delivery log"
             head={
@@ -237,20 +210,17 @@ export function Webhooks() {
                 <th scope="col">Status</th>
                 <th scope="col">Attempts</th>
                 <th scope="col">Last answer</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
+                <ActionsHead />
               </>
             }
-            rows={log.data.data}
+            rows={rows}
             row={(d) => <DeliveryRow key={d.uuid} delivery={d} onDetails={() => setDetails(d.uuid)} />}
             empty="No deliveries."
             columns={6}
           />
-          <Pager meta={log.data.meta} />
-          {details && <DeliveryDetails uuid={details} onClose={() => setDetails(null)} />}
-        </>
-      )}
+        )}
+      </Paged>
+      {log.data && details && <DeliveryDetails uuid={details} onClose={() => setDetails(null)} />}
     </>
   )
 }
