@@ -46,12 +46,6 @@ export const CONNECTOR_KINDS = {
           'How long one call to the provider may take before it counts as not answered.',
           10_000,
         ),
-        callback_tolerance_seconds: Type.Integer({
-          minimum: 30,
-          maximum: 3600,
-          default: 300,
-          description: "How far a signed callback's timestamp may be from now.",
-        }),
       },
       { additionalProperties: false },
     ),

@@ -48,11 +48,10 @@ for (const backend of backends()) {
       assert.deepEqual(account.settings, {
         base_url: 'https://acquirer.example/v1',
         timeout_ms: 5000,
-        callback_tolerance_seconds: 300,
       })
       assert.deepEqual(account.secrets, ['api_key'])
       assert.equal(account.status, 'enabled')
-      assert.match(callbackSecret ?? '', /^cbsec_[0-9A-Za-z]{43}$/)
+      assert.match(callbackSecret ?? '', /^whsec_[0-9A-Za-z+/]{43}=$/)
       // Neither secret is stored as it was given, and the view carries neither.
       const stored = JSON.stringify([await rows(), await secretRows()])
       assert.ok(!stored.includes(API_KEY) && !stored.includes(callbackSecret as string))
@@ -124,6 +123,12 @@ for (const backend of backends()) {
           'validation_failed',
           'secrets.api_key',
         ],
+        [
+          'a callback secret that cannot sign',
+          acquirer('x10', { callbackSecret: 'secret' }),
+          'validation_failed',
+          'callback_secret',
+        ],
         ['a name in use', acquirer('acquirer-live'), 'conflict', ''],
       ]
       for (const [what, input, code, field] of cases) {
@@ -168,7 +173,6 @@ for (const backend of backends()) {
         base_url: 'https://acquirer.example/v1',
         merchant_account: 'mg-1',
         timeout_ms: 10_000,
-        callback_tolerance_seconds: 300,
       })
       assert.deepEqual(await providers.accounts.secrets('acquirer-live'), { api_key: 'sk_live_rotated' })
       const errors = await refused('validation_failed', () =>

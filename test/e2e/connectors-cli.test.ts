@@ -54,7 +54,7 @@ describe('connectors commands', () => {
     assert.equal(added.code, 0, added.output)
     assert.match(added.output, /setting: {2}timeout_ms = 4000/)
     assert.match(added.output, /secret: {3}api_key \(set\)/)
-    assert.match(added.output, /shown this once[^\n]*\n\s+cbsec_[0-9A-Za-z]{43}\n/)
+    assert.match(added.output, /shown this once[^\n]*\n\s+whsec_[0-9A-Za-z+/]{43}=\n/)
     assert.ok(!added.output.includes(apiKey))
   })
 
@@ -130,7 +130,7 @@ describe('connectors commands', () => {
     for (const output of [listed.output, shown.output]) {
       assert.ok(!output.includes(apiKey))
       assert.ok(!output.includes(issued))
-      assert.ok(!/cbsec_/.test(output))
+      assert.ok(!/whsec_/.test(output))
     }
     // Stored sealed: the database files hold neither secret as given.
     const handle = await connectPglite(dataDir)

@@ -1,12 +1,13 @@
 import { Value } from 'typebox/value'
 import type { Config } from '../../config.ts'
+import { isCallbackSecret, newCallbackSecret } from '../../connectors/http-acquirer/signature.ts'
 import { CONNECTOR_KINDS, type ConnectorKind, isConnectorKind } from '../../connectors/kinds.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { Mode } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
-import { newId, randomBase62, SECRET_LENGTH } from '../../lib/ids.ts'
+import { newId } from '../../lib/ids.ts'
 import * as repo from './repository.ts'
 
 /**
@@ -22,8 +23,6 @@ export interface ProviderDeps {
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/
 const SECRET_MAX = 4096
-/** A callback secret the gateway makes: 256 bits, recognisable in a provider's console by its prefix. */
-const newCallbackSecret = () => `cbsec_${randomBase62(SECRET_LENGTH)}`
 
 /** What may be shown of an account: never a secret's value, only which secrets it holds. */
 export interface AccountView {
@@ -87,7 +86,8 @@ export function createAccountOperations(deps: ProviderDeps) {
 
   async function addCallbackSecret(trx: Executor, accountUuid: string, given: string | undefined, at: Date) {
     const secret = given ?? newCallbackSecret()
-    checkSecret('callback_secret', secret)
+    if (!isCallbackSecret(secret))
+      throw validationError('callback_secret', 'whsec_ followed by the base64 of at least 16 bytes')
     await repo.insertCallbackSecret(trx, {
       uuid: newId(),
       account_uuid: accountUuid,
