@@ -35,6 +35,7 @@ import { createLedgerService, type LedgerService } from './modules/ledger/servic
 import { createMerchantService, type MerchantService } from './modules/merchants/service.ts'
 import { payoutRoutes } from './modules/payouts/routes.ts'
 import { createPayoutService, type PayoutService, type PayoutTiming } from './modules/payouts/service.ts'
+import { providerRoutes } from './modules/providers/routes.ts'
 import { createProviderService, type ProviderService } from './modules/providers/service.ts'
 import { rateRoutes } from './modules/rates/routes.ts'
 import { createRateService, type RateService } from './modules/rates/service.ts'
@@ -274,6 +275,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes, { db, version: VERSION })
   await app.register(checkoutRoutes, { checkout: services.checkout })
+  // Providers sign their callbacks with the account's secret: no API key, no session, and their own body parser.
+  await app.register(providerRoutes, { providers: services.providers })
   // The dashboard's own API signs in with a session cookie, not an API key: registered before the keys' auth
   // and limits, each route declaring the session it needs (`config.session`).
   const sessions = dashboardSessions(services.users, config.publicBaseUrl)

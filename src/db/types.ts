@@ -102,6 +102,24 @@ export interface ConnectorCallbackSecretsTable {
   retires_at: Timestamp | null
 }
 
+export type CallbackVerificationResult = 'verified' | 'unsigned' | 'stale' | 'mismatch'
+export type ConnectorCallbackResult = 'applied' | 'duplicate' | 'unmatched' | 'refused' | 'malformed'
+
+export interface ConnectorCallbacksTable {
+  uuid: string
+  account_uuid: string
+  received_at: Timestamp
+  /** As received, but for the headers that carry credentials. */
+  headers: Json<Record<string, string>>
+  body: string
+  verification: CallbackVerificationResult
+  event_type: string | null
+  provider_reference: string | null
+  result: ConnectorCallbackResult
+  /** What it changed, or why it changed nothing. */
+  detail: string
+}
+
 export interface TransactionsTable {
   uuid: string
   merchant_uuid: string
@@ -166,6 +184,7 @@ export interface Database {
   requisites: RequisitesTable
   connector_accounts: ConnectorAccountsTable
   connector_callback_secrets: ConnectorCallbackSecretsTable
+  connector_callbacks: ConnectorCallbacksTable
   transactions: TransactionsTable
   idempotency_keys: IdempotencyKeysTable
   provider_callbacks: ProviderCallbacksTable

@@ -345,7 +345,7 @@ for (const backend of backends()) {
       assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0017_transaction_statistics'])
     })
 
-    it('0018 adds the connector accounts and their callback secrets, and back down', async () => {
+    it('0018 adds the connector accounts, their callback secrets and callback log, and back down', async () => {
       const { db } = fresh.handle
       const tables = async () => {
         const { rows } = await sql<{ name: string }>`
@@ -356,7 +356,7 @@ for (const backend of backends()) {
         return rows.map((r) => r.name)
       }
       assert.deepEqual(await migrateTo(db, '0018_connector_accounts'), ['0018_connector_accounts'])
-      assert.deepEqual(await tables(), ['connector_accounts', 'connector_callback_secrets'])
+      assert.deepEqual(await tables(), ['connector_accounts', 'connector_callback_secrets', 'connector_callbacks'])
       // One name per account, and only the two modes and statuses.
       const at = new Date('2026-12-01T00:00:00.000Z')
       const account = {

@@ -32,6 +32,11 @@ describe('acquirer callback signatures', () => {
     const headers = signCallback([previous], 'evt_1', new Date(), body)
     assert.deepEqual(verifyCallback(body, headers, [current, previous]), { ok: true })
     assert.doesNotThrow(() => new Webhook(previous).verify(body, headers))
+    // A body that is not JSON verifies too (reading it is the receiver's next step).
+    const text = 'status=paid'
+    assert.deepEqual(verifyCallback(text, signCallback([current], 'evt_t', new Date(), text), [current]), {
+      ok: true,
+    })
     // A provider signing with both during its own switch is accepted by either.
     const both = signCallback([current, previous], 'evt_2', new Date(), body)
     assert.deepEqual(verifyCallback(body, both, [current]), { ok: true })

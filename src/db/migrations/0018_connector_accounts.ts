@@ -9,6 +9,10 @@ import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
  *
  * The secrets a provider signs its callbacks with are rows of their own, so that a rotation keeps the old one
  * valid for an overlap: a secret is accepted until its `retires_at` (none while it is the current one).
+ *
+ * `connector_callbacks` keeps every callback an account's endpoint received, as received (headers without
+ * credentials, the body), with whether its signature verified and what it did (docs/OPERATIONS.md, The callback
+ * log).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await withTimestamps(
@@ -34,9 +38,28 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     'account_uuid',
     'created_at',
   ])
+  await db.schema
+    .createTable('connector_callbacks')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
+    .addColumn('received_at', TIMESTAMP, (c) => c.notNull())
+    .addColumn('headers', 'jsonb', (c) => c.notNull())
+    .addColumn('body', 'text', (c) => c.notNull())
+    .addColumn('verification', 'text', (c) =>
+      c.notNull().check(sql`verification IN ('verified', 'unsigned', 'stale', 'mismatch')`),
+    )
+    .addColumn('event_type', 'text')
+    .addColumn('provider_reference', 'text')
+    .addColumn('result', 'text', (c) =>
+      c.notNull().check(sql`result IN ('applied', 'duplicate', 'unmatched', 'refused', 'malformed')`),
+    )
+    .addColumn('detail', 'text', (c) => c.notNull())
+    .execute()
+  await createIndex(db, 'connector_callbacks_account', 'connector_callbacks', ['account_uuid', 'received_at'])
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('connector_callbacks').execute()
   await db.schema.dropTable('connector_callback_secrets').execute()
   await db.schema.dropTable('connector_accounts').execute()
 }

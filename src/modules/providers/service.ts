@@ -1,4 +1,5 @@
 import { createAccountOperations, type ProviderDeps } from './accounts.ts'
+import { createCallbackReceiver } from './callbacks.ts'
 
 export type { AccountView, CallbackSecretView } from './accounts.ts'
 
@@ -6,5 +7,6 @@ export type ProviderService = ReturnType<typeof createProviderService>
 
 /** The provider side: connector accounts (and, as they come, routes, inbound callbacks and status sync). */
 export function createProviderService(deps: ProviderDeps) {
-  return { accounts: createAccountOperations(deps) }
+  const accounts = createAccountOperations(deps)
+  return { accounts, callbacks: createCallbackReceiver(deps, accounts) }
 }

@@ -1,0 +1,93 @@
+import { parseAcquirerCallback } from '../../connectors/http-acquirer/callbacks.ts'
+import { verifyCallback } from '../../connectors/http-acquirer/signature.ts'
+import { CONNECTOR_KINDS, type ConnectorKind } from '../../connectors/kinds.ts'
+import type { CallbackVerificationResult, ConnectorCallbackResult } from '../../db/types.ts'
+import { AppError, foundByUuid } from '../../http/errors.ts'
+import { newId } from '../../lib/ids.ts'
+import type { createAccountOperations, ProviderDeps } from './accounts.ts'
+
+/** Headers that carry credentials: never kept in the callback log. */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key'])
+
+export interface ReceivedCallback {
+  accountUuid: string
+  headers: Record<string, string | string[] | undefined>
+  /** The body exactly as received (UTF-8), the bytes the signature covers. */
+  body: string
+}
+
+export interface CallbackReceipt {
+  uuid: string
+  result: ConnectorCallbackResult
+  detail: string
+}
+
+/**
+ * An account's inbound callbacks (docs/OPERATIONS.md, The callback log): each is verified with the account's
+ * accepted secrets, parsed, and kept with what it did, before it is answered. One that does not verify is refused
+ * (401) and changes nothing; a malformed one is 400; a verified one about a reference the gateway never handed to
+ * this account is acknowledged as unmatched, so the provider stops retrying. Only a failure to record it is a 5xx.
+ */
+export function createCallbackReceiver(
+  deps: ProviderDeps,
+  accounts: ReturnType<typeof createAccountOperations>,
+) {
+  return {
+    async receive(received: ReceivedCallback): Promise<CallbackReceipt> {
+      const account = await foundByUuid('connector account', received.accountUuid, (uuid) =>
+        deps.db.selectFrom('connector_accounts').selectAll().where('uuid', '=', uuid).executeTakeFirst(),
+      )
+      if (!CONNECTOR_KINDS[account.kind as ConnectorKind].signedCallbacks)
+        throw new AppError('not_found', `A ${account.kind} account takes no callbacks over HTTP.`)
+      const check = verifyCallback(
+        received.body,
+        received.headers,
+        await accounts.callbackSecrets(account.uuid),
+      )
+      const verification: CallbackVerificationResult = check.ok ? 'verified' : check.reason
+      const parsed = parseAcquirerCallback(received.body)
+      const callback = 'callback' in parsed ? parsed.callback : null
+      const [result, detail]: [ConnectorCallbackResult, string] = !check.ok
+        ? ['refused', `the signature did not verify (${check.reason})`]
+        : !callback
+          ? ['malformed', 'fault' in parsed ? parsed.fault : 'malformed']
+          : [
+              'unmatched',
+              `no ${callback.type.split('.')[0]} handed to this account has reference ${callback.data.reference}`,
+            ]
+      const uuid = newId()
+      await deps.db
+        .insertInto('connector_callbacks')
+        .values({
+          uuid,
+          account_uuid: account.uuid,
+          received_at: new Date(),
+          headers: JSON.stringify(keptHeaders(received.headers)),
+          // The signature was checked on the body as received.
+          body: storable(received.body),
+          verification,
+          event_type: callback?.type ?? null,
+          provider_reference: callback ? storable(callback.data.reference) : null,
+          result,
+          detail: storable(detail),
+        })
+        .execute()
+      return { uuid, result, detail }
+    },
+  }
+}
+
+function keptHeaders(headers: ReceivedCallback['headers']): Record<string, string> {
+  const kept: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || CREDENTIAL_HEADERS.has(name.toLowerCase())) continue
+    kept[name.toLowerCase()] = (Array.isArray(value) ? value.join(', ') : value).replaceAll(
+      '\u0000',
+      '\uFFFD',
+    )
+  }
+  return kept
+}
+
+/** PostgreSQL's text and jsonb hold no NUL: kept as U+FFFD. */
+const storable = (text: string): string => text.replaceAll('\u0000', '\uFFFD')
