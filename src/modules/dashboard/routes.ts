@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { AppError, errorResponses } from '../../http/errors.ts'
+import { answers } from '../../http/routes.ts'
 import { Ref, UuidParams } from '../../http/schemas.ts'
 import { registerValidators } from '../../http/validation.ts'
 import { iso } from '../../lib/time.ts'
@@ -154,10 +155,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
           'Opens a session: its token goes in the `mg_session` cookie (HttpOnly), its CSRF token in the answer. A user with a second factor also sends the current code of their authenticator app.',
         tags: ['Sign-in'],
         body: LoginRequest,
-        response: {
-          200: Ref(SessionResponse, { description: 'Signed in: the session cookie is set.' }),
-          ...errorResponses(401, 422, 429),
-        },
+        response: answers(200, SessionResponse, 'Signed in: the session cookie is set.', 401, 422, 429),
       },
     },
     async (request, reply) => {
@@ -272,10 +270,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
           'Makes the user (or renews the invitation of one who has not accepted yet) and answers the one-time link that lets them set a password.',
         tags: ['People'],
         body: InviteRequest,
-        response: {
-          201: Ref(InviteResponse, { description: 'Invited: the link is in this answer only.' }),
-          ...errorResponses(404, 409, 422),
-        },
+        response: answers(201, InviteResponse, 'Invited: the link is in this answer only.', 404, 409, 422),
       },
     },
     async (request, reply) => {
@@ -303,10 +298,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         tags: ['People'],
         params: MemberParams,
         body: RoleChangeRequest,
-        response: {
-          200: Ref(MemberView, { description: 'The person with their new role.' }),
-          ...errorResponses(404, 409, 422),
-        },
+        response: answers(200, MemberView, 'The person with their new role.', 404, 409, 422),
       },
     },
     async (request) => {
@@ -325,10 +317,13 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         description: 'They cannot sign in any more, and their sessions end now.',
         tags: ['People'],
         params: MemberParams,
-        response: {
-          200: Ref(DisableResponse, { description: 'The person, disabled, and how many sessions ended.' }),
-          ...errorResponses(404, 409),
-        },
+        response: answers(
+          200,
+          DisableResponse,
+          'The person, disabled, and how many sessions ended.',
+          404,
+          409,
+        ),
       },
     },
     async (request) => {
@@ -348,10 +343,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         description: 'What was done in the dashboard and by the operator, newest first, a page at a time.',
         tags: ['Audit log'],
         querystring: AuditQuery,
-        response: {
-          200: Ref(AuditPage, { description: 'A page of the audit log.' }),
-          ...errorResponses(422),
-        },
+        response: answers(200, AuditPage, 'A page of the audit log.', 422),
       },
     },
     async (request) => {
@@ -378,10 +370,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         summary: 'Set up an authenticator app',
         description: 'A new secret for the app; the second factor is on once a code of it is confirmed.',
         tags: ['Security'],
-        response: {
-          200: Ref(TotpEnrolment, { description: 'The secret to add to the app.' }),
-          ...errorResponses(409),
-        },
+        response: answers(200, TotpEnrolment, 'The secret to add to the app.', 409),
       },
     },
     async (request) => {
@@ -400,10 +389,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         description: 'With a current code of the app being set up.',
         tags: ['Security'],
         body: TotpCodeRequest,
-        response: {
-          200: Ref(TotpState, { description: 'The second factor is on.' }),
-          ...errorResponses(409, 422, 429),
-        },
+        response: answers(200, TotpState, 'The second factor is on.', 409, 422, 429),
       },
     },
     async (request) => {
@@ -422,10 +408,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         description: "With a current code; refused while the user's merchant requires a second factor.",
         tags: ['Security'],
         body: TotpCodeRequest,
-        response: {
-          200: Ref(TotpState, { description: 'The second factor is off.' }),
-          ...errorResponses(409, 422, 429),
-        },
+        response: answers(200, TotpState, 'The second factor is off.', 409, 422, 429),
       },
     },
     async (request) => {
@@ -460,10 +443,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         description: 'Of every dashboard user of the merchant; the owner must have one on themselves first.',
         tags: ['Security'],
         body: SecuritySettings,
-        response: {
-          200: Ref(SecuritySettings, { description: 'The requirement now.' }),
-          ...errorResponses(409, 422),
-        },
+        response: answers(200, SecuritySettings, 'The requirement now.', 409, 422),
       },
     },
     async (request) => {
@@ -511,10 +491,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         summary: 'Make an API key',
         tags: ['API keys'],
         body: CreateKeyRequest,
-        response: {
-          201: Ref(CreatedKey, { description: 'The new key, with its secret: shown in this answer only.' }),
-          ...errorResponses(422),
-        },
+        response: answers(201, CreatedKey, 'The new key, with its secret: shown in this answer only.', 422),
       },
     },
     async (request, reply) => {
@@ -552,10 +529,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
         description: 'It stops working at once, everywhere.',
         tags: ['API keys'],
         params: KeyParams,
-        response: {
-          200: Ref(RevokedKey, { description: 'The key, revoked.' }),
-          ...errorResponses(404, 409),
-        },
+        response: answers(200, RevokedKey, 'The key, revoked.', 404, 409),
       },
     },
     async (request, reply) => {
@@ -626,10 +600,7 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
         tags: ['Home'],
         security: inMode,
         querystring: StatsQuery,
-        response: {
-          200: Ref(PaymentStats, { description: 'The days that had payments, oldest first.' }),
-          ...errorResponses(401, 403, 404, 422),
-        },
+        response: answers(200, PaymentStats, 'The days that had payments, oldest first.', 401, 403, 404, 422),
       },
     },
     async (request) => {
@@ -653,10 +624,15 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
         tags: ['Webhooks'],
         security: inMode,
         params: UuidParams,
-        response: {
-          200: Ref(DeliveryAttempts, { description: 'The delivery, its request and its attempts.' }),
-          ...errorResponses(401, 403, 404, 422),
-        },
+        response: answers(
+          200,
+          DeliveryAttempts,
+          'The delivery, its request and its attempts.',
+          401,
+          403,
+          404,
+          422,
+        ),
       },
     },
     async (request) => webhooks.attempts(sessionCall(request), request.params.uuid),
@@ -672,10 +648,15 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
         description: 'As the operator set it: read-only in the dashboard.',
         tags: ['Merchant'],
         security: inMode,
-        response: {
-          200: Ref(MerchantProfile, { description: "The merchant's settings and payment fees." }),
-          ...errorResponses(401, 403, 404, 422),
-        },
+        response: answers(
+          200,
+          MerchantProfile,
+          "The merchant's settings and payment fees.",
+          401,
+          403,
+          404,
+          422,
+        ),
       },
     },
     async (request) => {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponse, errorResponses } from '../../http/errors.ts'
-import { getByUuid, KEY_OR_SIGNATURE, keyOperation, listWithCsv } from '../../http/routes.ts'
+import { answers, getByUuid, KEY_OR_SIGNATURE, keyOperation, listWithCsv } from '../../http/routes.ts'
 import { Ref, sharedSchemas } from '../../http/schemas.ts'
 import {
   CreateTransactionBody,
@@ -97,10 +97,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<{ transactions: Transa
         description: 'Looks the transaction up by the external_id you gave it, within the mode of your key.',
         tags,
         params: ExternalIdParams,
-        response: {
-          200: Ref(TransactionResponse, { description: 'The transaction.' }),
-          ...errorResponses(401, 404),
-        },
+        response: answers(200, TransactionResponse, 'The transaction.', 401, 404),
       }),
       (request) => transactions.getByExternalId(authOf(request), request.params.externalId),
     )
