@@ -31,14 +31,8 @@ export const IntegrationBalancesResponse = Type.Object(
 const tags = ['Balances']
 
 export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }> = sharedSchemas(
+  [MerchantBalance, IntegrationBalancesResponse, BalanceTransactionResponse, BalanceTransactionCursorPage],
   async (app, { ledger }) => {
-    for (const schema of [
-      MerchantBalance,
-      IntegrationBalancesResponse,
-      BalanceTransactionResponse,
-      BalanceTransactionCursorPage,
-    ])
-      app.addSchema(schema)
     app.get(
       '/integration/balances',
       keyOperation({

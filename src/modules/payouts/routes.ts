@@ -17,9 +17,8 @@ import { PAYOUT_CSV_COLUMNS } from './view.ts'
 const tags = ['Payouts']
 
 export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = sharedSchemas(
+  [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage],
   async (app, { payouts }) => {
-    for (const schema of [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage])
-      app.addSchema(schema)
     app.get(
       '/integration/payouts/quote',
       keyOperation({

@@ -25,8 +25,8 @@ export const RatesResponse = Type.Object(
 )
 
 export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = sharedSchemas(
+  [RatesResponse],
   async (app, { rates }) => {
-    for (const schema of [RatesResponse]) app.addSchema(schema)
     app.get(
       '/integration/rates',
       {

@@ -29,22 +29,21 @@ const tags = ['Webhooks']
 const eventTags = ['Events']
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = sharedSchemas(
+  [
+    UpdateWebhookConfigRequest,
+    RotateSecretRequest,
+    WebhookConfigResponse,
+    WebhookDeliveryResponse,
+    WebhookDeliveryPage,
+    MerchantTransactionCallback,
+    MerchantPayoutCallback,
+    MerchantTestCallback,
+    TransactionEvent,
+    PayoutEvent,
+    EventResponse,
+    EventCursorPage,
+  ],
   async (app, { webhooks }) => {
-    for (const schema of [
-      UpdateWebhookConfigRequest,
-      RotateSecretRequest,
-      WebhookConfigResponse,
-      WebhookDeliveryResponse,
-      WebhookDeliveryPage,
-      MerchantTransactionCallback,
-      MerchantPayoutCallback,
-      MerchantTestCallback,
-      TransactionEvent,
-      PayoutEvent,
-      EventResponse,
-      EventCursorPage,
-    ])
-      app.addSchema(schema)
     app.get(
       '/integration/webhook',
       keyOperation({
