@@ -8,6 +8,10 @@ const PROGRAM = '^src/(app|main|seed)[.]ts$'
 /** A forbidden import, an error: from the files whose path matches `from` to the ones `to` names. */
 const forbid = (name, comment, from, to) => ({ name, severity: 'error', comment, from: { path: from }, to })
 
+/** A floor of src/ that may import from the floors `below` (a regex alternation of folders) and itself only. */
+const knowsOnly = (name, comment, floor, below) =>
+  forbid(name, comment, `^src/${floor}/`, { path: '^src/', pathNot: `^src/(${below})/` })
+
 module.exports = {
   forbidden: [
     forbid(
@@ -16,17 +20,17 @@ module.exports = {
       '^src/',
       { circular: true },
     ),
-    forbid(
+    knowsOnly(
       'lib-is-the-ground-floor',
       'lib/ holds small pure helpers: they depend on nothing else of ours.',
-      '^src/lib/',
-      { path: '^src/', pathNot: '^src/lib/' },
+      'lib',
+      'lib',
     ),
-    forbid(
+    knowsOnly(
       'db-looks-down',
       'db/ (the database, its tables and shared statements) knows lib/ only.',
-      '^src/db/',
-      { path: '^src/', pathNot: '^src/(lib|db)/' },
+      'db',
+      'lib|db',
     ),
     forbid(
       'http-looks-down',
@@ -34,11 +38,11 @@ module.exports = {
       '^src/http/',
       { path: ['^src/(modules|connectors|workers)/', PROGRAM] },
     ),
-    forbid(
+    knowsOnly(
       'connectors-look-down',
       'A connector speaks to a provider; it knows its own types and lib/ only.',
-      '^src/connectors/',
-      { path: '^src/', pathNot: '^src/(lib|connectors)/' },
+      'connectors',
+      'lib|connectors',
     ),
     forbid(
       'modules-do-not-know-the-program',

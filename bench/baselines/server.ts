@@ -50,72 +50,50 @@ type Body = {
   description?: string | null
 }
 
-const COLUMNS = [
-  'uuid',
-  'merchant_uuid',
-  'mode',
-  'type',
-  'external_id',
-  'amount',
-  'gross_amount',
-  'net_amount',
-  'fee_amount',
-  'fee_bps',
-  'fee_payer',
-  'merchant_fee_share_bps',
-  'merchant_fee_merchant_amount',
-  'merchant_fee_customer_amount',
-  'currency',
-  'settlement_currency',
-  'settlement_amount',
-  'fx_rate',
-  'fx_rate_updated_at',
-  'payment_method',
-  'status',
-  'description',
-  'payment_token',
-  'expires_at',
-  'aggregate_version',
-  'created_at',
-  'updated_at',
-]
+/** The row, column by column: fixed fee and rate, as the service would have computed them. */
+function row(body: Body): Record<string, unknown> {
+  const now = new Date()
+  const fee = Math.floor((body.amount * 250) / 10_000)
+  return {
+    uuid: v7(),
+    merchant_uuid: merchantUuid,
+    mode: 'test',
+    type: 'payment',
+    external_id: body.external_id,
+    amount: body.amount,
+    gross_amount: body.amount,
+    net_amount: body.amount - fee,
+    fee_amount: fee,
+    fee_bps: 250,
+    fee_payer: 'merchant',
+    merchant_fee_share_bps: 10_000,
+    merchant_fee_merchant_amount: fee,
+    merchant_fee_customer_amount: 0,
+    currency: body.currency,
+    settlement_currency: 'USDT',
+    settlement_amount: Math.floor(((body.amount - fee) * 10_000) / 9215),
+    fx_rate: '92.15',
+    fx_rate_updated_at: now,
+    payment_method: body.payment_method,
+    status: 'pending',
+    description: body.description ?? null,
+    payment_token: randomBytes(16).toString('base64url'),
+    expires_at: new Date(now.getTime() + 1_800_000),
+    aggregate_version: 1,
+    created_at: now,
+    updated_at: now,
+  }
+}
+
+/** The columns every insert names, in the row's order. */
+const COLUMNS = Object.keys(
+  row({ amount: 1, currency: 'RUB', payment_method: 'card', external_id: 'columns' }),
+)
 const INSERT = `insert into baseline_transactions (${COLUMNS.join(', ')}) values (${COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}) returning *`
 const SELECT = 'select * from baseline_transactions where uuid = $1'
 
-/** The row's values, in COLUMNS order: fixed fee and rate, as the service would have computed them. */
-function values(body: Body): unknown[] {
-  const now = new Date()
-  const fee = Math.floor((body.amount * 250) / 10_000)
-  return [
-    v7(),
-    merchantUuid,
-    'test',
-    'payment',
-    body.external_id,
-    body.amount,
-    body.amount,
-    body.amount - fee,
-    fee,
-    250,
-    'merchant',
-    10_000,
-    fee,
-    0,
-    body.currency,
-    'USDT',
-    Math.floor(((body.amount - fee) * 10_000) / 9215),
-    '92.15',
-    now,
-    body.payment_method,
-    'pending',
-    body.description ?? null,
-    randomBytes(16).toString('base64url'),
-    new Date(now.getTime() + 1_800_000),
-    1,
-    now,
-    now,
-  ]
-}
+/** The row's values, in COLUMNS order. */
+const values = (body: Body): unknown[] => Object.values(row(body))
 
 type Db = {
   insert(body: Body): Promise<unknown>

@@ -1,5 +1,6 @@
 import { compiledOnce } from './driver/statement.ts'
 import type { Db } from './index.ts'
+import { selectScoped } from './queries.ts'
 import type { Scope as KeyScope } from './scope.ts'
 
 /** How long a key and its answer are kept (docs/API.md, Idempotency). */
@@ -67,13 +68,7 @@ export async function claimKey(
 
 /** The key's record, whoever holds it. */
 export const findKey = (db: Db, scope: KeyScope, key: string) =>
-  db
-    .selectFrom('idempotency_keys')
-    .selectAll()
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
-    .where('key', '=', key)
-    .executeTakeFirst()
+  selectScoped(db, 'idempotency_keys', scope).where('key', '=', key).executeTakeFirst()
 
 /** Takes over a running key whose lease has run out (its process died); whether it was taken. */
 export async function takeOverKey(

@@ -1,4 +1,6 @@
 import { type SelectQueryBuilder, sql } from 'kysely'
+import type { Executor } from './index.ts'
+import type { Scope } from './scope.ts'
 
 /** A position in a newest-first list, and which way the page it opens goes from there. */
 export interface Cursor {
@@ -38,6 +40,17 @@ export function keysetPage<DB, TB extends keyof DB, O>(
   const order = sql.raw(forward ? 'desc' : 'asc')
   return positioned.orderBy(sql`${time} ${order}`).orderBy(sql`${id} ${order}`).limit(limit).execute()
 }
+
+/**
+ * A module's `listPage` over its `filtered` query: one page of the scope's rows that match the filters, in
+ * keyset order (see keysetPage).
+ */
+export const pagedList =
+  <F, DB, TB extends keyof DB, O>(
+    filtered: (db: Executor, scope: Scope, filters: F) => SelectQueryBuilder<DB, TB, O>,
+  ) =>
+  (db: Executor, scope: Scope, filters: F, cursor: Cursor | null, limit: number) =>
+    keysetPage(filtered(db, scope, filters), cursor, limit)
 
 /**
  * Rows per query of an export. Small on purpose: a batch's rows are alive while it is read and written out, and

@@ -165,6 +165,13 @@ const SIGNING = `Sign the request with the key's secret instead of sending it: \
 
 Up to 8 \`v1=\` entries may be sent; one matching suffices. A header that does not parse, or a signature that does not match, is \`401 signature_invalid\`; an unknown or revoked key_id \`401 unauthorized\`. Refunds and payouts accept only this scheme. A worked example: docs/API.md, "Signing: a worked example".`
 
+/** What both documents begin with: the OpenAPI version, the API's title and description, and where it is served. */
+const documentHead = (options: OpenApiOptions, title: string, description: string) => ({
+  openapi: '3.1.0',
+  info: { title, version: options.version, description, license: { name: 'MIT', identifier: 'MIT' } },
+  servers: [{ url: options.publicBaseUrl }],
+})
+
 /**
  * The OpenAPI 3.1 document, generated from the routes' schemas (`GET /integration/openapi.json`), and /docs,
  * the page that renders it. Registered before the routes, whose schemas it collects as they are added.
@@ -172,15 +179,11 @@ Up to 8 \`v1=\` entries may be sent; one matching suffices. A header that does n
 export async function registerOpenApi(app: FastifyInstance, options: OpenApiOptions): Promise<void> {
   await app.register(swagger, {
     openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'merchant-gateway: Merchant Integration API',
-        version: options.version,
-        description:
-          'Take payments, refund them, pay out, and receive signed callbacks (the `webhooks` section). The guide: docs/API.md.',
-        license: { name: 'MIT', identifier: 'MIT' },
-      },
-      servers: [{ url: options.publicBaseUrl }],
+      ...documentHead(
+        options,
+        'merchant-gateway: Merchant Integration API',
+        'Take payments, refund them, pay out, and receive signed callbacks (the `webhooks` section). The guide: docs/API.md.',
+      ),
       tags: [
         { name: 'Health', description: 'Liveness of the API and its database.' },
         { name: 'Transactions', description: 'Payments: create, find, list, and host-to-host requisites.' },
@@ -255,15 +258,11 @@ async function registerDashboardOpenApi(app: FastifyInstance, options: OpenApiOp
   await app.register(swagger, {
     decorator: 'dashboardSwagger',
     openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'merchant-gateway: Dashboard API',
-        version: options.version,
-        description:
-          "The dashboard's own endpoints: its sessions, people, second factor, audit log and API keys, and the figures its pages show that the merchant API does not answer. Only the dashboard's pages call them, with the session cookie; a change must come from a page of this service (its Origin) and carry the CSRF token of the session. The guide: docs/DASHBOARD.md.",
-        license: { name: 'MIT', identifier: 'MIT' },
-      },
-      servers: [{ url: options.publicBaseUrl }],
+      ...documentHead(
+        options,
+        'merchant-gateway: Dashboard API',
+        "The dashboard's own endpoints: its sessions, people, second factor, audit log and API keys, and the figures its pages show that the merchant API does not answer. Only the dashboard's pages call them, with the session cookie; a change must come from a page of this service (its Origin) and carry the CSRF token of the session. The guide: docs/DASHBOARD.md.",
+      ),
       tags: [
         {
           name: 'Sign-in',

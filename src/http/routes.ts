@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { Static, TSchema } from 'typebox'
+import type { Static, TSchema, TUnsafe } from 'typebox'
 import { type AuthContext, authOf } from './auth.ts'
 import { type CsvColumn, jsonOrCsv, sendCsv, wantsCsv } from './csv.ts'
 import { errorResponses } from './errors.ts'
@@ -19,6 +19,21 @@ export const keyOperation = <S extends object>(schema: S) => ({
   config: { auth: 'key' as const },
   schema: { ...schema, security: KEY_OR_SIGNATURE },
 })
+
+/**
+ * An operation's responses: `status` with `schema` (a shared one, by reference), described, and the shared error
+ * responses of `errors` (and 500). The handler's answer is checked against `schema`.
+ */
+export const answers = <C extends number, T extends TSchema>(
+  status: C,
+  schema: T,
+  description: string,
+  ...errors: number[]
+) =>
+  // Typed as the success alone, as the literal `{ 200: Ref(…), ...errorResponses(…) }` is.
+  ({ [status]: Ref(schema, { description }), ...errorResponses(...errors) }) as {
+    [K in C]: TUnsafe<Static<T>>
+  }
 
 /** An operation's own words in the document. */
 export interface OperationDoc {

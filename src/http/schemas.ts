@@ -68,11 +68,19 @@ export const UuidParams = Type.Object(
 )
 
 /**
- * Marks a module's routes plugin as not encapsulated (what fastify-plugin does): the schemas it registers with
- * `app.addSchema` belong to the whole app, so other modules' routes and the OpenAPI document can reference them.
+ * A module's routes plugin that first registers `schemas` with `app.addSchema`, marked as not encapsulated (what
+ * fastify-plugin does): the schemas belong to the whole app, so other modules' routes and the OpenAPI document
+ * can reference them.
  */
-export function sharedSchemas<T extends object>(plugin: T): T {
-  return Object.assign(plugin, { [Symbol.for('skip-override')]: true })
+export function sharedSchemas<A extends { addSchema(schema: TSchema): unknown }, O>(
+  schemas: TSchema[],
+  plugin: (app: A, options: O) => Promise<void>,
+): (app: A, options: O) => Promise<void> {
+  const registering = async (app: A, options: O) => {
+    for (const schema of schemas) app.addSchema(schema)
+    await plugin(app, options)
+  }
+  return Object.assign(registering, { [Symbol.for('skip-override')]: true })
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Executor } from '../db/index.ts'
-import type { Mode } from '../db/types.ts'
+import type { CallbackLogColumns, Mode } from '../db/types.ts'
 import { newId } from '../lib/ids.ts'
 import type { WebhookService } from './webhooks/service.ts'
 
@@ -76,14 +76,7 @@ export async function changeStatus<Row extends AggregateRow, Status extends stri
 }
 
 /** A provider's word about a transaction or payout, kept whether or not it changed anything. */
-export interface ProviderWord {
-  uuid: string
-  connector: string
-  outcome: string
-  provider_reference: string | null
-  result: 'applied' | 'duplicate' | 'stale'
-  from_status: string
-  to_status: string
+export interface ProviderWord extends Omit<CallbackLogColumns, 'received_at'> {
   received_at: Date
 }
 

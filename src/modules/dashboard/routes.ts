@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { Type } from 'typebox'
+import { type Static, Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { AppError, errorResponses } from '../../http/errors.ts'
+import { answers } from '../../http/routes.ts'
 import { Ref, UuidParams } from '../../http/schemas.ts'
+import type { SessionRequirement } from '../../http/session.ts'
 import { registerValidators } from '../../http/validation.ts'
 import { iso } from '../../lib/time.ts'
 import type { MerchantService } from '../merchants/service.ts'
@@ -89,6 +91,23 @@ const memberView = (user: {
   created_at: iso(user.created_at),
 })
 
+/**
+ * The options of a route of one section of the dashboard's API: the session it needs (`session`, checked by
+ * http/session.ts with guard.ts), and the rest its entry in the document, under the section's tag.
+ */
+const sectionRoute =
+  (tag: string) =>
+  <S extends { session: SessionRequirement }>({ session, ...schema }: S) => ({
+    config: { session },
+    schema: { ...schema, tags: [tag] },
+  })
+
+const signInRoute = sectionRoute('Sign-in')
+const peopleRoute = sectionRoute('People')
+const auditRoute = sectionRoute('Audit log')
+const securityRoute = sectionRoute('Security')
+const keysRoute = sectionRoute('API keys')
+
 /** A 204: no body (`type: null` is how the OpenAPI document says so). */
 const noContent = (description: string) => Type.Unsafe<undefined>({ type: 'null', description })
 
@@ -141,25 +160,26 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   const clearCookie = (reply: FastifyReply) =>
     reply.header('set-cookie', `${SESSION_COOKIE}=; ${cookieAttributes}; Max-Age=0`)
 
+  /** Ends the session with `users[end]` (this one, or every one of its user) and clears its cookie: 204. */
+  const signOut =
+    (end: 'logout' | 'logoutEverywhere') => async (request: FastifyRequest, reply: FastifyReply) => {
+      await users[end](sessionOf(request), fromOf(request))
+      return clearCookie(reply).code(204).send()
+    }
+
   // Signing in and out.
 
   app.post(
     `${PREFIX}/session`,
-    {
-      config: { session: 'sign-in' },
-      schema: {
-        operationId: 'signIn',
-        summary: 'Sign in',
-        description:
-          'Opens a session: its token goes in the `mg_session` cookie (HttpOnly), its CSRF token in the answer. A user with a second factor also sends the current code of their authenticator app.',
-        tags: ['Sign-in'],
-        body: LoginRequest,
-        response: {
-          200: Ref(SessionResponse, { description: 'Signed in: the session cookie is set.' }),
-          ...errorResponses(401, 422, 429),
-        },
-      },
-    },
+    signInRoute({
+      session: 'sign-in',
+      operationId: 'signIn',
+      summary: 'Sign in',
+      description:
+        'Opens a session: its token goes in the `mg_session` cookie (HttpOnly), its CSRF token in the answer. A user with a second factor also sends the current code of their authenticator app.',
+      body: LoginRequest,
+      response: answers(200, SessionResponse, 'Signed in: the session cookie is set.', 401, 422, 429),
+    }),
     async (request, reply) => {
       const signedIn = await users.login(
         request.body,
@@ -173,69 +193,51 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.get(
     `${PREFIX}/me`,
-    {
-      config: { session: { whileEnrolling: true } },
-      schema: {
-        operationId: 'getSession',
-        summary: 'Who is signed in',
-        description: 'The signed-in user, what their role may do, and the CSRF token of the session.',
-        tags: ['Sign-in'],
-        response: { 200: Ref(SessionResponse, { description: 'The live session.' }) },
-      },
-    },
+    signInRoute({
+      session: { whileEnrolling: true },
+      operationId: 'getSession',
+      summary: 'Who is signed in',
+      description: 'The signed-in user, what their role may do, and the CSRF token of the session.',
+      response: { 200: Ref(SessionResponse, { description: 'The live session.' }) },
+    }),
     async (request) => sessionView(sessionOf(request)),
   )
 
   app.delete(
     `${PREFIX}/session`,
-    {
-      config: { session: { whileEnrolling: true } },
-      schema: {
-        operationId: 'signOut',
-        summary: 'Sign out',
-        tags: ['Sign-in'],
-        response: { 204: noContent('Signed out: the session has ended and its cookie is cleared.') },
-      },
-    },
-    async (request, reply) => {
-      await users.logout(sessionOf(request), fromOf(request))
-      return clearCookie(reply).code(204).send()
-    },
+    signInRoute({
+      session: { whileEnrolling: true },
+      operationId: 'signOut',
+      summary: 'Sign out',
+      response: { 204: noContent('Signed out: the session has ended and its cookie is cleared.') },
+    }),
+    signOut('logout'),
   )
 
   app.delete(
     `${PREFIX}/sessions`,
-    {
-      config: { session: { whileEnrolling: true } },
-      schema: {
-        operationId: 'signOutEverywhere',
-        summary: 'Sign out on every device',
-        tags: ['Sign-in'],
-        response: { 204: noContent("Every session of the user has ended; this one's cookie is cleared.") },
-      },
-    },
-    async (request, reply) => {
-      await users.logoutEverywhere(sessionOf(request), fromOf(request))
-      return clearCookie(reply).code(204).send()
-    },
+    signInRoute({
+      session: { whileEnrolling: true },
+      operationId: 'signOutEverywhere',
+      summary: 'Sign out on every device',
+      response: { 204: noContent("Every session of the user has ended; this one's cookie is cleared.") },
+    }),
+    signOut('logoutEverywhere'),
   )
 
   app.post(
     `${PREFIX}/invitations/accept`,
-    {
-      config: { session: 'sign-in' },
-      schema: {
-        operationId: 'acceptInvitation',
-        summary: 'Accept an invitation',
-        description: "Sets the invited user's password with the token of their invitation link: once.",
-        tags: ['Sign-in'],
-        body: AcceptInvitationRequest,
-        response: {
-          204: noContent('The password is set: the user can sign in.'),
-          ...errorResponses(404, 409, 422),
-        },
+    signInRoute({
+      session: 'sign-in',
+      operationId: 'acceptInvitation',
+      summary: 'Accept an invitation',
+      description: "Sets the invited user's password with the token of their invitation link: once.",
+      body: AcceptInvitationRequest,
+      response: {
+        204: noContent('The password is set: the user can sign in.'),
+        ...errorResponses(404, 409, 422),
       },
-    },
+    }),
     async (request, reply) => {
       await users.acceptInvitation(request.body, fromOf(request))
       return reply.code(204).send()
@@ -246,15 +248,12 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.get(
     `${PREFIX}/users`,
-    {
-      config: { session: { permission: 'manage_users' } },
-      schema: {
-        operationId: 'listUsers',
-        summary: "List the merchant's people",
-        tags: ['People'],
-        response: { 200: Ref(MemberList, { description: 'Every person of the merchant.' }) },
-      },
-    },
+    peopleRoute({
+      session: { permission: 'manage_users' },
+      operationId: 'listUsers',
+      summary: "List the merchant's people",
+      response: { 200: Ref(MemberList, { description: 'Every person of the merchant.' }) },
+    }),
     async (request) => {
       const session = sessionOf(request)
       return { data: (await users.list(session.user.merchant_uuid)).map(memberView) }
@@ -263,21 +262,15 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.post(
     `${PREFIX}/users/invitations`,
-    {
-      config: { session: { permission: 'manage_users' } },
-      schema: {
-        operationId: 'inviteUser',
-        summary: 'Invite someone',
-        description:
-          'Makes the user (or renews the invitation of one who has not accepted yet) and answers the one-time link that lets them set a password.',
-        tags: ['People'],
-        body: InviteRequest,
-        response: {
-          201: Ref(InviteResponse, { description: 'Invited: the link is in this answer only.' }),
-          ...errorResponses(404, 409, 422),
-        },
-      },
-    },
+    peopleRoute({
+      session: { permission: 'manage_users' },
+      operationId: 'inviteUser',
+      summary: 'Invite someone',
+      description:
+        'Makes the user (or renews the invitation of one who has not accepted yet) and answers the one-time link that lets them set a password.',
+      body: InviteRequest,
+      response: answers(201, InviteResponse, 'Invited: the link is in this answer only.', 404, 409, 422),
+    }),
     async (request, reply) => {
       const session = sessionOf(request)
       const invitation = await users.invite(
@@ -295,20 +288,14 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.patch(
     `${PREFIX}/users/:uuid`,
-    {
-      config: { session: { permission: 'manage_users' } },
-      schema: {
-        operationId: 'changeUserRole',
-        summary: "Change a person's role",
-        tags: ['People'],
-        params: MemberParams,
-        body: RoleChangeRequest,
-        response: {
-          200: Ref(MemberView, { description: 'The person with their new role.' }),
-          ...errorResponses(404, 409, 422),
-        },
-      },
-    },
+    peopleRoute({
+      session: { permission: 'manage_users' },
+      operationId: 'changeUserRole',
+      summary: "Change a person's role",
+      params: MemberParams,
+      body: RoleChangeRequest,
+      response: answers(200, MemberView, 'The person with their new role.', 404, 409, 422),
+    }),
     async (request) => {
       const manager = managerOf(sessionOf(request), request)
       return memberView(await users.changeRole(manager, request.params.uuid, request.body.role))
@@ -317,20 +304,14 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.post(
     `${PREFIX}/users/:uuid/disable`,
-    {
-      config: { session: { permission: 'manage_users' } },
-      schema: {
-        operationId: 'disableUser',
-        summary: 'Disable a person',
-        description: 'They cannot sign in any more, and their sessions end now.',
-        tags: ['People'],
-        params: MemberParams,
-        response: {
-          200: Ref(DisableResponse, { description: 'The person, disabled, and how many sessions ended.' }),
-          ...errorResponses(404, 409),
-        },
-      },
-    },
+    peopleRoute({
+      session: { permission: 'manage_users' },
+      operationId: 'disableUser',
+      summary: 'Disable a person',
+      description: 'They cannot sign in any more, and their sessions end now.',
+      params: MemberParams,
+      response: answers(200, DisableResponse, 'The person, disabled, and how many sessions ended.', 404, 409),
+    }),
     async (request) => {
       const manager = managerOf(sessionOf(request), request)
       const { user, sessionsRevoked } = await users.disableMember(manager, request.params.uuid)
@@ -340,20 +321,14 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.get(
     `${PREFIX}/audit-log`,
-    {
-      config: { session: { permission: 'read_audit_log' } },
-      schema: {
-        operationId: 'listAuditLog',
-        summary: 'Read the audit log',
-        description: 'What was done in the dashboard and by the operator, newest first, a page at a time.',
-        tags: ['Audit log'],
-        querystring: AuditQuery,
-        response: {
-          200: Ref(AuditPage, { description: 'A page of the audit log.' }),
-          ...errorResponses(422),
-        },
-      },
-    },
+    auditRoute({
+      session: { permission: 'read_audit_log' },
+      operationId: 'listAuditLog',
+      summary: 'Read the audit log',
+      description: 'What was done in the dashboard and by the operator, newest first, a page at a time.',
+      querystring: AuditQuery,
+      response: answers(200, AuditPage, 'A page of the audit log.', 422),
+    }),
     async (request) => {
       const session = sessionOf(request)
       const page = await users.auditLog(session.user.merchant_uuid, {
@@ -367,23 +342,25 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
     },
   )
 
+  /** Turns the user's own second factor on or off (`users[turn]`) with a current code: whether it is on. */
+  const turnTotp =
+    (turn: 'confirmTotp' | 'removeTotp', on: boolean) =>
+    async (request: FastifyRequest<{ Body: Static<typeof TotpCodeRequest> }>) => {
+      await users[turn](selfOf(sessionOf(request), request), request.body.code)
+      return { totp_enabled: on }
+    }
+
   // The second factor: each user's own, and the merchant's requirement (owner only: manage_security).
 
   app.post(
     `${PREFIX}/me/totp`,
-    {
-      config: { session: { whileEnrolling: true } },
-      schema: {
-        operationId: 'startTotpEnrolment',
-        summary: 'Set up an authenticator app',
-        description: 'A new secret for the app; the second factor is on once a code of it is confirmed.',
-        tags: ['Security'],
-        response: {
-          200: Ref(TotpEnrolment, { description: 'The secret to add to the app.' }),
-          ...errorResponses(409),
-        },
-      },
-    },
+    securityRoute({
+      session: { whileEnrolling: true },
+      operationId: 'startTotpEnrolment',
+      summary: 'Set up an authenticator app',
+      description: 'A new secret for the app; the second factor is on once a code of it is confirmed.',
+      response: answers(200, TotpEnrolment, 'The secret to add to the app.', 409),
+    }),
     async (request) => {
       const started = await users.startTotp(selfOf(sessionOf(request), request))
       return { secret: started.secret, otpauth_uri: started.uri }
@@ -392,59 +369,38 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.post(
     `${PREFIX}/me/totp/confirm`,
-    {
-      config: { session: { whileEnrolling: true } },
-      schema: {
-        operationId: 'confirmTotp',
-        summary: 'Turn the second factor on',
-        description: 'With a current code of the app being set up.',
-        tags: ['Security'],
-        body: TotpCodeRequest,
-        response: {
-          200: Ref(TotpState, { description: 'The second factor is on.' }),
-          ...errorResponses(409, 422, 429),
-        },
-      },
-    },
-    async (request) => {
-      await users.confirmTotp(selfOf(sessionOf(request), request), request.body.code)
-      return { totp_enabled: true }
-    },
+    securityRoute({
+      session: { whileEnrolling: true },
+      operationId: 'confirmTotp',
+      summary: 'Turn the second factor on',
+      description: 'With a current code of the app being set up.',
+      body: TotpCodeRequest,
+      response: answers(200, TotpState, 'The second factor is on.', 409, 422, 429),
+    }),
+    turnTotp('confirmTotp', true),
   )
 
   app.delete(
     `${PREFIX}/me/totp`,
-    {
-      config: { session: {} },
-      schema: {
-        operationId: 'removeTotp',
-        summary: 'Turn the second factor off',
-        description: "With a current code; refused while the user's merchant requires a second factor.",
-        tags: ['Security'],
-        body: TotpCodeRequest,
-        response: {
-          200: Ref(TotpState, { description: 'The second factor is off.' }),
-          ...errorResponses(409, 422, 429),
-        },
-      },
-    },
-    async (request) => {
-      await users.removeTotp(selfOf(sessionOf(request), request), request.body.code)
-      return { totp_enabled: false }
-    },
+    securityRoute({
+      session: {},
+      operationId: 'removeTotp',
+      summary: 'Turn the second factor off',
+      description: "With a current code; refused while the user's merchant requires a second factor.",
+      body: TotpCodeRequest,
+      response: answers(200, TotpState, 'The second factor is off.', 409, 422, 429),
+    }),
+    turnTotp('removeTotp', false),
   )
 
   app.get(
     `${PREFIX}/merchant/security`,
-    {
-      config: { session: {} },
-      schema: {
-        operationId: 'getMerchantSecurity',
-        summary: "The merchant's sign-in security",
-        tags: ['Security'],
-        response: { 200: Ref(SecuritySettings, { description: 'Whether a second factor is required.' }) },
-      },
-    },
+    securityRoute({
+      session: {},
+      operationId: 'getMerchantSecurity',
+      summary: "The merchant's sign-in security",
+      response: { 200: Ref(SecuritySettings, { description: 'Whether a second factor is required.' }) },
+    }),
     async (request) => ({
       require_totp: (await users.security(sessionOf(request).user.merchant_uuid)).requireTotp,
     }),
@@ -452,20 +408,14 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.put(
     `${PREFIX}/merchant/security`,
-    {
-      config: { session: { permission: 'manage_security' } },
-      schema: {
-        operationId: 'setMerchantSecurity',
-        summary: 'Require a second factor, or stop requiring it',
-        description: 'Of every dashboard user of the merchant; the owner must have one on themselves first.',
-        tags: ['Security'],
-        body: SecuritySettings,
-        response: {
-          200: Ref(SecuritySettings, { description: 'The requirement now.' }),
-          ...errorResponses(409, 422),
-        },
-      },
-    },
+    securityRoute({
+      session: { permission: 'manage_security' },
+      operationId: 'setMerchantSecurity',
+      summary: 'Require a second factor, or stop requiring it',
+      description: 'Of every dashboard user of the merchant; the owner must have one on themselves first.',
+      body: SecuritySettings,
+      response: answers(200, SecuritySettings, 'The requirement now.', 409, 422),
+    }),
     async (request) => {
       const set = await users.setRequireTotp(selfOf(sessionOf(request), request), request.body.require_totp)
       return { require_totp: set.requireTotp }
@@ -478,15 +428,12 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.get(
     `${PREFIX}/keys`,
-    {
-      config: { session: { permission: 'developer_tools' } },
-      schema: {
-        operationId: 'listApiKeys',
-        summary: "List the merchant's API keys",
-        tags: ['API keys'],
-        response: { 200: Ref(ApiKeyList, { description: 'Every key of both modes, revoked ones too.' }) },
-      },
-    },
+    keysRoute({
+      session: { permission: 'developer_tools' },
+      operationId: 'listApiKeys',
+      summary: "List the merchant's API keys",
+      response: { 200: Ref(ApiKeyList, { description: 'Every key of both modes, revoked ones too.' }) },
+    }),
     async (request) => {
       const keys = await merchants.listKeys(sessionOf(request).user.merchant_uuid)
       return {
@@ -504,19 +451,13 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.post(
     `${PREFIX}/keys`,
-    {
-      config: { session: { permission: 'developer_tools' } },
-      schema: {
-        operationId: 'createApiKey',
-        summary: 'Make an API key',
-        tags: ['API keys'],
-        body: CreateKeyRequest,
-        response: {
-          201: Ref(CreatedKey, { description: 'The new key, with its secret: shown in this answer only.' }),
-          ...errorResponses(422),
-        },
-      },
-    },
+    keysRoute({
+      session: { permission: 'developer_tools' },
+      operationId: 'createApiKey',
+      summary: 'Make an API key',
+      body: CreateKeyRequest,
+      response: answers(201, CreatedKey, 'The new key, with its secret: shown in this answer only.', 422),
+    }),
     async (request, reply) => {
       const self = selfOf(sessionOf(request), request)
       const mode = request.body.mode as 'test' | 'live'
@@ -544,20 +485,14 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
   app.delete(
     `${PREFIX}/keys/:key_id`,
-    {
-      config: { session: { permission: 'developer_tools' } },
-      schema: {
-        operationId: 'revokeApiKey',
-        summary: 'Revoke an API key',
-        description: 'It stops working at once, everywhere.',
-        tags: ['API keys'],
-        params: KeyParams,
-        response: {
-          200: Ref(RevokedKey, { description: 'The key, revoked.' }),
-          ...errorResponses(404, 409),
-        },
-      },
-    },
+    keysRoute({
+      session: { permission: 'developer_tools' },
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key',
+      description: 'It stops working at once, everywhere.',
+      params: KeyParams,
+      response: answers(200, RevokedKey, 'The key, revoked.', 404, 409),
+    }),
     async (request, reply) => {
       const self = selfOf(sessionOf(request), request)
       const revoked = await merchants.revokeMerchantKey(
@@ -603,6 +538,21 @@ function sessionCall(request: FastifyRequest) {
 const inMode = [{ Session: [], DashboardMode: [] }]
 
 /**
+ * The options of a view of one page of the dashboard: called with a key's authentication in a mode (see
+ * dashboardViews), under the page's tag in the document.
+ */
+const pageView =
+  (tag: string) =>
+  <S extends object>(schema: S) => ({
+    config: { auth: 'key' as const },
+    schema: { ...schema, tags: [tag], security: inMode },
+  })
+
+const homeView = pageView('Home')
+const webhooksView = pageView('Webhooks')
+const merchantView = pageView('Merchant')
+
+/**
  * The merchant's own figures the pages show and the merchant API does not answer: the home page's chart, the
  * profile, a delivery's attempts. A page calls them as it calls the merchant API, in a mode (`auth: 'key'` and
  * `X-Dashboard-Mode`: access.ts, whose DASHBOARD_OPERATIONS names the permission each needs), so they are
@@ -616,22 +566,14 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
 
   app.get(
     `${PREFIX}/stats`,
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'dashboardStats',
-        summary: 'Payments per day',
-        description:
-          "The mode's payments per UTC day and currency over the last 7 or 30 days (today included), for the home page's chart.",
-        tags: ['Home'],
-        security: inMode,
-        querystring: StatsQuery,
-        response: {
-          200: Ref(PaymentStats, { description: 'The days that had payments, oldest first.' }),
-          ...errorResponses(401, 403, 404, 422),
-        },
-      },
-    },
+    homeView({
+      operationId: 'dashboardStats',
+      summary: 'Payments per day',
+      description:
+        "The mode's payments per UTC day and currency over the last 7 or 30 days (today included), for the home page's chart.",
+      querystring: StatsQuery,
+      response: answers(200, PaymentStats, 'The days that had payments, oldest first.', 401, 403, 404, 422),
+    }),
     async (request) => {
       const auth = sessionCall(request)
       const since = new Date()
@@ -643,41 +585,41 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
 
   app.get(
     `${PREFIX}/webhook/deliveries/:uuid/attempts`,
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'dashboardDeliveryAttempts',
-        summary: "A delivery's attempts",
-        description:
-          'The request a webhook delivery sends, and the answer to each attempt, for the webhooks page.',
-        tags: ['Webhooks'],
-        security: inMode,
-        params: UuidParams,
-        response: {
-          200: Ref(DeliveryAttempts, { description: 'The delivery, its request and its attempts.' }),
-          ...errorResponses(401, 403, 404, 422),
-        },
-      },
-    },
+    webhooksView({
+      operationId: 'dashboardDeliveryAttempts',
+      summary: "A delivery's attempts",
+      description:
+        'The request a webhook delivery sends, and the answer to each attempt, for the webhooks page.',
+      params: UuidParams,
+      response: answers(
+        200,
+        DeliveryAttempts,
+        'The delivery, its request and its attempts.',
+        401,
+        403,
+        404,
+        422,
+      ),
+    }),
     async (request) => webhooks.attempts(sessionCall(request), request.params.uuid),
   )
 
   app.get(
     `${PREFIX}/merchant`,
-    {
-      config: { auth: 'key' },
-      schema: {
-        operationId: 'dashboardMerchantProfile',
-        summary: "The merchant's profile",
-        description: 'As the operator set it: read-only in the dashboard.',
-        tags: ['Merchant'],
-        security: inMode,
-        response: {
-          200: Ref(MerchantProfile, { description: "The merchant's settings and payment fees." }),
-          ...errorResponses(401, 403, 404, 422),
-        },
-      },
-    },
+    merchantView({
+      operationId: 'dashboardMerchantProfile',
+      summary: "The merchant's profile",
+      description: 'As the operator set it: read-only in the dashboard.',
+      response: answers(
+        200,
+        MerchantProfile,
+        "The merchant's settings and payment fees.",
+        401,
+        403,
+        404,
+        422,
+      ),
+    }),
     async (request) => {
       const { merchant } = sessionCall(request)
       const fees = await Promise.all(

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { errorResponses } from '../../http/errors.ts'
-import { getByUuid, keyOperation, listWithCsv } from '../../http/routes.ts'
-import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { answers, getByUuid, keyOperation, listWithCsv } from '../../http/routes.ts'
+import { sharedSchemas, Timestamp } from '../../http/schemas.ts'
 import { BALANCE_TRANSACTION_CSV_COLUMNS } from './balance-transactions.ts'
 import {
   BalanceTransactionCursorPage,
@@ -32,14 +31,8 @@ export const IntegrationBalancesResponse = Type.Object(
 const tags = ['Balances']
 
 export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }> = sharedSchemas(
+  [MerchantBalance, IntegrationBalancesResponse, BalanceTransactionResponse, BalanceTransactionCursorPage],
   async (app, { ledger }) => {
-    for (const schema of [
-      MerchantBalance,
-      IntegrationBalancesResponse,
-      BalanceTransactionResponse,
-      BalanceTransactionCursorPage,
-    ])
-      app.addSchema(schema)
     app.get(
       '/integration/balances',
       keyOperation({
@@ -48,10 +41,7 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
         description:
           'Per currency, in the mode of the key, derived from the double-entry ledger. The settlement currency is always listed.',
         tags,
-        response: {
-          200: Ref(IntegrationBalancesResponse, { description: 'The balances.' }),
-          ...errorResponses(401),
-        },
+        response: answers(200, IntegrationBalancesResponse, 'The balances.', 401),
       }),
       (request) => {
         const { merchant, mode } = authOf(request)

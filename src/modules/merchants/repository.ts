@@ -1,5 +1,6 @@
 import type { Insertable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
+import { revokeLive } from '../../db/queries.ts'
 import type { ApiKeysTable, Merchant, MerchantsTable, Mode } from '../../db/types.ts'
 
 export interface KeyWithMerchant {
@@ -68,11 +69,7 @@ export const insertKey = (db: Executor, row: Insertable<ApiKeysTable>) =>
     .executeTakeFirstOrThrow()
 
 export const revokeKey = (db: Executor, keyId: string, at: Date) =>
-  db
-    .updateTable('api_keys')
-    .set({ revoked_at: at })
-    .where('key_id', '=', keyId)
-    .where('revoked_at', 'is', null)
+  revokeLive(db, 'api_keys', 'key_id', keyId, at)
     .returning(['key_id', 'merchant_uuid', 'revoked_at'])
     .executeTakeFirst()
 

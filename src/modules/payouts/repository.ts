@@ -1,9 +1,9 @@
 import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import { keysetPage } from '../../db/keyset.ts'
+import { pagedList } from '../../db/keyset.ts'
+import { claimDueChecks, selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { PayoutCallbacksTable, PayoutQuotesTable, PayoutsTable } from '../../db/types.ts'
-import type { Cursor } from '../../http/pagination.ts'
 
 export interface PayoutFilters {
   statuses?: string[]
@@ -27,12 +27,7 @@ export const insertPayout = (db: Executor, row: Insertable<PayoutsTable>) =>
 export const updatePayout = (db: Executor, uuid: string, changes: Updateable<PayoutsTable>) =>
   db.updateTable('payouts').set(changes).where('uuid', '=', uuid).returningAll().executeTakeFirstOrThrow()
 
-const scoped = (db: Executor, scope: Scope) =>
-  db
-    .selectFrom('payouts')
-    .selectAll()
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
+const scoped = (db: Executor, scope: Scope) => selectScoped(db, 'payouts', scope)
 
 /** The payout by its primary key, if it is the caller's (only the key in the query, as for transactions). */
 export async function findPayout(db: Executor, scope: Scope, uuid: string) {
@@ -55,38 +50,11 @@ export function filtered(db: Executor, scope: Scope, filters: PayoutFilters) {
 }
 
 /** One page of the merchant's payouts in keyset order, filtered. */
-export const listPage = (
-  db: Executor,
-  scope: Scope,
-  filters: PayoutFilters,
-  cursor: Cursor | null,
-  limit: number,
-) => keysetPage(filtered(db, scope, filters), cursor, limit)
+export const listPage = pagedList(filtered)
 
-/**
- * Open payouts whose provider check is due, claimed until `leaseUntil`: SKIP LOCKED keeps workers apart, and a
- * worker that dies leaves its claims to be taken again once the lease runs out.
- */
-export async function claimDue(db: Executor, now: Date, leaseUntil: Date, limit: number) {
-  return db
-    .updateTable('payouts')
-    .set({ next_check_at: leaseUntil })
-    .where(
-      'uuid',
-      'in',
-      db
-        .selectFrom('payouts')
-        .select('uuid')
-        .where('status', 'in', ['pending', 'processing'])
-        .where('next_check_at', '<=', now)
-        .orderBy('next_check_at')
-        .limit(limit)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
-    .execute()
-}
+/** Open payouts whose provider check is due, claimed until `leaseUntil` (see claimDueChecks). */
+export const claimDue = (db: Executor, now: Date, leaseUntil: Date, limit: number) =>
+  claimDueChecks(db, 'payouts', ['pending', 'processing'], now, leaseUntil, limit)
 
 export const insertCallback = (db: Executor, row: Insertable<PayoutCallbacksTable>) =>
   db.insertInto('payout_callbacks').values(row).execute()

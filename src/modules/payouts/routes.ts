@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { authOf } from '../../http/auth.ts'
-import { errorResponses } from '../../http/errors.ts'
 import { keptKeyCreate } from '../../http/kept-key.ts'
-import { getByUuid, keyOperation, listWithCsv } from '../../http/routes.ts'
-import { Ref, sharedSchemas } from '../../http/schemas.ts'
+import { answers, getByUuid, keyOperation, listWithCsv } from '../../http/routes.ts'
+import { sharedSchemas } from '../../http/schemas.ts'
 import {
   CreatePayoutRequest,
   ListPayoutsQuery,
@@ -18,9 +17,8 @@ import { PAYOUT_CSV_COLUMNS } from './view.ts'
 const tags = ['Payouts']
 
 export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }> = sharedSchemas(
+  [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage],
   async (app, { payouts }) => {
-    for (const schema of [CreatePayoutRequest, PayoutQuoteResponse, PayoutResponse, PayoutCursorPage])
-      app.addSchema(schema)
     app.get(
       '/integration/payouts/quote',
       keyOperation({
@@ -30,10 +28,7 @@ export const payoutRoutes: FastifyPluginAsyncTypebox<{ payouts: PayoutService }>
           'amount_usdt_micro = ceil(amount in major units / your payout rate); fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro; the total is their sum. The figures hold for 60 s: pass quote_id when creating the payout.',
         tags,
         querystring: PayoutQuoteQuery,
-        response: {
-          200: Ref(PayoutQuoteResponse, { description: 'The quote.' }),
-          ...errorResponses(401, 422, 503),
-        },
+        response: answers(200, PayoutQuoteResponse, 'The quote.', 401, 422, 503),
       }),
       (request) => payouts.quote(authOf(request), request.query),
     )

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
-import { errorResponses } from '../../http/errors.ts'
-import { Ref, sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { answers } from '../../http/routes.ts'
+import { sharedSchemas, Timestamp } from '../../http/schemas.ts'
 import type { RateService } from './service.ts'
 
 export const RatesResponse = Type.Object(
@@ -25,8 +25,8 @@ export const RatesResponse = Type.Object(
 )
 
 export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = sharedSchemas(
+  [RatesResponse],
   async (app, { rates }) => {
-    for (const schema of [RatesResponse]) app.addSchema(schema)
     app.get(
       '/integration/rates',
       {
@@ -38,10 +38,7 @@ export const rateRoutes: FastifyPluginAsyncTypebox<{ rates: RateService }> = sha
             'Market rates with the merchant markup applied: pay_in_rate = market × (1 + markup), payout_rate = market × (1 − markup). Rates older than FX_MAX_AGE are left out: operations that need them answer 503 fx_rate_unavailable.',
           tags: ['Rates'],
           security: [{ ApiKey: [] }, { Signature: [] }],
-          response: {
-            200: Ref(RatesResponse, { description: 'The rates.' }),
-            ...errorResponses(401),
-          },
+          response: answers(200, RatesResponse, 'The rates.', 401),
         },
       },
       (request) => rates.ratesView(authOf(request).merchant),

@@ -3,10 +3,10 @@ import { insertReturningAll } from '../../db/driver/insert.ts'
 import { compiledOnce, updateByUuid } from '../../db/driver/statement.ts'
 import type { RefundStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
-import { keysetPage } from '../../db/keyset.ts'
+import { pagedList } from '../../db/keyset.ts'
+import { claimDueChecks, selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { Database, RefundsTable } from '../../db/types.ts'
-import type { Cursor } from '../../http/pagination.ts'
 
 export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
   insertReturningAll(db, 'refunds', row)
@@ -37,13 +37,7 @@ export const findRefund = (db: Executor, scope: Scope, uuid: string) =>
 
 /** The refund made with this Idempotency-Key, if one was committed. */
 export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
-  db
-    .selectFrom('refunds')
-    .selectAll()
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
-    .where('idempotency_key', '=', key)
-    .executeTakeFirst()
+  selectScoped(db, 'refunds', scope).where('idempotency_key', '=', key).executeTakeFirst()
 
 /**
  * The refund row, locked for the rest of the caller's transaction (which holds its payment's lock, so the
@@ -118,29 +112,9 @@ export async function refundsOfOrByKey(db: Executor, scope: Scope, transactionUu
   return { earlier, committedMinor }
 }
 
-/**
- * Pending refunds whose provider check is due, claimed until `leaseUntil`: SKIP LOCKED keeps workers apart,
- * and a worker that dies leaves its claims to be taken again once the lease runs out.
- */
+/** Pending refunds whose provider check is due, claimed until `leaseUntil` (see claimDueChecks). */
 export const claimDue = (db: Executor, now: Date, leaseUntil: Date, limit: number) =>
-  db
-    .updateTable('refunds')
-    .set({ next_check_at: leaseUntil })
-    .where(
-      'uuid',
-      'in',
-      db
-        .selectFrom('refunds')
-        .select('uuid')
-        .where('status', '=', 'pending')
-        .where('next_check_at', '<=', now)
-        .orderBy('next_check_at')
-        .limit(limit)
-        .forUpdate()
-        .skipLocked(),
-    )
-    .returningAll()
-    .execute()
+  claimDueChecks(db, 'refunds', ['pending'], now, leaseUntil, limit)
 
 export interface RefundFilters {
   statuses?: RefundStatus[]
@@ -180,10 +154,4 @@ export function filtered(db: Executor, scope: Scope, filters: RefundFilters) {
 export type ListedRefundRow = Awaited<ReturnType<ReturnType<typeof filtered>['execute']>>[number]
 
 /** One page of the merchant's refunds in keyset order, filtered. */
-export const listPage = (
-  db: Executor,
-  scope: Scope,
-  filters: RefundFilters,
-  cursor: Cursor | null,
-  limit: number,
-) => keysetPage(filtered(db, scope, filters), cursor, limit)
+export const listPage = pagedList(filtered)

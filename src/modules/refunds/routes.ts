@@ -9,8 +9,8 @@ import { REFUND_CSV_COLUMNS } from './view.ts'
 const tags = ['Refunds']
 
 export const refundRoutes: FastifyPluginAsyncTypebox<{ refunds: RefundService }> = sharedSchemas(
+  [CreateRefundRequest, RefundResponse, RefundCursorPage],
   async (app, { refunds }) => {
-    for (const schema of [CreateRefundRequest, RefundResponse, RefundCursorPage]) app.addSchema(schema)
     keptKeyCreate(app, '/integration/refunds', {
       operationId: 'createRefund',
       summary: 'Refund a paid transaction',

@@ -3,10 +3,10 @@ import { insertReturning, selectOneBy } from '../../db/driver/insert.ts'
 import { compiledOnce, updateByUuid } from '../../db/driver/statement.ts'
 import type { PaymentMethod, TransactionStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
-import { keysetPage } from '../../db/keyset.ts'
+import { pagedList } from '../../db/keyset.ts'
+import { selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdate } from '../../db/types.ts'
-import type { Cursor } from '../../http/pagination.ts'
 
 export interface TransactionFilters {
   statuses?: TransactionStatus[]
@@ -34,12 +34,7 @@ export async function insertTransaction(db: Executor, row: NewTransactionRow): P
   return { ...row, settled_at: null, metadata: stored.metadata, requisites: stored.requisites }
 }
 
-const scoped = (db: Executor, scope: Scope) =>
-  db
-    .selectFrom('transactions')
-    .selectAll()
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
+const scoped = (db: Executor, scope: Scope) => selectScoped(db, 'transactions', scope)
 
 /**
  * The transaction by its primary key, if it is the caller's. Only the key is in the query: with the merchant
@@ -94,13 +89,7 @@ export function filtered(db: Executor, scope: Scope, filters: TransactionFilters
 }
 
 /** One page of the merchant's transactions in keyset order, filtered. */
-export const listPage = (
-  db: Executor,
-  scope: Scope,
-  filters: TransactionFilters,
-  cursor: Cursor | null,
-  limit: number,
-) => keysetPage(filtered(db, scope, filters), cursor, limit)
+export const listPage = pagedList(filtered)
 
 /** The transaction's amount, whatever its merchant and mode. */
 export const findAmount = (db: Executor, uuid: string) =>

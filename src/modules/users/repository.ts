@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import type { UserRole } from '../../db/enums.ts'
 import type { Executor, Trx } from '../../db/index.ts'
 import { type Cursor, keysetPage } from '../../db/keyset.ts'
+import { revokeLive } from '../../db/queries.ts'
 import type { DashboardAuditLogTable, DashboardSessionsTable, MerchantUsersTable } from '../../db/types.ts'
 
 const USER_COLUMNS = [
@@ -240,29 +241,16 @@ export const touchSession = (db: Executor, tokenHash: string, now: Date, idleSec
     .executeTakeFirst()
 
 export const revokeSessionByToken = (db: Executor, tokenHash: string, at: Date) =>
-  db
-    .updateTable('dashboard_sessions')
-    .set({ revoked_at: at })
-    .where('token_hash', '=', tokenHash)
-    .where('revoked_at', 'is', null)
+  revokeLive(db, 'dashboard_sessions', 'token_hash', tokenHash, at)
     .returning(['uuid', 'user_uuid'])
     .executeTakeFirst()
 
 export const revokeSession = (db: Executor, uuid: string, at: Date) =>
-  db
-    .updateTable('dashboard_sessions')
-    .set({ revoked_at: at })
-    .where('uuid', '=', uuid)
-    .where('revoked_at', 'is', null)
-    .execute()
+  revokeLive(db, 'dashboard_sessions', 'uuid', uuid, at).execute()
 
 /** Ends every live session of the user; the number ended. */
 export async function revokeUserSessions(db: Executor, userUuid: string, at: Date): Promise<number> {
-  const rows = await db
-    .updateTable('dashboard_sessions')
-    .set({ revoked_at: at })
-    .where('user_uuid', '=', userUuid)
-    .where('revoked_at', 'is', null)
+  const rows = await revokeLive(db, 'dashboard_sessions', 'user_uuid', userUuid, at)
     .returning('uuid')
     .execute()
   return rows.length

@@ -3,8 +3,8 @@ import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
 import { errorResponses } from '../../http/errors.ts'
-import { getByUuid, KEY_OR_SIGNATURE, keyOperation, listWithCsv } from '../../http/routes.ts'
-import { Ref, sharedSchemas, UuidParams } from '../../http/schemas.ts'
+import { answers, getByUuid, KEY_OR_SIGNATURE, keyOperation, listWithCsv } from '../../http/routes.ts'
+import { sharedSchemas, UuidParams } from '../../http/schemas.ts'
 import { EVENT_CSV_COLUMNS } from './events.ts'
 import {
   EventCursorPage,
@@ -29,22 +29,21 @@ const tags = ['Webhooks']
 const eventTags = ['Events']
 
 export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService }> = sharedSchemas(
+  [
+    UpdateWebhookConfigRequest,
+    RotateSecretRequest,
+    WebhookConfigResponse,
+    WebhookDeliveryResponse,
+    WebhookDeliveryPage,
+    MerchantTransactionCallback,
+    MerchantPayoutCallback,
+    MerchantTestCallback,
+    TransactionEvent,
+    PayoutEvent,
+    EventResponse,
+    EventCursorPage,
+  ],
   async (app, { webhooks }) => {
-    for (const schema of [
-      UpdateWebhookConfigRequest,
-      RotateSecretRequest,
-      WebhookConfigResponse,
-      WebhookDeliveryResponse,
-      WebhookDeliveryPage,
-      MerchantTransactionCallback,
-      MerchantPayoutCallback,
-      MerchantTestCallback,
-      TransactionEvent,
-      PayoutEvent,
-      EventResponse,
-      EventCursorPage,
-    ])
-      app.addSchema(schema)
     app.get(
       '/integration/webhook',
       keyOperation({
@@ -53,10 +52,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         description:
           'Per merchant and mode. The signing secret exists from the start, before any URL is set.',
         tags,
-        response: {
-          200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
-          ...errorResponses(401),
-        },
+        response: answers(200, WebhookConfigResponse, 'The configuration.', 401),
       }),
       async (request, reply) => {
         reply.header('cache-control', 'no-store')
@@ -71,10 +67,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         summary: 'Set the webhook URL, switch it on or off, choose events',
         tags,
         body: UpdateWebhookConfigRequest,
-        response: {
-          200: Ref(WebhookConfigResponse, { description: 'The configuration.' }),
-          ...errorResponses(400, 401, 413, 415, 422),
-        },
+        response: answers(200, WebhookConfigResponse, 'The configuration.', 400, 401, 413, 415, 422),
       }),
       async (request, reply) => {
         reply.header('cache-control', 'no-store')
@@ -94,10 +87,14 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           tags,
           security: KEY_OR_SIGNATURE,
           body: RotateSecretRequest,
-          response: {
-            200: Ref(WebhookConfigResponse, { description: 'The configuration with its new secret.' }),
-            ...errorResponses(400, 401, 422),
-          },
+          response: answers(
+            200,
+            WebhookConfigResponse,
+            'The configuration with its new secret.',
+            400,
+            401,
+            422,
+          ),
         },
       },
       async (request, reply) => {
@@ -117,10 +114,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
             'Sends at once to the configured URL and answers with the delivery after its one attempt (tests are not retried). 422 when no URL is set.',
           tags,
           security: KEY_OR_SIGNATURE,
-          response: {
-            200: Ref(WebhookDeliveryResponse, { description: 'The delivery after its attempt.' }),
-            ...errorResponses(401, 422),
-          },
+          response: answers(200, WebhookDeliveryResponse, 'The delivery after its attempt.', 401, 422),
         },
       },
       (request) => webhooks.sendTest(authOf(request)),
@@ -134,10 +128,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
         description: 'Newest first, cursor-paginated, optionally by status and event.',
         tags,
         querystring: ListDeliveriesQuery,
-        response: {
-          200: Ref(WebhookDeliveryPage, { description: 'A page of deliveries.' }),
-          ...errorResponses(401, 422),
-        },
+        response: answers(200, WebhookDeliveryPage, 'A page of deliveries.', 401, 422),
       }),
       (request) => webhooks.listDeliveries(authOf(request), request.query),
     )
@@ -163,10 +154,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           tags,
           security: KEY_OR_SIGNATURE,
           params: UuidParams,
-          response: {
-            202: Ref(WebhookDeliveryResponse, { description: 'The delivery, queued.' }),
-            ...errorResponses(401, 404, 409),
-          },
+          response: answers(202, WebhookDeliveryResponse, 'The delivery, queued.', 401, 404, 409),
         },
       },
       async (request, reply) =>
@@ -250,10 +238,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: WebhookService
           'By its event_id (the webhook-id of its deliveries), within the mode of your key. A malformed id names nothing: 404.',
         tags: eventTags,
         params: EventIdParams,
-        response: {
-          200: Ref(EventResponse, { description: 'The event.' }),
-          ...errorResponses(401, 404),
-        },
+        response: answers(200, EventResponse, 'The event.', 401, 404),
       }),
       (request) => webhooks.getEvent(authOf(request), request.params.event_id),
     )

@@ -1,6 +1,7 @@
 import { type Insertable, sql } from 'kysely'
 import type { Executor } from '../../../db/index.ts'
 import { keysetPage } from '../../../db/keyset.ts'
+import { selectScoped } from '../../../db/queries.ts'
 import type { Scope } from '../../../db/scope.ts'
 import type { WebhookDeliveriesTable, WebhookDelivery } from '../../../db/types.ts'
 import type { Cursor } from '../../../http/pagination.ts'
@@ -20,13 +21,7 @@ export const insertDelivery = (db: Executor, row: Insertable<WebhookDeliveriesTa
   db.insertInto('webhook_deliveries').values(row).returningAll().executeTakeFirstOrThrow()
 
 export const findDelivery = (db: Executor, scope: Scope, uuid: string) =>
-  db
-    .selectFrom('webhook_deliveries')
-    .selectAll()
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
-    .where('uuid', '=', uuid)
-    .executeTakeFirst()
+  selectScoped(db, 'webhook_deliveries', scope).where('uuid', '=', uuid).executeTakeFirst()
 
 /** Makes a delivery due now, whatever its state, and drops any claim on it. */
 export const requeueDelivery = (db: Executor, uuid: string, at: Date) =>
