@@ -356,7 +356,11 @@ for (const backend of backends()) {
         return rows.map((r) => r.name)
       }
       assert.deepEqual(await migrateTo(db, '0018_connector_accounts'), ['0018_connector_accounts'])
-      assert.deepEqual(await tables(), ['connector_accounts', 'connector_callback_secrets', 'connector_callbacks'])
+      assert.deepEqual(await tables(), [
+        'connector_accounts',
+        'connector_callback_secrets',
+        'connector_callbacks',
+      ])
       // One name per account, and only the two modes and statuses.
       const at = new Date('2026-12-01T00:00:00.000Z')
       const account = {
