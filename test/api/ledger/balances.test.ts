@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { AccountKind } from '../../../src/db/types.ts'
 import { newId } from '../../../src/lib/ids.ts'
 import type { Posting } from '../../../src/modules/ledger/service.ts'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import { backends, call, createTestContext, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
   describe(`ledger, balances and rates (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const pay = async (
       mode: 'test' | 'live',
@@ -246,11 +243,7 @@ for (const backend of backends()) {
 
 for (const backend of backends()) {
   describe(`ledger under concurrent payments (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('20 paid callbacks at once for a brand-new merchant: all applied, balances equal the sum, ledger verifies', async () => {
       const m = await ctx.newMerchant('Burst')

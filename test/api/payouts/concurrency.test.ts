@@ -1,15 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  extId,
-  newTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, extId, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 let keyCounter = 0
 const idem = (prefix: string) => `${prefix}-${Date.now()}-${keyCounter++}`
@@ -23,11 +16,7 @@ type Balance = { currency: string; available: number; pending: number; reserved:
 
 for (const backend of backends()) {
   describe(`payouts under concurrency (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     /** A paid USD transaction: in test mode its settlement is available at once. */
     const paidTransaction = async (merchant: TestMerchant, mode: Mode, cents: number) => {

@@ -1,24 +1,14 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import {
-  backends,
-  call,
-  createTestContext,
-  newTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { describe, it } from 'node:test'
+import { backends, call, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 let keyCounter = 0
 const idem = () => `refund-${Date.now()}-${keyCounter++}`
 
 for (const backend of backends()) {
   describe(`refunds (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     /** A paid test-mode transaction (its settlement is available at once). */
     const paidTransaction = async (merchant: TestMerchant, overrides = {}) => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import type { NewTransaction } from '../../../src/db/types.ts'
-import { backends, call, createTestContext, type TestContext, transactionRow } from '../../helpers/harness.ts'
+import { backends, call, transactionRow } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const TOTAL = 10_000
 const PER_PAGE = 100
@@ -34,10 +35,9 @@ interface Page {
 
 for (const backend of backends()) {
   describe(`transaction list at scale: ${TOTAL} rows (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     let rows: NewTransaction[]
     before(async () => {
-      ctx = await createTestContext(backend)
       const random = seededRandom(20260201)
       const pick = <T>(list: readonly T[]) => list[Math.floor(random() * list.length)]
       const seenUuids = new Set<string>()
@@ -85,7 +85,6 @@ for (const backend of backends()) {
           .execute()
       }
     })
-    after(() => ctx.close())
 
     async function page(query: Record<string, string>): Promise<Page> {
       const res = await call(ctx, 'GET', `/integration/transactions?${new URLSearchParams(query)}`)
