@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, afterEach, before, describe, it } from 'node:test'
+import { afterEach, describe, it } from 'node:test'
 import {
   type KyselyPlugin,
   type PluginTransformQueryArgs,
@@ -11,16 +11,8 @@ import {
 } from 'kysely'
 import { SimulatorConnector } from '../../src/connectors/simulator/index.ts'
 import type { PayoutOrder, ProviderPayoutResult, ProviderRefundResult } from '../../src/connectors/types.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  extId,
-  newTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../helpers/harness.ts'
+import { backends, call, eventually, extId, newTransaction, type TestMerchant } from '../helpers/harness.ts'
+import { suiteContext } from '../helpers/suite.ts'
 import { putConfig } from './webhooks/helpers.ts'
 
 /**
@@ -131,23 +123,18 @@ const freshKey = (prefix: string) => `${prefix}-${Date.now()}-${keyCounter++}`
 
 for (const backend of backends()) {
   describe(`crash points of refunds and payouts (${backend})`, () => {
-    let ctx: TestContext
     const provider = new ScriptedProvider({ payoutCompletionMs: 0 })
     const fault = new DatabaseFault()
-    before(async () => {
-      ctx = await createTestContext(
-        backend,
-        { providerRecheckMs: RECHECK_MS },
-        { simulator: provider, payouts: { timing: { pollIntervalMs: 0 } } },
-        [fault],
-      )
+    const ctx = suiteContext(backend, {
+      config: { providerRecheckMs: RECHECK_MS },
+      services: { simulator: provider, payouts: { timing: { pollIntervalMs: 0 } } },
+      plugins: [fault],
     })
     afterEach(() => {
       fault.disarm()
       provider.next = {}
       provider.releaseHung()
     })
-    after(() => ctx.close())
 
     /** The failures these tests cause on purpose: asserted, then taken off the list ctx.close() fails on. */
     const expectServerError = (res: { statusCode: number; body: string }) => {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../helpers/harness.ts'
+import { backends, call, newTransaction } from '../helpers/harness.ts'
+import { suiteContext } from '../helpers/suite.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -21,11 +22,7 @@ function assertError(res: LightMyRequestResponse, status: number, code: string) 
 
 for (const backend of backends()) {
   describe(`HTTP framework behaviour (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const create = (rawBody: string | undefined, headers: Record<string, string> = {}) =>
       call(ctx, 'POST', '/integration/transactions', undefined, {

@@ -9,7 +9,6 @@ import { fingerprint, fingerprintKey } from '../../src/http/idempotency.ts'
 import {
   backends,
   call,
-  createTestContext,
   DEMO_TEST_RATES,
   freshDatabase,
   newTransaction,
@@ -17,6 +16,7 @@ import {
   type TestMerchant,
   testConfig,
 } from '../helpers/harness.ts'
+import { suiteContext } from '../helpers/suite.ts'
 
 const CREATE = '/integration/transactions'
 const freshKey = (label = 'idem') => `${label}-${randomBytes(8).toString('hex')}`
@@ -41,11 +41,7 @@ async function idempotencyRow(db: Db, merchantUuid: string, key: string, mode: '
 
 for (const backend of backends()) {
   describe(`idempotency (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('replays the stored status, headers and body byte for byte, marked Idempotent-Replayed', async () => {
       const key = freshKey()

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import {
   PAYMENT_METHODS,
   PAYOUT_STATUSES,
@@ -9,8 +9,9 @@ import {
 } from '../../src/db/enums.ts'
 import { ERROR_STATUS } from '../../src/http/errors.ts'
 import { PAYOUT_EVENTS, TRANSACTION_EVENTS } from '../../src/modules/webhooks/schemas.ts'
-import { backends, call, createTestContext, type TestContext } from '../helpers/harness.ts'
+import { backends, call } from '../helpers/harness.ts'
 import { ERROR_SCHEMAS, type Json, operations } from '../helpers/openapi.ts'
+import { suiteContext } from '../helpers/suite.ts'
 
 /** Every `$ref` value anywhere in the document. */
 function refs(node: unknown, found: string[] = []): string[] {
@@ -64,15 +65,13 @@ describe('OpenAPI document lint', () => {
 
 for (const backend of backends()) {
   describe(`OpenAPI document and /docs (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     let doc: Json
     before(async () => {
-      ctx = await createTestContext(backend)
       const res = await call(ctx, 'GET', '/integration/openapi.json', undefined, { auth: 'none' })
       assert.equal(res.statusCode, 200, res.body)
       doc = res.json()
     })
-    after(() => ctx.close())
 
     it('is served without credentials as JSON, OpenAPI 3.1', async () => {
       const res = await call(ctx, 'GET', '/integration/openapi.json', undefined, { auth: 'none' })

@@ -1,18 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sql } from 'kysely'
 import type { Trx } from '../../src/db/index.ts'
 import { newId, newPaymentToken } from '../../src/lib/ids.ts'
 import { takeLeastRecentlyUsed } from '../../src/modules/requisites/repository.ts'
 import { insertTransaction } from '../../src/modules/transactions/repository.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  type TestContext,
-} from '../helpers/harness.ts'
+import { backends, call, eventually, newTransaction } from '../helpers/harness.ts'
+import { suiteContext } from '../helpers/suite.ts'
 
 interface Deferred {
   promise: Promise<void>
@@ -29,11 +23,7 @@ const deferred = (): Deferred => {
 // Two sessions that interleave: only PostgreSQL has them (the embedded database runs one transaction at a time).
 for (const backend of backends().filter((b) => b === 'postgres')) {
   describe(`requisite assignment and row locks (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('a create sharing a requisite another create is assigning does not deadlock with it over one external_id', async () => {
       // One active p2p_card requisite, so the second create finds it being assigned and shares it.

@@ -6,6 +6,9 @@ import { totpCode } from '../../src/lib/totp.ts'
 import { CLI } from '../../src/modules/users/deps.ts'
 import type { TestContext } from './harness.ts'
 
+/** The password the tests type themselves, to accept an invitation and sign in with it: a secret of theirs. */
+export const PASSWORD = 'a long enough password'
+
 let counter = 0
 /** A unique email for a test. */
 export const newEmail = (prefix = 'person') =>

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
+import type { Simulation } from '../../src/modules/sandbox/service.ts'
 import type { TestContext } from './context.ts'
 import { type CallOptions, call } from './http.ts'
 
@@ -17,14 +18,15 @@ export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
 })
 
 /**
- * A transaction created through the API and reported paid through the sandbox, as `as` (default: the
- * context's merchant, test mode): its JSON as the sandbox answered it. In test mode its money is available at once.
+ * A transaction created through the API and reported paid through the sandbox (or given another `outcome`), as
+ * `as` (default: the context's merchant, test mode): its JSON as the sandbox answered it. In test mode its money
+ * is available at once.
  */
 export async function paidTransaction(
   ctx: TestContext,
   overrides: Record<string, unknown> = {},
   as?: CallOptions['as'],
-  outcome: 'paid' | 'failed' = 'paid',
+  outcome: Simulation = 'paid',
 ) {
   const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
   assert.equal(created.statusCode, 201, created.body)

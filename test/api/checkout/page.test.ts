@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { Mode } from '../../../src/db/types.ts'
 import { PAGE_CSP } from '../../../src/modules/checkout/routes.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  newTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 /**
  * The hosted payment page over HTTP (docs/API.md: The hosted payment page, and payment_url in Transactions):
@@ -73,11 +67,7 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 for (const backend of backends()) {
   describe(`hosted payment page over HTTP (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const create = async (
       overrides: Record<string, unknown> = {},

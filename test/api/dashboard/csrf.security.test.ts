@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { activeUser, dashboard, invite, signIn } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { backends } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const CHANGES = [
   ['DELETE', '/dashboard/api/session'],
@@ -11,13 +12,11 @@ const CHANGES = [
 
 for (const backend of backends()) {
   describe(`dashboard CSRF and origin checks (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     let user: { email: string; password: string }
     before(async () => {
-      ctx = await createTestContext(backend)
       user = await activeUser(ctx, 'owner')
     })
-    after(() => ctx.close())
 
     const forbidden = (response: LightMyRequestResponse, message: RegExp) => {
       assert.equal(response.statusCode, 403)

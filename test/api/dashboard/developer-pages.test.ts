@@ -1,30 +1,21 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { activeUser, dashboard, signIn } from '../../helpers/dashboard.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  newTransaction,
-  startReceiver,
-  type TestContext,
-} from '../../helpers/harness.ts'
-import { FAST_DISPATCH, putConfig, type Receiver } from '../webhooks/helpers.ts'
+import { backends, call, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext, suiteReceiver } from '../../helpers/suite.ts'
+import { FAST_DISPATCH, putConfig } from '../webhooks/helpers.ts'
 
 for (const backend of backends()) {
   describe(`the dashboard's profile and delivery attempts (${backend})`, () => {
-    let ctx: TestContext
-    let receiver: Receiver
     let status = 200
     let owner: Awaited<ReturnType<typeof signIn>>
+    const ctx = suiteContext(backend, { services: FAST_DISPATCH })
+    const receiver = suiteReceiver(ctx, () => ({
+      status,
+      body: status === 200 ? 'ok' : 'down for maintenance',
+    }))
     before(async () => {
-      ctx = await createTestContext(backend, {}, FAST_DISPATCH)
-      receiver = await startReceiver(() => ({ status, body: status === 200 ? 'ok' : 'down for maintenance' }))
       owner = await signIn(ctx, await activeUser(ctx, 'owner'))
-    })
-    after(async () => {
-      await receiver.close()
-      await ctx.close()
     })
 
     it('the merchant profile: name, settlement, fees per method, payout fees, read by every role', async () => {

@@ -1,19 +1,16 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sha256Hex } from '../../../src/lib/crypto.ts'
 import { runMaintenance } from '../../../src/workers/maintenance.ts'
 import { activeUser, auditRows, dashboard, signIn } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { backends } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const DAY_MS = 24 * 3600 * 1000
 
 for (const backend of backends()) {
   describe(`dashboard session housekeeping (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('deletes sessions that ended more than 7 days ago, revoked or expired, and keeps the rest', async () => {
       const user = await activeUser(ctx, 'viewer')

@@ -1,20 +1,14 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sha256Hex } from '../../../src/lib/crypto.ts'
 import { CLI } from '../../../src/modules/users/deps.ts'
-import { auditRows, dashboard, invite, newEmail, signIn } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
-
-const PASSWORD = 'a long enough password'
+import { auditRows, dashboard, invite, newEmail, PASSWORD, signIn } from '../../helpers/dashboard.ts'
+import { backends } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
   describe(`dashboard invitations (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-      ctx.secrets.push(PASSWORD)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { secrets: [PASSWORD] })
 
     it('invites: a user without a password, and a one-time set-password link on the public base URL', async () => {
       const invited = await invite(ctx, 'support')

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import type {
   KyselyPlugin,
   PluginTransformQueryArgs,
@@ -10,7 +10,8 @@ import type {
 } from 'kysely'
 import { TableNode } from 'kysely'
 import { asUser, auditRows, dashboard, signedIn } from '../../helpers/dashboard.ts'
-import { backends, call, createTestContext, eventually, type TestContext } from '../../helpers/harness.ts'
+import { backends, call, eventually } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 type Session = Awaited<ReturnType<typeof signedIn>>
 
@@ -42,14 +43,12 @@ interface KeyView {
 
 for (const backend of backends()) {
   describe(`API keys in the dashboard (${backend})`, () => {
-    let ctx: TestContext
-    let developer: Session
     const fault = new KeyUseFault()
+    const ctx = suiteContext(backend, { plugins: [fault] })
+    let developer: Session
     before(async () => {
-      ctx = await createTestContext(backend, {}, {}, [fault])
       developer = await signedIn(ctx, 'developer')
     })
-    after(() => ctx.close())
 
     const list = async (): Promise<KeyView[]> => {
       const res = await dashboard(ctx, 'GET', '/dashboard/api/keys', { cookie: developer.cookie })

@@ -1,27 +1,20 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { DASHBOARD_OPERATIONS } from '../../../src/modules/dashboard/access.ts'
 import { ROLE_PERMISSIONS } from '../../../src/modules/users/roles.ts'
 import { activeUser, auditRows, dashboard, signIn } from '../../helpers/dashboard.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  paidTransaction,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { backends, call, paidTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const USER_ROLES = Object.keys(ROLE_PERMISSIONS) as (keyof typeof ROLE_PERMISSIONS)[]
 
 for (const backend of backends()) {
   describe(`the merchant API in the dashboard (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     let owner: Awaited<ReturnType<typeof signIn>>
     before(async () => {
-      ctx = await createTestContext(backend)
       owner = await signIn(ctx, await activeUser(ctx, 'owner'))
     })
-    after(() => ctx.close())
 
     it('lists and reads the signed-in merchant’s payments of the mode in the path, and only those', async () => {
       const mine = await paidTransaction(ctx, { description: 'dashboard-visible' })

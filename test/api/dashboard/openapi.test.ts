@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import Fastify from 'fastify'
 import { totpCode } from '../../../src/lib/totp.ts'
 import { dashboardRoutes, dashboardViews } from '../../../src/modules/dashboard/routes.ts'
@@ -13,9 +13,10 @@ import {
   invite,
   signedIn,
 } from '../../helpers/dashboard.ts'
-import { backends, call, createTestContext, startReceiver, type TestContext } from '../../helpers/harness.ts'
+import { backends, call, createTestContext } from '../../helpers/harness.ts'
 import { ERROR_SCHEMAS, type Json, operations } from '../../helpers/openapi.ts'
-import { putConfig, type Receiver } from '../webhooks/helpers.ts'
+import { suiteContext, suiteReceiver } from '../../helpers/suite.ts'
+import { putConfig } from '../webhooks/helpers.ts'
 
 /** Every route the dashboard's route plugins register, as `METHOD /path/{param}`, and whether it is hidden. */
 async function dashboardApiRoutes(): Promise<{ name: string; hidden: boolean }[]> {
@@ -97,20 +98,14 @@ describe("the dashboard API's OpenAPI document", () => {
 
 for (const backend of backends()) {
   describe(`the dashboard API's answers match its document (${backend})`, () => {
-    let ctx: TestContext
-    let receiver: Receiver
+    const ctx = suiteContext(backend)
+    const receiver = suiteReceiver(ctx)
     let contract: ReturnType<typeof responseContract>
     const violations: string[] = []
     const answered = new Set<string>()
 
-    before(async () => {
-      ctx = await createTestContext(backend)
-      receiver = await startReceiver()
+    before(() => {
       contract = responseContract(ctx.app.dashboardSwagger())
-    })
-    after(async () => {
-      await receiver.close()
-      await ctx.close()
     })
 
     /** A dashboard call, its answer checked against the document; `route` is its Fastify pattern. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { totpCode } from '../../../src/lib/totp.ts'
 import {
   asUser,
@@ -12,12 +12,12 @@ import {
 } from '../../helpers/dashboard.ts'
 import {
   backends,
-  createTestContext,
   extId,
   paidTransaction,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const TRC20 = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
 const newPayout = () => ({
@@ -35,11 +35,7 @@ const payouts = (ctx: TestContext, merchant: TestMerchant) =>
 
 for (const backend of backends()) {
   describe(`payouts from the dashboard, with the TOTP step (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const create = (user: Session, extra: { code?: string; csrf?: string | null; key?: string } = {}) =>
       dashboard(ctx, 'POST', '/integration/payouts', {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import {
   activeUser,
   asUser,
@@ -7,21 +7,16 @@ import {
   dashboard,
   invite,
   newEmail,
+  PASSWORD,
   signedIn,
   signIn,
 } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
-
-const PASSWORD = 'a long enough password'
+import { backends } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
   describe(`dashboard people (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-      ctx.secrets.push(PASSWORD)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { secrets: [PASSWORD] })
 
     it("lists the merchant's users, and only theirs, without any hash or secret", async () => {
       const owner = await signedIn(ctx, 'owner')
@@ -307,11 +302,7 @@ for (const backend of backends()) {
   })
 
   describe(`dashboard audit log (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it("reads the merchant's rows newest first, page by page, with the actor's email and nothing of others", async () => {
       const m = await ctx.newMerchant('Audited')

@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { USER_ROLES, type UserRole } from '../../../src/db/enums.ts'
 import { DASHBOARD_OPERATIONS, TEST_MODE_OPERATIONS } from '../../../src/modules/dashboard/access.ts'
 import { can, type Permission } from '../../../src/modules/users/roles.ts'
 import { activeUser, dashboard, signIn } from '../../helpers/dashboard.ts'
-import {
-  backends,
-  createTestContext,
-  extId,
-  paidTransaction,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { backends, extId, paidTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 /** One request of an action, in a role's session: its method, address, body and extra headers. */
 interface Action {
@@ -126,11 +121,10 @@ type Session = Awaited<ReturnType<typeof signIn>> & { role: UserRole }
 
 for (const backend of backends()) {
   describe(`the roles table, for every role and action (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     const sessions = new Map<UserRole, Session>()
     let fixtures: Fixtures
     before(async () => {
-      ctx = await createTestContext(backend)
       for (const role of USER_ROLES)
         sessions.set(role, { ...(await signIn(ctx, await activeUser(ctx, role))), role })
       // 1000.00 USD settles 1000 USDT, available at once in test mode: enough for every allowed payout.
@@ -138,7 +132,6 @@ for (const backend of backends()) {
       const paid = await paidTransaction(ctx)
       fixtures = { transaction: { uuid: paid.uuid, external_id: paid.external_id } }
     })
-    after(() => ctx.close())
 
     it('has a request for every operation the dashboard may call, and no other', () => {
       assert.deepEqual(Object.keys(OPERATIONS).sort(), Object.keys(DASHBOARD_OPERATIONS).sort())

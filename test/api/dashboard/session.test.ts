@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { sha256Hex } from '../../../src/lib/crypto.ts'
 import { CLI } from '../../../src/modules/users/deps.ts'
@@ -12,7 +12,8 @@ import {
   sessionCookie,
   signIn,
 } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { backends, type TestContext } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const withoutRequestId = (body: string) => {
   const parsed = JSON.parse(body)
@@ -29,11 +30,7 @@ const sessionRow = (ctx: TestContext, token: string) =>
 
 for (const backend of backends()) {
   describe(`dashboard sessions (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('signs in with the right password: a session cookie, the user, their permissions and a CSRF token', async () => {
       const user = await activeUser(ctx, 'support')
@@ -281,12 +278,10 @@ for (const backend of backends()) {
   })
 
   describe(`dashboard sign-in throttling (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     before(async () => {
-      ctx = await createTestContext(backend)
       ctx.config.dashboard.loginMaxFailuresPerAddress = 8
     })
-    after(() => ctx.close())
 
     it('after 5 failures for an email, refuses it with 429 even with the right password, from any address', async () => {
       const user = await activeUser(ctx, 'viewer')

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { totpCode } from '../../../src/lib/totp.ts'
 import { asUser, auditRows, dashboard, enrol, newEmail, signedIn } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { backends } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 /** More attempts at once than any limit: every one of them sees the same count unless it is reserved first. */
 const BURST = 30
@@ -15,11 +16,7 @@ const statuses = (responses: { statusCode: number }[]) => {
 
 for (const backend of backends()) {
   describe(`dashboard throttles under bursts of attempts (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('checks exactly 5 of 30 wrong passwords sent at once for one email; a right sign-in before counts for nothing', async () => {
       const user = await signedIn(ctx, 'viewer')

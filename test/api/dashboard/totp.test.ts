@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { Secret, TOTP, URI } from 'otpauth'
 import { totpCode, totpStepAt } from '../../../src/lib/totp.ts'
 import {
@@ -12,7 +12,8 @@ import {
   signedIn,
   signIn,
 } from '../../helpers/dashboard.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { backends, type TestContext } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const signInCall = (ctx: TestContext, user: { email: string; password: string }, totp_code?: string) =>
   dashboard(ctx, 'POST', '/dashboard/api/session', {
@@ -21,11 +22,7 @@ const signInCall = (ctx: TestContext, user: { email: string; password: string },
 
 for (const backend of backends()) {
   describe(`dashboard TOTP (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('enrols: an otpauth URI and its secret, stored sealed, in force only once a code is confirmed', async () => {
       const user = await signedIn(ctx, 'support')

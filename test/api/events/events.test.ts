@@ -1,22 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import * as eventsMigration from '../../../src/db/migrations/0007_events_api.ts'
 import type { Mode } from '../../../src/db/types.ts'
-import { startWorkers } from '../../../src/workers/index.ts'
 import { runMaintenance } from '../../../src/workers/maintenance.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  startReceiver,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, eventually, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
-
-type Receiver = Awaited<ReturnType<typeof startReceiver>>
+import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 
 interface EventJson {
   event: string
@@ -58,35 +47,20 @@ const withoutStatus = ({ webhook_status: _, ...body }: EventJson) => body
 
 for (const backend of backends()) {
   describe(`events (${backend})`, () => {
-    let ctx: TestContext
-    let workers: ReturnType<typeof startWorkers>
+    const ctx = suiteContext(backend, {
+      services: {
+        // A failed attempt is retried in an hour: the delivery stays pending for the whole suite.
+        dispatch: { schedule: [3600], random: () => 0.5 },
+        // Payouts complete when the test says so, not on the provider's own clock.
+        payouts: { completionMs: 3_600_000 },
+      },
+    })
     /** Answers 200, 410 and 500: a delivery that succeeds, one that fails at once, one left to retry. */
-    let ok: Receiver
-    let gone: Receiver
-    let broken: Receiver
+    const ok = suiteReceiver(ctx)
+    const gone = suiteReceiver(ctx, () => ({ status: 410 }))
+    const broken = suiteReceiver(ctx, () => ({ status: 500 }))
+    suiteWorkers(ctx)
     const random = seededRandom(14)
-
-    before(async () => {
-      ctx = await createTestContext(
-        backend,
-        {},
-        {
-          // A failed attempt is retried in an hour: the delivery stays pending for the whole suite.
-          dispatch: { schedule: [3600], random: () => 0.5 },
-          // Payouts complete when the test says so, not on the provider's own clock.
-          payouts: { completionMs: 3_600_000 },
-        },
-      )
-      ok = await startReceiver()
-      gone = await startReceiver(() => ({ status: 410 }))
-      broken = await startReceiver(() => ({ status: 500 }))
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
-    })
-    after(async () => {
-      await workers.stop()
-      await Promise.all([ok.close(), gone.close(), broken.close()])
-      await ctx.close()
-    })
 
     const as = (merchant: TestMerchant, mode: Mode = 'test') => ({ as: { merchant, mode } })
 

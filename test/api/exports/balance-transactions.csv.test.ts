@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { allPages, expectedCell, getCsv } from '../../helpers/csv.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  paidTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, paidTransaction, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 interface Item {
   uuid: string
@@ -37,11 +31,7 @@ let keyCounter = 0
 
 for (const backend of backends()) {
   describe(`balance transactions CSV export (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     async function activity(merchant: TestMerchant) {
       const as = { merchant }

@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { allPages, expectedCell, getCsv } from '../../helpers/csv.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  paidTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, paidTransaction, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 type EventJson = Record<string, unknown> & {
   transaction?: Record<string, unknown>
@@ -34,11 +28,7 @@ function expectedRow(event: EventJson): string[] {
 
 for (const backend of backends()) {
   describe(`events CSV export (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const pay = async (
       merchant: TestMerchant,

@@ -1,15 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { allPages, assertSameRows, getCsv } from '../../helpers/csv.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  extId,
-  paidTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, extId, paidTransaction, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const TRC20 = { address: 'TJRabPrwbZy45sbavfcjinPJC18kjpRTv8', network: 'TRC20' }
 const CARD = { card_number: '4111111111111111', holder_name: 'JANE DOE' }
@@ -29,11 +22,7 @@ const flat = (payout: Record<string, unknown>) => {
 
 for (const backend of backends()) {
   describe(`payouts CSV export (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const fund = (merchant: TestMerchant) =>
       paidTransaction(ctx, { amount: 1_000_000, currency: 'USD' }, { merchant })

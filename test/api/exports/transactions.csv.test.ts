@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { parse } from 'csv-parse/sync'
 import { allPages, assertSameRows, getCsv } from '../../helpers/csv.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  newTransaction,
-  type TestContext,
-  transactionRow,
-} from '../../helpers/harness.ts'
+import { backends, call, newTransaction, transactionRow } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const HOSTILE = ['=HYPERLINK("http://evil.test","x")', '+1+2', '-2+3', '@SUM(A1:A2)', '\tTAB', '\rCR']
 
 for (const backend of backends()) {
   describe(`transactions CSV export (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('round-trips: the CSV is the JSON list, every page of it, in the same order and columns', async () => {
       const merchant = await ctx.newMerchant()

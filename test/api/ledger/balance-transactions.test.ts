@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { SimulatorConnector } from '../../../src/connectors/simulator/index.ts'
 import type { ProviderRefundResult } from '../../../src/connectors/types.ts'
@@ -8,14 +8,13 @@ import type { Mode } from '../../../src/db/types.ts'
 import {
   backends,
   call,
-  createTestContext,
   DEMO_TEST_RATES,
   extId,
   newTransaction,
-  type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const PATH = 'http://gateway.test/integration/balance-transactions'
 /** The sandbox provider declines payouts to this card (docs/API.md): the payout is created, then fails. */
@@ -66,16 +65,10 @@ type Who = { merchant: TestMerchant; mode: Mode }
 
 for (const backend of backends()) {
   describe(`balance transactions (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      // The sandbox provider completes a payout as soon as the payout job asks about it.
-      ctx = await createTestContext(
-        backend,
-        {},
-        { simulator: new DecliningProvider({ payoutCompletionMs: 0 }), payouts: { completionMs: 0 } },
-      )
+    // The sandbox provider completes a payout as soon as the payout job asks about it.
+    const ctx = suiteContext(backend, {
+      services: { simulator: new DecliningProvider({ payoutCompletionMs: 0 }), payouts: { completionMs: 0 } },
     })
-    after(() => ctx.close())
 
     const list = (who: Who, query: Record<string, string> = {}) => {
       const qs = new URLSearchParams(query).toString()

@@ -1,37 +1,22 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { AccountKind } from '../../../src/db/types.ts'
 import { newId } from '../../../src/lib/ids.ts'
 import type { Posting } from '../../../src/modules/ledger/service.ts'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import type { Simulation } from '../../../src/modules/sandbox/service.ts'
+import { backends, call, createTestContext, newTransaction, paidTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
   describe(`ledger, balances and rates (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
-    const pay = async (
+    const pay = (
       mode: 'test' | 'live',
       overrides = {},
-      simulation = 'paid',
+      simulation: Simulation = 'paid',
       merchant = ctx.merchant,
-    ) => {
-      const as = { merchant, mode }
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
-      assert.equal(created.statusCode, 201, created.body)
-      const res = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/${simulation}`,
-        undefined,
-        { as },
-      )
-      assert.equal(res.statusCode, 200, res.body)
-      return res.json()
-    }
+    ) => paidTransaction(ctx, overrides, { merchant, mode }, simulation)
     const balances = async (mode: 'test' | 'live', merchant = ctx.merchant) => {
       const res = await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant, mode } })
       assert.equal(res.statusCode, 200, res.body)
@@ -246,11 +231,7 @@ for (const backend of backends()) {
 
 for (const backend of backends()) {
   describe(`ledger under concurrent payments (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('20 paid callbacks at once for a brand-new merchant: all applied, balances equal the sum, ledger verifies', async () => {
       const m = await ctx.newMerchant('Burst')

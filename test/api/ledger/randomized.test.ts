@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  DEMO_TEST_RATES,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, DEMO_TEST_RATES, type TestMerchant } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 /**
  * A long random walk over the money-moving operations (docs/API.md: Transactions, Refunds, Payouts, Balances,
@@ -117,12 +111,8 @@ type Response = Awaited<ReturnType<typeof call>>
 
 for (const backend of backends()) {
   describe(`ledger under a random walk of ${OPERATIONS} operations (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      // The sandbox provider completes a payout as soon as the payout job asks about it.
-      ctx = await createTestContext(backend, {}, { payouts: { completionMs: 0 } })
-    })
-    after(() => ctx.close())
+    // The sandbox provider completes a payout as soon as the payout job asks about it.
+    const ctx = suiteContext(backend, { services: { payouts: { completionMs: 0 } } })
 
     it(`seed ${SEED}: balances equal the model of the API's answers; ledger verify is clean`, {
       timeout: 180_000,

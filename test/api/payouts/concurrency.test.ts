@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
 import {
   backends,
   call,
-  createTestContext,
   extId,
-  newTransaction,
-  type TestContext,
+  paidTransaction as paidInSandbox,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 let keyCounter = 0
 const idem = (prefix: string) => `${prefix}-${Date.now()}-${keyCounter++}`
@@ -23,33 +22,13 @@ type Balance = { currency: string; available: number; pending: number; reserved:
 
 for (const backend of backends()) {
   describe(`payouts under concurrency (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     /** A paid USD transaction: in test mode its settlement is available at once. */
     const paidTransaction = async (merchant: TestMerchant, mode: Mode, cents: number) => {
-      const as = { merchant, mode }
-      const created = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ amount: cents, currency: 'USD' }),
-        { as },
-      )
-      assert.equal(created.statusCode, 201, created.body)
-      const paid = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/paid`,
-        undefined,
-        { as },
-      )
-      assert.equal(paid.statusCode, 200, paid.body)
-      assert.equal(paid.json().settlement_amount, cents * MICRO_PER_CENT)
-      return paid.json()
+      const paid = await paidInSandbox(ctx, { amount: cents, currency: 'USD' }, { merchant, mode })
+      assert.equal(paid.settlement_amount, cents * MICRO_PER_CENT)
+      return paid
     }
     /** Live money waits for its 24 h hold: the settlement job, run as if the hold were over, releases it. */
     const settleLive = async () => {

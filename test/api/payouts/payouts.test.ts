@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import type { Mode } from '../../../src/db/types.ts'
-import { startWorkers } from '../../../src/workers/index.ts'
 import {
   backends,
   call,
-  createTestContext,
   eventually,
   extId,
   newTransaction,
@@ -17,6 +15,7 @@ import {
   type TestMerchant,
 } from '../../helpers/harness.ts'
 import { payoutCallbacks } from '../../helpers/rows.ts'
+import { FAST_WORKERS, suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
 // Every expected figure below is worked out by hand in the comment above it (docs/API.md, Payouts):
@@ -167,11 +166,7 @@ const isIso = (value: unknown) =>
 
 for (const backend of backends()) {
   describe(`payouts (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend, { fxMaxAgeSeconds: FX_MAX_AGE_SECONDS })
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { config: { fxMaxAgeSeconds: FX_MAX_AGE_SECONDS } })
     const h = helpers(() => ctx)
 
     describe('quote', () => {
@@ -985,31 +980,18 @@ for (const backend of backends()) {
   })
 
   describe(`payout events (${backend})`, () => {
-    let ctx: TestContext
-    let receiver: Awaited<ReturnType<typeof startReceiver>>
-    let workers: ReturnType<typeof startWorkers>
+    // The sandbox provider completes a payout 100 ms after taking it; the worker asks every 50 ms.
+    const ctx = suiteContext(backend, {
+      services: { payouts: { completionMs: 100, timing: { pollIntervalMs: 50 } } },
+    })
+    const receiver = suiteReceiver(ctx)
+    suiteWorkers(ctx, { ...FAST_WORKERS, payoutIntervalMs: 50 })
     let secret: string
     before(async () => {
-      // The sandbox provider completes a payout 100 ms after taking it; the worker asks every 50 ms.
-      ctx = await createTestContext(
-        backend,
-        {},
-        { payouts: { completionMs: 100, timing: { pollIntervalMs: 50 } } },
-      )
-      receiver = await startReceiver()
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, {
-        dispatcher: { pollMs: 50 },
-        payoutIntervalMs: 50,
-      })
       const put = await call(ctx, 'PUT', '/integration/webhook', { url: `${receiver.url}/hooks` })
       assert.equal(put.statusCode, 200, put.body)
       secret = put.json().secret
       await helpers(() => ctx).fund(ctx.merchant)
-    })
-    after(async () => {
-      await workers.stop()
-      await receiver.close()
-      await ctx.close()
     })
     const h = helpers(() => ctx)
     const about = (r: Awaited<ReturnType<typeof startReceiver>>, uuid: string) =>
@@ -1105,15 +1087,9 @@ for (const backend of backends()) {
   })
 
   describe(`payout checks by a worker (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(
-        backend,
-        {},
-        { payouts: { completionMs: 0, timing: { pollIntervalMs: 0 } } },
-      )
+    const ctx = suiteContext(backend, {
+      services: { payouts: { completionMs: 0, timing: { pollIntervalMs: 0 } } },
     })
-    after(() => ctx.close())
     const h = helpers(() => ctx)
 
     it('checkDue completes a processing payout once the provider says so', async () => {

@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Insertable } from 'kysely'
 import type { RefundsTable } from '../../../src/db/types.ts'
 import { allPages, assertSameRows, getCsv } from '../../helpers/csv.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  paidTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, call, paidTransaction, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 let keyCounter = 0
 const idem = () => `refund-list-${Date.now()}-${keyCounter++}`
@@ -19,11 +13,7 @@ const uuids = (page: { data: { uuid: string }[] }) => page.data.map((row) => row
 
 for (const backend of backends()) {
   describe(`list refunds (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const paid = (merchant: TestMerchant, overrides = {}, mode: 'test' | 'live' = 'test') =>
       paidTransaction(ctx, overrides, { merchant, mode })

@@ -1,40 +1,24 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import {
   backends,
   call,
-  createTestContext,
   newTransaction,
-  type TestContext,
+  paidTransaction as paidInSandbox,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 let keyCounter = 0
 const idem = () => `refund-${Date.now()}-${keyCounter++}`
 
 for (const backend of backends()) {
   describe(`refunds (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     /** A paid test-mode transaction (its settlement is available at once). */
-    const paidTransaction = async (merchant: TestMerchant, overrides = {}) => {
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: { merchant },
-      })
-      assert.equal(created.statusCode, 201, created.body)
-      const paid = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/paid`,
-        undefined,
-        { as: { merchant } },
-      )
-      return paid.json()
-    }
+    const paidTransaction = (merchant: TestMerchant, overrides = {}) =>
+      paidInSandbox(ctx, overrides, { merchant })
     /**
      * A merchant with some money already available: a settlement is floored and a refund debit is ceiled
      * (docs/API.md: Transactions, Refunds), so refunding a payment in full costs up to a micro unit more than it

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const SIMULATIONS = [
   ['paid', 'paid'],
@@ -13,11 +14,7 @@ const SIMULATIONS = [
 
 for (const backend of backends()) {
   describe(`sandbox with APP_ENV=production (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend, { appEnv: 'production' })
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { config: { appEnv: 'production' } })
 
     const create = async (mode: Mode) => {
       const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(), { as: { mode } })

@@ -1,16 +1,11 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, describe, it, mock } from 'node:test'
+import { before, describe, it, mock } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { Mode } from '../../../src/db/types.ts'
 import { sign } from '../../../src/http/auth.ts'
-import {
-  backends,
-  createTestContext,
-  injectToEnd,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { backends, injectToEnd, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 import { DOCUMENTED_OPERATIONS, ROUTE_TABLE, SECURITY_ROUTES, type SecurityRoute } from './routes.ts'
 
 interface Key {
@@ -143,13 +138,11 @@ describe('the security table and the OpenAPI document', () => {
 
 for (const backend of backends()) {
   describe(`authentication and isolation on every route (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     let key: Key
     before(async () => {
-      ctx = await createTestContext(backend)
       key = ctx.merchant.keys.test
     })
-    after(() => ctx.close())
 
     it('GET /integration/health needs no credentials, and ignores bad ones', async () => {
       for (const credentials of [{}, { 'x-api-key': 'sk_test_nope' }, { 'x-signature': 'garbage' }]) {

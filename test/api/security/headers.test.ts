@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { readdirSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { backends, call, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const BUILT = fileURLToPath(new URL('../../../dist/dashboard/', import.meta.url))
 
@@ -44,11 +45,7 @@ function getPaths(app: TestContext['app']): string[] {
 
 for (const backend of backends()) {
   describe(`security headers (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('every dashboard path and every built file carries the page policy, framing refused', async () => {
       const files = builtFiles()

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { sign } from '../../../src/http/auth.ts'
-import { backends, createTestContext, injectToEnd, type TestContext } from '../../helpers/harness.ts'
+import { backends, injectToEnd, type TestContext } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 import { SECURITY_ROUTES } from './routes.ts'
 
 interface Sent {
@@ -24,11 +25,7 @@ const linesOf = (ctx: TestContext, requestId: string): Record<string, unknown>[]
 
 for (const backend of backends()) {
   describe(`credentials never reach the logs (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('requests with X-Api-Key and X-Signature, accepted and refused, log no secret and no credential header', async () => {
       const sent: Sent[] = []

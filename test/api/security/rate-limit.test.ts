@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../../src/app.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { backends, call, eventually, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const limits = { perSecond: 2, burst: 5 }
@@ -18,11 +12,7 @@ const header = (res: { headers: Record<string, unknown> }, name: string) => Numb
 
 for (const backend of backends()) {
   describe(`rate limits per API key (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend, { rateLimit: limits })
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { config: { rateLimit: limits } })
 
     it('a burst passes with RateLimit-* headers counting down, then 429 rate_limited with Retry-After', async () => {
       const shop = await ctx.newMerchant('Burst Shop')

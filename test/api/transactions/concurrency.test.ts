@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { after, before, describe, it } from 'node:test'
-import {
-  backends,
-  call,
-  createTestContext,
-  extId,
-  newTransaction,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { describe, it } from 'node:test'
+import { backends, call, extId, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const CREATE = '/integration/transactions'
 const N = 50
 
 for (const backend of backends()) {
   describe(`concurrent transaction creation (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     const rowsWithExternalId = (externalId: string) =>
       ctx.db.selectFrom('transactions').select('uuid').where('external_id', '=', externalId).execute()

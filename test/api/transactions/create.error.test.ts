@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import {
   backends,
   call,
-  createTestContext,
   eventually,
   extId,
   newTransaction,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 // Rates older than this are stale. An hour, not a minute: the suite's other rates, set when the context is
 // made, must stay fresh however slow the machine; the stale ones are aged explicitly.
@@ -79,11 +79,7 @@ const ageRate = (ctx: TestContext, currency: string, seconds: number) =>
 
 for (const backend of backends()) {
   describe(`create transaction: errors (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend, { fxMaxAgeSeconds: FX_MAX_AGE_SECONDS })
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { config: { fxMaxAgeSeconds: FX_MAX_AGE_SECONDS } })
 
     describe('validation', () => {
       it('names every missing required field', async () => {

@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import { describe, it } from 'node:test'
+import { backends, call, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
   describe(`create transaction (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('creates a card payment: 201, Location, fees, FX and settlement', async () => {
       await ctx.services.merchants.setFee(ctx.merchant.uuid, 'card', 250, 5000)

@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import {
-  backends,
-  call,
-  createTestContext,
-  newTransaction,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { describe, it } from 'node:test'
+import { backends, call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
 // Every expected figure below is worked out by hand in the comment above it.
@@ -24,11 +18,7 @@ async function merchantSettledIn(ctx: TestContext, settlementCurrency: string): 
 
 for (const backend of backends()) {
   describe(`transaction fees, FX and settlement (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     // Each test uses its own merchant, so fees, markup and TTL set by one never leak into another.
     const pay = async (merchant: TestMerchant, overrides: Record<string, unknown>) => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { v7 } from 'uuid'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import { backends, call, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 /** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
 function assertNotFound(res: LightMyRequestResponse, what = '') {
@@ -17,7 +18,7 @@ function assertNotFound(res: LightMyRequestResponse, what = '') {
 
 for (const backend of backends()) {
   describe(`get transaction (${backend})`, () => {
-    let ctx: TestContext
+    const ctx = suiteContext(backend)
     // biome-ignore lint/suspicious/noExplicitAny: response bodies
     let card: any
     // biome-ignore lint/suspicious/noExplicitAny: response bodies
@@ -28,7 +29,6 @@ for (const backend of backends()) {
     const sent = new Map<string, string>()
 
     before(async () => {
-      ctx = await createTestContext(backend)
       const made = async (body: Record<string, unknown>) => {
         const res = await call(ctx, 'POST', '/integration/transactions', body)
         assert.equal(res.statusCode, 201, res.body)
@@ -46,7 +46,6 @@ for (const backend of backends()) {
       p2p = await made(newTransaction({ payment_method: 'p2p_card', amount: 250000 }))
       bank = await made(newTransaction({ payment_method: 'bank_transfer', currency: 'USD', amount: 1999 }))
     })
-    after(() => ctx.close())
 
     describe('by uuid', () => {
       it('answers 200 with the transaction exactly as created', async () => {

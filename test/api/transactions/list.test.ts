@@ -1,15 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import type { NewTransaction } from '../../../src/db/types.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  newTransaction,
-  type TestContext,
-  type TestMerchant,
-  transactionRow,
-} from '../../helpers/harness.ts'
+import { backends, call, newTransaction, type TestMerchant, transactionRow } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const PATH = 'http://gateway.test/integration/transactions'
 
@@ -41,11 +34,7 @@ const only = <T>(list: T[]): T => {
 
 for (const backend of backends()) {
   describe(`list transactions (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     /** A merchant of its own per test, so each test sees exactly the rows it inserted. */
     async function merchantWith(rows: Partial<NewTransaction>[]) {

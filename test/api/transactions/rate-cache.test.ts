@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { AppError } from '../../../src/http/errors.ts'
 import { createRateService } from '../../../src/modules/rates/service.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { backends, call, eventually, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 /** The rate a new EUR payment is created at. */
 async function eurRate(ctx: TestContext): Promise<string> {
@@ -25,11 +19,7 @@ async function eurRate(ctx: TestContext): Promise<string> {
 
 for (const backend of backends()) {
   describe(`market rates are read once per rateCacheMs (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend, { rateCacheMs: 300 })
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend, { config: { rateCacheMs: 300 } })
 
     it('a rate changed elsewhere is seen within rateCacheMs; one set through the service at once', async () => {
       assert.equal(await eurRate(ctx), '0.92')
@@ -46,11 +36,7 @@ for (const backend of backends()) {
   })
 
   describe(`a merchant rate derived from a snapshot (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('is derived per currency, settlement currency and markup, and its age is checked on every use', async () => {
       await ctx.services.rates.setMarketRate('EUR', '0.92')

@@ -1,14 +1,7 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import { startWorkers } from '../../../src/workers/index.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  startReceiver,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { describe, it } from 'node:test'
+import { backends, call, eventually } from '../../helpers/harness.ts'
+import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 import {
   ALL_EVENTS,
   createTx,
@@ -17,7 +10,6 @@ import {
   FAST_DISPATCH,
   getConfig,
   putConfig,
-  type Receiver,
   receivedAbout,
   simulate,
   verifies,
@@ -28,11 +20,7 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 for (const backend of backends()) {
   describe(`GET and PUT /integration/webhook (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend)
-    })
-    after(() => ctx.close())
+    const ctx = suiteContext(backend)
 
     it('before any PUT: url null, enabled, every event, and a whsec_ secret that stays the same', async () => {
       const merchant = await ctx.newMerchant()
@@ -310,22 +298,10 @@ for (const backend of backends()) {
   })
 
   describe(`where events go: callback_url, then the configured URL (${backend})`, () => {
-    let ctx: TestContext
-    let configured: Receiver
-    let callback: Receiver
-    let workers: ReturnType<typeof startWorkers>
-    before(async () => {
-      ctx = await createTestContext(backend, {}, FAST_DISPATCH)
-      configured = await startReceiver()
-      callback = await startReceiver()
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
-    })
-    after(async () => {
-      await workers.stop()
-      await configured.close()
-      await callback.close()
-      await ctx.close()
-    })
+    const ctx = suiteContext(backend, { services: FAST_DISPATCH })
+    const configured = suiteReceiver(ctx)
+    const callback = suiteReceiver(ctx)
+    suiteWorkers(ctx)
 
     it("a transaction's callback_url takes its events even when a webhook URL is configured", async () => {
       const merchant = await ctx.newMerchant()

@@ -1,18 +1,17 @@
 import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
-import { startWorkers } from '../../../src/workers/index.ts'
+import { describe, it } from 'node:test'
 import {
   backends,
   call,
-  createTestContext,
   eventually,
   type Received,
   startReceiver,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 import {
   attemptRows,
   createTx,
@@ -94,18 +93,10 @@ async function startEndlessServer() {
 
 for (const backend of backends()) {
   describe(`POST /integration/webhook/test and the delivery log (${backend})`, () => {
-    let ctx: TestContext
-    let receiver: Receiver
     /** What the receiver answers next. */
     let answer: { status: number; body?: string } = { status: 200, body: 'ok' }
-    before(async () => {
-      ctx = await createTestContext(backend, {}, FAST_DISPATCH)
-      receiver = await startReceiver(() => answer)
-    })
-    after(async () => {
-      await receiver.close()
-      await ctx.close()
-    })
+    const ctx = suiteContext(backend, { services: FAST_DISPATCH })
+    const receiver = suiteReceiver(ctx, () => answer)
     const answering = async <T>(reply: typeof answer, run: () => Promise<T>): Promise<T> => {
       answer = reply
       try {
@@ -421,16 +412,8 @@ for (const backend of backends()) {
   })
 
   describe(`redelivery, no retries for tests, and 410 Gone (${backend})`, () => {
-    let ctx: TestContext
-    let workers: ReturnType<typeof startWorkers>
-    before(async () => {
-      ctx = await createTestContext(backend, {}, FAST_DISPATCH)
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
-    })
-    after(async () => {
-      await workers.stop()
-      await ctx.close()
-    })
+    const ctx = suiteContext(backend, { services: FAST_DISPATCH })
+    suiteWorkers(ctx)
 
     /** Runs `body` with a receiver of its own, closed afterwards. */
     async function withReceiver<T>(

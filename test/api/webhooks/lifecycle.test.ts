@@ -1,35 +1,19 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
 import { WAKE_CHANNEL } from '../../../src/modules/webhooks/service.ts'
-import { startWorkers } from '../../../src/workers/index.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  startReceiver,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { backends, call, eventually, newTransaction, startReceiver } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
+import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
   describe(`sandbox simulations deliver signed events (${backend})`, () => {
-    let ctx: TestContext
-    let receiver: Awaited<ReturnType<typeof startReceiver>>
-    let workers: ReturnType<typeof startWorkers>
+    const ctx = suiteContext(backend)
+    const receiver = suiteReceiver(ctx)
+    suiteWorkers(ctx)
     before(async () => {
-      ctx = await createTestContext(backend)
-      receiver = await startReceiver()
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
       const put = await call(ctx, 'PUT', '/integration/webhook', { url: `${receiver.url}/hooks` })
       assert.equal(put.statusCode, 200, put.body)
-    })
-    after(async () => {
-      await workers.stop()
-      await receiver.close()
-      await ctx.close()
     })
 
     const create = async (overrides = {}) => {

@@ -1,24 +1,14 @@
 import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { after, before, describe, it } from 'node:test'
-import { startWorkers } from '../../../src/workers/index.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  type Received,
-  startReceiver,
-  type TestContext,
-  type TestMerchant,
-} from '../../helpers/harness.ts'
+import { describe, it } from 'node:test'
+import { backends, call, eventually, type Received, type TestMerchant } from '../../helpers/harness.ts'
+import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 import {
   createTx,
   FAST_DISPATCH,
   getConfig,
   putConfig,
-  type Receiver,
   receivedAbout,
   receivedFor,
   rotate,
@@ -39,19 +29,9 @@ function assertExpiresIn(at: string, seconds: number) {
 
 for (const backend of backends()) {
   describe(`webhook secret rotation (${backend})`, () => {
-    let ctx: TestContext
-    let receiver: Receiver
-    let workers: ReturnType<typeof startWorkers>
-    before(async () => {
-      ctx = await createTestContext(backend, {}, FAST_DISPATCH)
-      receiver = await startReceiver()
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
-    })
-    after(async () => {
-      await workers.stop()
-      await receiver.close()
-      await ctx.close()
-    })
+    const ctx = suiteContext(backend, { services: FAST_DISPATCH })
+    const receiver = suiteReceiver(ctx)
+    suiteWorkers(ctx)
 
     /** A merchant of its own, with the receiver as its webhook URL: each test starts from one secret. */
     async function freshMerchant(): Promise<{ merchant: TestMerchant; secret: string }> {

@@ -1,16 +1,8 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { newId } from '../../../src/lib/ids.ts'
-import { startWorkers } from '../../../src/workers/index.ts'
-import {
-  backends,
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  startReceiver,
-  type TestContext,
-} from '../../helpers/harness.ts'
+import { backends, call, eventually, newTransaction } from '../../helpers/harness.ts'
+import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 import { attemptRows } from './helpers.ts'
 
 /** Targets that must never be reached from the gateway, as a merchant might write them. */
@@ -37,24 +29,13 @@ const PRIVATE_TARGETS: [string, string][] = [
 
 for (const backend of backends()) {
   describe(`SSRF: private targets are refused when private networks are not allowed (${backend})`, () => {
-    let ctx: TestContext
-    let workers: ReturnType<typeof startWorkers>
-    let receiver: Awaited<ReturnType<typeof startReceiver>>
-    before(async () => {
-      // A refused attempt is retried a minute later: long after the suite ends.
-      ctx = await createTestContext(
-        backend,
-        { webhookAllowPrivateNetworks: false },
-        { dispatch: { schedule: [60] } },
-      )
-      receiver = await startReceiver()
-      workers = startWorkers(ctx.handle, ctx.services, ctx.app.log, { dispatcher: { pollMs: 50 } })
+    // A refused attempt is retried a minute later: long after the suite ends.
+    const ctx = suiteContext(backend, {
+      config: { webhookAllowPrivateNetworks: false },
+      services: { dispatch: { schedule: [60] } },
     })
-    after(async () => {
-      await receiver?.close()
-      await workers?.stop()
-      await ctx?.close()
-    })
+    const workers = suiteWorkers(ctx)
+    const receiver = suiteReceiver(ctx)
 
     it('PUT /integration/webhook refuses each private target with 422 naming url, and stores nothing', async () => {
       for (const [what, url] of PRIVATE_TARGETS) {
@@ -174,11 +155,9 @@ for (const backend of backends()) {
   })
 
   describe(`SSRF: production requires https (${backend})`, () => {
-    let ctx: TestContext
-    before(async () => {
-      ctx = await createTestContext(backend, { appEnv: 'production', webhookAllowPrivateNetworks: false })
+    const ctx = suiteContext(backend, {
+      config: { appEnv: 'production', webhookAllowPrivateNetworks: false },
     })
-    after(() => ctx?.close())
 
     it('an http webhook URL is 422, an https one to a public address is accepted', async () => {
       const http = await call(ctx, 'PUT', '/integration/webhook', { url: 'http://8.8.8.8/hooks' })
