@@ -1,16 +1,18 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { sql } from 'kysely'
 import pg from 'pg'
 import {
   createTestContext,
   eventually,
   newTransaction,
+  postgresUrlOf,
+  serviceEnv,
   startReceiver,
-  TEST_MASTER_KEY,
   type TestContext,
 } from '../helpers/harness.ts'
-import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { listenerPids, onPostgres, terminateSessions } from '../helpers/postgres.ts'
+import { assertRunning, type Reply, request as send } from '../helpers/processes.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
  * Database loss is survived: the real program (`serve`) on PostgreSQL has its connections cut by
@@ -20,8 +22,7 @@ import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '.
  * LISTEN session that wakes the webhook dispatcher.
  */
 
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
-const ADMIN_URL = process.env.TEST_DATABASE_URL
+const ADMIN_URL = onPostgres()
 
 /** The program compiles with tsx at start: generous, as CI machines can be busy. */
 const START_DEADLINE_MS = 30_000
@@ -34,40 +35,14 @@ const CUT_SPACING_MS = 300
 const CREATED_BETWEEN_CUTS = 10
 /** The dispatcher's poll interval: a delivery sooner than this was woken by NOTIFY, not found by a poll. */
 const POLL_INTERVAL_MS = 1000
-/** The service's name for its sessions in pg_stat_activity. */
-const APPLICATION_NAME = 'merchant-gateway'
-
-interface Reply {
-  status: number
-  headers: Headers
-  text: string
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies
-  json(): any
-}
 
 /** One real HTTP request, given up after REQUEST_TIMEOUT_MS. */
-async function request(
+const request = (
   base: string,
   method: string,
   path: string,
   options: { secret?: string; body?: unknown } = {},
-): Promise<Reply> {
-  const headers: Record<string, string> = {}
-  if (options.secret) headers['x-api-key'] = options.secret
-  let body: string | undefined
-  if (options.body !== undefined) {
-    headers['content-type'] = 'application/json'
-    body = JSON.stringify(options.body)
-  }
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    body,
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  })
-  const text = await res.text()
-  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) }
-}
+) => send(base, method, path, { ...options, timeoutMs: REQUEST_TIMEOUT_MS })
 
 /** The contract's 503: the envelope with code `unavailable`, retryable after a second. */
 function assertUnavailable(reply: Reply, what: string): void {
@@ -91,33 +66,13 @@ describe('database loss: cut connections and an unreachable database are survive
   let receiver: Awaited<ReturnType<typeof startReceiver>>
 
   /** Fails with the program's output when it has exited. */
-  const alive = (): void => {
-    if (program.child.exitCode !== null || program.child.signalCode !== null)
-      throw new Error(
-        `the program exited (${program.child.exitCode ?? program.child.signalCode}):\n${program.output()}`,
-      )
-  }
+  const alive = (): void => assertRunning(program)
 
   /** Ends every session on the test database (the program's, and this process's idle ones): how many. */
-  async function cut(): Promise<number> {
-    const { rows } = await admin.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM (
-         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()
-       ) ended`,
-      [database],
-    )
-    return rows[0]?.n ?? 0
-  }
+  const cut = (): Promise<number> => terminateSessions(admin, database)
 
   /** The program's sessions that LISTEN for new webhook deliveries, by pid. */
-  async function listeners(): Promise<number[]> {
-    const { rows } = await admin.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity
-       WHERE datname = $1 AND application_name = $2 AND query LIKE 'LISTEN%'`,
-      [database, APPLICATION_NAME],
-    )
-    return rows.map((row) => row.pid)
-  }
+  const listeners = (): Promise<number[]> => listenerPids(admin, database)
   const listening = async (): Promise<number> => (await listeners()).length
 
   /** Waits for the one LISTEN session to be another than `old` (a terminated backend lingers a moment). */
@@ -127,6 +82,18 @@ describe('database loss: cut connections and an unreachable database are survive
         alive()
         const pids = await listeners()
         return pids.length === 1 && pids[0] !== old
+      },
+      10_000,
+      20,
+    )
+
+  /** Polls health until it answers `status`: that answer. */
+  const healthAnswering = (status: number) =>
+    eventually(
+      async () => {
+        alive()
+        const health = await request(base, 'GET', '/integration/health')
+        return health.status === status ? health : null
       },
       10_000,
       20,
@@ -181,10 +148,8 @@ describe('database loss: cut connections and an unreachable database are survive
   before(async () => {
     // A fresh database, migrated, with rates, requisites and merchants (this process's API is not used).
     ctx = await createTestContext('postgres')
-    const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
-    database = rows[0]?.name as string
-    const url = new URL(ADMIN_URL)
-    url.pathname = `/${database}`
+    const databaseUrl = await postgresUrlOf(ctx)
+    database = new URL(databaseUrl).pathname.slice(1)
     secret = ctx.merchant.keys.test.secret
     // Cuts and checks go through a session on another database, out of reach of the cuts.
     admin = new pg.Client({ connectionString: ADMIN_URL })
@@ -195,16 +160,7 @@ describe('database loss: cut connections and an unreachable database are survive
     base = `http://127.0.0.1:${port}`
     program = spawnProgram(
       ['serve'],
-      programEnv({
-        APP_ENV: 'development',
-        DATABASE_URL: url.toString(),
-        MASTER_KEY: TEST_MASTER_KEY,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        RATE_LIMIT_PER_SECOND: '100000',
-        RATE_LIMIT_BURST: '100000',
-      }),
+      serviceEnv(databaseUrl, port, { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '100000' }),
     )
     await eventually(async () => (await healthy()) && (await listening()) === 1, START_DEADLINE_MS, 100)
     const put = await request(base, 'PUT', '/integration/webhook', {
@@ -350,15 +306,7 @@ describe('database loss: cut connections and an unreachable database are survive
     await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
     try {
       await cut()
-      const down = await eventually(
-        async () => {
-          alive()
-          const health = await request(base, 'GET', '/integration/health')
-          return health.status === 503 ? health : null
-        },
-        10_000,
-        20,
-      )
+      const down = await healthAnswering(503)
       assert.equal(down.json().database, 'unreachable')
       assert.equal(down.json().status, 'degraded')
       const refused = await request(base, 'POST', '/integration/transactions', {
@@ -370,15 +318,7 @@ describe('database loss: cut connections and an unreachable database are survive
     } finally {
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
     }
-    const up = await eventually(
-      async () => {
-        alive()
-        const health = await request(base, 'GET', '/integration/health')
-        return health.status === 200 ? health : null
-      },
-      10_000,
-      20,
-    )
+    const up = await healthAnswering(200)
     assert.equal(up.json().database, 'ok')
     const created = await request(base, 'POST', '/integration/transactions', {
       secret,

@@ -4,7 +4,16 @@ import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
 import { sql } from 'kysely'
 import { sign } from '../../src/http/auth.ts'
-import { call, createTestContext, eventually, TEST_MASTER_KEY, type TestContext } from '../helpers/harness.ts'
+import {
+  call,
+  createTestContext,
+  eventually,
+  postgresUrlOf,
+  TEST_MASTER_KEY,
+  type TestContext,
+} from '../helpers/harness.ts'
+import { onPostgres } from '../helpers/postgres.ts'
+import { assertRunning, type Reply } from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
 import { seededRandom } from '../helpers/random.ts'
 
@@ -35,7 +44,7 @@ import { seededRandom } from '../helpers/random.ts'
  * A failure prints the seed: the same seed draws the same amounts, destinations and kill delays.
  */
 
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+onPostgres()
 
 const ROUNDS = Number(process.env.CHAOS_ROUNDS ?? 16)
 const SEED = Number(process.env.CHAOS_SEED ?? 20261125)
@@ -66,14 +75,6 @@ const PAYOUT_FIXED_FEE_MICRO = 100_000
 
 const run = promisify(execFile)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-interface Reply {
-  status: number
-  headers: Headers
-  text: string
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies
-  json(): any
-}
 
 /** One money-moving request of the drill: its key and exact body bytes, kept for every retry. */
 interface Operation {
@@ -148,8 +149,7 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
     const base = `http://127.0.0.1:${port}`
     await eventually(
       async () => {
-        if (program.child.exitCode !== null || program.child.signalCode !== null)
-          throw new Error(`${name} exited (${program.child.exitCode}):\n${program.output()}`)
+        assertRunning(program, name)
         const res = await fetch(`${base}/integration/health`).catch(() => null)
         if (!res) return false
         await res.arrayBuffer()
@@ -190,9 +190,7 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
 
   before(async () => {
     ctx = await createTestContext('postgres')
-    const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
-    baseUrl = new URL(process.env.TEST_DATABASE_URL as string)
-    baseUrl.pathname = `/${rows[0]?.name}`
+    baseUrl = new URL(await postgresUrlOf(ctx))
     keyId = ctx.merchant.keys.test.key_id
     secret = ctx.merchant.keys.test.secret
   })
@@ -299,22 +297,13 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
     }
 
     /** The refund or payout a key made, if any, straight from the database. */
-    const rowOf = async (op: Operation): Promise<string | undefined> =>
-      op.kind === 'refund'
-        ? (
-            await ctx.db
-              .selectFrom('refunds')
-              .select('uuid')
-              .where('transaction_uuid', '=', op.target)
-              .executeTakeFirst()
-          )?.uuid
-        : (
-            await ctx.db
-              .selectFrom('payouts')
-              .select('uuid')
-              .where('external_id', '=', op.target)
-              .executeTakeFirst()
-          )?.uuid
+    const rowOf = async (op: Operation): Promise<string | undefined> => {
+      const row =
+        op.kind === 'refund'
+          ? ctx.db.selectFrom('refunds').select('uuid').where('transaction_uuid', '=', op.target)
+          : ctx.db.selectFrom('payouts').select('uuid').where('external_id', '=', op.target)
+      return (await row.executeTakeFirst())?.uuid
+    }
 
     /** Sends the batch and SIGKILLs the program `delay` ms later (never, when null), whatever it is doing. */
     async function drill(
@@ -569,35 +558,30 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
 
       // Every refund and payout final within the recovery bound after the restart.
       const finalWithin = Math.max(0, restarted + RECOVERY_BOUND_MS - Date.now())
+      /** The merchant's refunds and payouts that are not final yet. */
+      const notFinal = async () => ({
+        refunds: await ctx.db
+          .selectFrom('refunds')
+          .select(['uuid', 'status', 'next_check_at', 'created_at'])
+          .where('merchant_uuid', '=', merchant.uuid)
+          .where('status', '=', 'pending')
+          .execute(),
+        payouts: await ctx.db
+          .selectFrom('payouts')
+          .select(['uuid', 'status', 'next_check_at', 'created_at', 'submitted_at'])
+          .where('merchant_uuid', '=', merchant.uuid)
+          .where('status', 'in', ['pending', 'processing'])
+          .execute(),
+      })
       await eventually(
         async () => {
-          const open = await ctx.db
-            .selectFrom('refunds')
-            .select('uuid')
-            .where('merchant_uuid', '=', merchant.uuid)
-            .where('status', '=', 'pending')
-            .execute()
-          const openPayouts = await ctx.db
-            .selectFrom('payouts')
-            .select('uuid')
-            .where('merchant_uuid', '=', merchant.uuid)
-            .where('status', 'in', ['pending', 'processing'])
-            .execute()
-          return open.length === 0 && openPayouts.length === 0
+          const { refunds, payouts } = await notFinal()
+          return refunds.length === 0 && payouts.length === 0
         },
         finalWithin,
         100,
       ).catch(async (error) => {
-        const refunds = await ctx.db
-          .selectFrom('refunds')
-          .select(['uuid', 'status', 'next_check_at', 'created_at'])
-          .where('status', '=', 'pending')
-          .execute()
-        const payouts = await ctx.db
-          .selectFrom('payouts')
-          .select(['uuid', 'status', 'next_check_at', 'created_at', 'submitted_at'])
-          .where('status', 'in', ['pending', 'processing'])
-          .execute()
+        const { refunds, payouts } = await notFinal()
         // A next check far past the recheck delay is a worker's claim on it that died with its process.
         throw new Error(
           `not final ${RECOVERY_BOUND_MS} ms after the restart (at ${new Date(restarted).toISOString()}; ` +

@@ -15,6 +15,7 @@ import {
   type TestContext,
   testDriver,
 } from '../helpers/harness.ts'
+import { onPostgres } from '../helpers/postgres.ts'
 
 /**
  * The workers have connections of their own on PostgreSQL: with every connection of the requests' pool taken
@@ -23,7 +24,7 @@ import {
  * database has one session for everything, so there is nothing to show there.
  */
 
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+onPostgres()
 
 /**
  * The requests' pool: with the driver layer, 3 connections for transactions and 1 shared by single statements;

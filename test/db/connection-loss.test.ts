@@ -6,6 +6,7 @@ import pg from 'pg'
 import { connectPostgres, type DbHandle } from '../../src/db/index.ts'
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts'
 import { eventually, testDriver } from '../helpers/harness.ts'
+import { listenerPids, onPostgres, terminateSessions } from '../helpers/postgres.ts'
 
 /**
  * The PostgreSQL connection layer when the server ends its sessions (a failover, a restart, an administrator):
@@ -14,8 +15,7 @@ import { eventually, testDriver } from '../helpers/harness.ts'
  * local server .ci/run uses is taken.
  */
 
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
-const ADMIN_URL = process.env.TEST_DATABASE_URL
+const ADMIN_URL = onPostgres()
 const CHANNEL = 'mg_test_wake'
 
 describe('connection loss (postgres)', () => {
@@ -25,26 +25,10 @@ describe('connection loss (postgres)', () => {
   const logged: string[] = []
 
   /** Ends the sessions on the test database that match `where` (SQL over pg_stat_activity): how many. */
-  async function terminate(where = 'true'): Promise<number> {
-    const { rows } = await admin.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM (
-         SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = $1 AND pid <> pg_backend_pid() AND (${where})
-       ) ended`,
-      [name],
-    )
-    return rows[0]?.n ?? 0
-  }
+  const terminate = (where?: string): Promise<number> => terminateSessions(admin, name, where)
 
   /** The LISTEN sessions on the test database, by pid. */
-  async function listeners(): Promise<number[]> {
-    const { rows } = await admin.query<{ pid: number }>(
-      `SELECT pid FROM pg_stat_activity
-       WHERE datname = $1 AND application_name = 'merchant-gateway' AND query LIKE 'LISTEN%'`,
-      [name],
-    )
-    return rows.map((row) => row.pid)
-  }
+  const listeners = (): Promise<number[]> => listenerPids(admin, name)
 
   before(async () => {
     admin = new pg.Client({ connectionString: ADMIN_URL })

@@ -4,6 +4,7 @@ import { after, describe, it } from 'node:test'
 import pg from 'pg'
 import { connectPostgres, type DbHandle } from '../../src/db/index.ts'
 import { eventually } from '../helpers/harness.ts'
+import { onPostgres } from '../helpers/postgres.ts'
 
 /**
  * A LISTEN session whose first connection fails (the database is not there yet, as when the service starts
@@ -11,8 +12,7 @@ import { eventually } from '../helpers/harness.ts'
  * polling alone. Only PostgreSQL has a LISTEN session of its own.
  */
 
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
-const ADMIN_URL = process.env.TEST_DATABASE_URL
+const ADMIN_URL = onPostgres()
 const CHANNEL = 'mg_test_wake'
 
 describe('LISTEN when the first connection fails (postgres)', () => {

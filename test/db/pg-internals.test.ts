@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { after, before, describe, it } from 'node:test'
 import pg from 'pg'
+import { onPostgres } from '../helpers/postgres.ts'
 import { ROOT } from '../helpers/program.ts'
 
 /**
@@ -12,7 +13,7 @@ import { ROOT } from '../helpers/program.ts'
  * by name, before it can fail on the money path.
  */
 
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+onPostgres()
 const require = createRequire(import.meta.url)
 
 describe('the node-postgres internals the driver layer uses', () => {

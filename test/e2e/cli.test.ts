@@ -13,6 +13,8 @@ import {
   startReceiver,
   type TestContext,
 } from '../helpers/harness.ts'
+import { onPostgres } from '../helpers/postgres.ts'
+import { assertRunning, START_DEADLINE_MS } from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -21,11 +23,9 @@ import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } f
  * service on PostgreSQL. Every process here is a real program.
  */
 
-// The service runs on PostgreSQL: without TEST_DATABASE_URL the local server .ci/run uses is taken.
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+// The service runs on PostgreSQL.
+onPostgres()
 
-/** A process compiles its TypeScript with tsx at start: generous, as CI machines can be busy. */
-const START_DEADLINE_MS = 60_000
 /** How soon the local receiver must have the event: within 1 s of it happening. */
 const WITHIN_MS = 1_000
 
@@ -72,7 +72,7 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
   const serviceUp = async (program: Program) => {
     await eventually(
       async () => {
-        if (program.child.exitCode !== null) throw new Error(`the service exited:\n${program.output()}`)
+        assertRunning(program, 'the service')
         return (await fetch(`${base}/integration/health`).catch(() => null))?.status === 200
       },
       START_DEADLINE_MS,
@@ -100,16 +100,13 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
     assert.throws(() => webhooks.verify(request.body, request.headers, webhooks.generateSecret()))
   }
 
+  /** `merchant-gateway trigger <what> [options]` against the service with the merchant's test key, to its end. */
+  const trigger = (what: string, ...options: string[]) =>
+    cli(['trigger', what, '--api-key', ctx.merchant.keys.test.secret, ...options, '--base-url', base])
+
   /** `merchant-gateway trigger transaction.paid` against the service, which must succeed: its output. */
   const triggerPaid = async () => {
-    const triggered = await cli([
-      'trigger',
-      'transaction.paid',
-      '--api-key',
-      ctx.merchant.keys.test.secret,
-      '--base-url',
-      base,
-    ])
+    const triggered = await trigger('transaction.paid')
     assert.equal(triggered.code, 0, triggered.stderr)
     return triggered
   }
@@ -169,23 +166,14 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
 
   it('every other trigger fires its event at the receiver, signed', async () => {
     const key = ctx.merchant.keys.test
-    for (const [trigger, event, object] of [
+    for (const [what, event, object] of [
       ['transaction.failed', 'transaction.failed', 'transaction'],
       ['transaction.expired', 'transaction.expired', 'transaction'],
       ['refund', 'transaction.refunded', 'transaction'],
       ['payout.completed', 'payout.completed', 'payout'],
     ] as const) {
-      const triggered = await cli([
-        'trigger',
-        trigger,
-        '--api-key',
-        key.secret,
-        '--key-id',
-        key.key_id,
-        '--base-url',
-        base,
-      ])
-      assert.equal(triggered.code, 0, `${trigger}: ${triggered.stderr}`)
+      const triggered = await trigger(what, '--key-id', key.key_id)
+      assert.equal(triggered.code, 0, `${what}: ${triggered.stderr}`)
       const request = await receivedEvent(event, uuidIn(triggered.stdout, object))
       assertSigned(request)
     }
@@ -240,14 +228,7 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
         ).n,
       )
     const before = await count()
-    const refused = await cli([
-      'trigger',
-      'refund',
-      '--api-key',
-      ctx.merchant.keys.test.secret,
-      '--base-url',
-      base,
-    ])
+    const refused = await trigger('refund')
     assert.equal(refused.code, 2)
     assert.match(refused.stderr, /give --key-id mk_test_/)
     assert.equal(await count(), before)

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
-import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
 import { startWorkers } from '../../src/workers/index.ts'
-import { assertAccessible, launchChromium, SHOTS } from '../helpers/browser.ts'
+import { launchChromium } from '../helpers/browser.ts'
 import { activeUser } from '../helpers/dashboard.ts'
 import {
   call,
@@ -14,6 +13,7 @@ import {
   startReceiver,
   type TestContext,
 } from '../helpers/harness.ts'
+import { checkPage, openPage, signInToDashboard, withPage } from '../helpers/pages.ts'
 import { freePort } from '../helpers/program.ts'
 
 /**
@@ -57,30 +57,19 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
     await ctx?.close()
   })
 
-  async function signedIn(width: number): Promise<{ context: BrowserContext; page: Page }> {
+  /** `work` on a page `width` px wide, signed in as a new owner; the page's context is closed afterwards. */
+  async function signedIn(width: number, work: (page: Page) => Promise<void>): Promise<void> {
     const owner = await activeUser(ctx, 'owner')
-    const context = await browser.newContext({ viewport: { width, height: 900 } })
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin })
-    const page = await context.newPage()
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
+    const open = openPage(browser, width, { cspViolations, pageErrors }, { clipboardAt: origin })
+    await withPage(open, async (page) => {
+      await signInToDashboard(page, origin, owner)
+      await work(page)
     })
-    page.on('pageerror', (error) => pageErrors.push(error.message))
-    await page.goto(`${origin}/dashboard/sign-in`)
-    await page.getByLabel('Email').fill(owner.email)
-    await page.getByLabel('Password').fill(owner.password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.getByRole('heading', { name: 'Home', level: 1 }).waitFor()
-    return { context, page }
   }
 
-  async function check(page: Page, name: string, width: number) {
-    // Nothing wider than the screen: a wide table scrolls inside its own region, the page does not.
-    const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth)
-    assert.ok(pageWidth <= width, `${name} at ${width} px is ${pageWidth} px wide`)
-    await assertAccessible(page, name)
-    await page.screenshot({ path: join(SHOTS, `dashboard-money-${name}-${width}.png`), fullPage: true })
-  }
+  /** Each page: no wider than the screen, accessible, photographed. */
+  const check = (page: Page, name: string, width: number) =>
+    checkPage(page, name, width, `dashboard-money-${name}-${width}`)
 
   /** Fills the new payout form for a USDT wallet and asks for a quote. */
   async function quote(page: Page, amount: string) {
@@ -94,8 +83,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
 
   it('a payout: quote, the held rate counting down, confirm; it completes and the balance history shows it', async () => {
     await paidTransaction(ctx, { amount: 150000, currency: 'RUB' })
-    const { context, page } = await signedIn(1280)
-    try {
+    await signedIn(1280, async (page) => {
       await quote(page, '5.00')
       const timer = page.getByRole('timer')
       const seconds = async () => Number(/held for (\d+) s/.exec((await timer.textContent()) ?? '')?.[1])
@@ -120,9 +108,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         .allTextContents()
       assert.ok(types.includes('payout reserve'), types.join(', '))
       assert.ok(types.includes('payout'), types.join(', '))
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('a 25 USDT payout with a 1.25 USDT fee: the recipient amount, the fee and the total, labelled and formatted', async () => {
@@ -141,51 +127,50 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
       .json()
       .data.find((b: { currency: string }) => b.currency === 'USDT')
     const raw = /amount usdt micro|fee usdt micro|quote id|\d{4}-\d{2}-\d{2}T\d{2}:/i
-    const pairs = async (section: string) =>
-      (await page.locator(`${section} dl`).innerText()).replace(/\s+/g, ' ')
-    const { context, page } = await signedIn(1280)
     try {
-      await page.goto(`${origin}/dashboard/test/payouts/new`)
-      const whole = Math.trunc(balance.available / 1e6).toLocaleString('en-US')
-      await page.locator('.balance-note', { hasText: `Available balance: ${whole}.` }).waitFor()
-      assert.match(await page.locator('.balance-note').innerText(), / USDT$/)
-      assert.equal(await page.getByLabel('Currency').inputValue(), 'USDT')
-      await page.getByLabel('Wallet address').fill(TRC20)
-      await page.getByLabel('Amount').fill('25')
-      await page.getByRole('button', { name: 'Get a quote' }).click()
-      await page.getByRole('heading', { name: 'Quote' }).waitFor()
-      const quoted = await pairs('section[aria-labelledby="quote-title"]')
-      assert.match(quoted, /Recipient gets 25\.00 USDT/)
-      assert.match(quoted, /Fee 1\.25 USDT/)
-      assert.match(quoted, /Total debited from your balance 26\.25 USDT/)
-      assert.doesNotMatch(quoted, /Paid out/)
-      for (const w of WIDTHS) {
-        await page.setViewportSize({ width: w, height: 900 })
-        await check(page, 'payout-figures-quote', w)
-      }
-      await page.getByRole('button', { name: 'Confirm payout' }).click()
-      await page.getByRole('heading', { name: /^Payout 25\.00 USDT/ }).waitFor()
-      const shown = await pairs('section[aria-labelledby="payout-money"]')
-      assert.match(shown, /Recipient gets 25\.00 USDT/)
-      assert.match(shown, /Fee 1\.25 USDT/)
-      assert.match(shown, /Total debited from your balance 26\.25 USDT/)
-      assert.match(shown, /Rate 1 USDT = 1 USDT/)
-      assert.doesNotMatch(shown, raw)
-      assert.doesNotMatch(shown, /25000000|1250000/)
-      for (const w of WIDTHS) {
-        await page.setViewportSize({ width: w, height: 900 })
-        await check(page, 'payout-figures', w)
-      }
+      await signedIn(1280, async (page) => {
+        const pairs = async (section: string) =>
+          (await page.locator(`${section} dl`).innerText()).replace(/\s+/g, ' ')
+        await page.goto(`${origin}/dashboard/test/payouts/new`)
+        const whole = Math.trunc(balance.available / 1e6).toLocaleString('en-US')
+        await page.locator('.balance-note', { hasText: `Available balance: ${whole}.` }).waitFor()
+        assert.match(await page.locator('.balance-note').innerText(), / USDT$/)
+        assert.equal(await page.getByLabel('Currency').inputValue(), 'USDT')
+        await page.getByLabel('Wallet address').fill(TRC20)
+        await page.getByLabel('Amount').fill('25')
+        await page.getByRole('button', { name: 'Get a quote' }).click()
+        await page.getByRole('heading', { name: 'Quote' }).waitFor()
+        const quoted = await pairs('section[aria-labelledby="quote-title"]')
+        assert.match(quoted, /Recipient gets 25\.00 USDT/)
+        assert.match(quoted, /Fee 1\.25 USDT/)
+        assert.match(quoted, /Total debited from your balance 26\.25 USDT/)
+        assert.doesNotMatch(quoted, /Paid out/)
+        for (const w of WIDTHS) {
+          await page.setViewportSize({ width: w, height: 900 })
+          await check(page, 'payout-figures-quote', w)
+        }
+        await page.getByRole('button', { name: 'Confirm payout' }).click()
+        await page.getByRole('heading', { name: /^Payout 25\.00 USDT/ }).waitFor()
+        const shown = await pairs('section[aria-labelledby="payout-money"]')
+        assert.match(shown, /Recipient gets 25\.00 USDT/)
+        assert.match(shown, /Fee 1\.25 USDT/)
+        assert.match(shown, /Total debited from your balance 26\.25 USDT/)
+        assert.match(shown, /Rate 1 USDT = 1 USDT/)
+        assert.doesNotMatch(shown, raw)
+        assert.doesNotMatch(shown, /25000000|1250000/)
+        for (const w of WIDTHS) {
+          await page.setViewportSize({ width: w, height: 900 })
+          await check(page, 'payout-figures', w)
+        }
+      })
     } finally {
       await ctx.db.updateTable('merchants').set(before).where('uuid', '=', ctx.merchant.uuid).execute()
-      await context.close()
     }
   })
 
   it('an expired quote is refused with a clear message, and a new quote can be asked', async () => {
     await paidTransaction(ctx, { amount: 150000, currency: 'RUB' })
-    const { context, page } = await signedIn(1280)
-    try {
+    await signedIn(1280, async (page) => {
       await quote(page, '2.00')
       // The held rate runs out (60 s): moved into the past in the database rather than waited for.
       await ctx.db
@@ -204,14 +189,11 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         .getByRole('timer')
         .filter({ hasText: /held for \d+ s/ })
         .waitFor()
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('an API key made in the dashboard works with the API at once, and stops when revoked', async () => {
-    const { context, page } = await signedIn(1280)
-    try {
+    await signedIn(1280, async (page) => {
       await page.getByRole('link', { name: 'API keys', exact: true }).click()
       await page.getByRole('button', { name: 'Create a test key' }).click()
       const secret = await page.getByLabel("New key's secret").inputValue()
@@ -230,14 +212,11 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         .first()
         .waitFor()
       await eventually(async () => ((await use()).status === 401 ? true : null), 5000, 100)
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('webhooks: rotate the secret, a following delivery verifies with both; a failed delivery is redelivered', async () => {
-    const { context, page } = await signedIn(1280)
-    try {
+    await signedIn(1280, async (page) => {
       await page.getByRole('link', { name: 'Webhooks', exact: true }).click()
       await page.getByLabel(/URL that receives/).fill(`${receiver.url}/hooks`)
       // Subscribed to everything but the expiry of a payment.
@@ -328,15 +307,12 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         .locator('table[aria-label="Delivery log"] tbody tr', { hasText: /transaction\.paid/ })
         .first()
         .waitFor()
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('a payout with the keyboard only: from the payouts page to the confirmed payout', async () => {
     await paidTransaction(ctx, { amount: 150000, currency: 'RUB' })
-    const { context, page } = await signedIn(1280)
-    try {
+    await signedIn(1280, async (page) => {
       await page.goto(`${origin}/dashboard/test/payouts`)
       await page.getByRole('link', { name: 'New payout' }).waitFor()
       const focused = () =>
@@ -370,14 +346,11 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
       await tabTo((f) => f.text === 'Confirm payout', 'Confirm payout')
       await page.keyboard.press('Enter')
       await page.getByRole('heading', { name: /^Payout 3\.00 USD/ }).waitFor()
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('the money-out and developer pages at 390 px', async () => {
-    const { context, page } = await signedIn(390)
-    try {
+    await signedIn(390, async (page) => {
       for (const [name, path, ready] of [
         ['payouts', 'payouts', 'table[aria-label="Payouts"]'],
         ['payout-new', 'payouts/new', 'form'],
@@ -392,9 +365,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         await page.waitForLoadState('networkidle')
         await check(page, name, WIDTHS[1])
       }
-    } finally {
-      await context.close()
-    }
+    })
     assert.deepEqual(cspViolations, [], 'Content Security Policy violations')
     assert.deepEqual(pageErrors, [], 'errors in the page')
   })

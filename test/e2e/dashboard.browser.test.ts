@@ -3,11 +3,12 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'csv-parse/sync'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { DASHBOARD_CSP } from '../../src/modules/dashboard/pages.ts'
-import { assertAccessible, launchChromium, SHOTS } from '../helpers/browser.ts'
+import { launchChromium } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
 import { call, createTestContext, eventually, paidTransaction, type TestContext } from '../helpers/harness.ts'
+import { checkPage, openPage, signInToDashboard, withPage } from '../helpers/pages.ts'
 import { freePort, ROOT } from '../helpers/program.ts'
 
 /**
@@ -42,36 +43,13 @@ describe('merchant dashboard in Chromium', () => {
     await ctx?.close()
   })
 
-  async function newPage(width: number): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: { width, height: 900 } })
-    const page = await context.newPage()
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text())
-    })
-    page.on('pageerror', (error) => pageErrors.push(error.message))
-    return { context, page }
-  }
+  const newPage = (width: number) => openPage(browser, width, { cspViolations, pageErrors })
+  const signIn = (page: Page, user: { email: string; password: string }) =>
+    signInToDashboard(page, origin, user)
 
-  async function signIn(page: Page, user: { email: string; password: string }) {
-    await page.goto(`${origin}/dashboard/sign-in`)
-    await page.getByLabel('Email').fill(user.email)
-    await page.getByLabel('Password').fill(user.password)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    await page.getByRole('heading', { name: 'Home', level: 1 }).waitFor()
-  }
-
-  async function shoot(page: Page, name: string, width: number) {
-    await page.screenshot({ path: join(SHOTS, `dashboard-${name}-${width}.png`), fullPage: true })
-  }
-
-  /** Each page: visible, accessible, screenshot. */
-  async function check(page: Page, name: string, width: number) {
-    // Nothing wider than the screen: a wide table scrolls inside its own region, the page does not.
-    const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth)
-    assert.ok(pageWidth <= width, `${name} at ${width} px is ${pageWidth} px wide`)
-    await assertAccessible(page, name)
-    await shoot(page, name, width)
-  }
+  /** Each page: no wider than the screen, accessible, photographed. */
+  const check = (page: Page, name: string, width: number) =>
+    checkPage(page, name, width, `dashboard-${name}-${width}`)
 
   const balanceOf = async (currency: string) => {
     const res = await call(ctx, 'GET', '/integration/balances')
@@ -105,8 +83,7 @@ describe('merchant dashboard in Chromium', () => {
     ctx.secrets.push(password)
 
     for (const width of WIDTHS) {
-      const { context, page } = await newPage(width)
-      try {
+      await withPage(newPage(width), async (page) => {
         if (width === WIDTHS[0]) {
           // The invitation's link: choose a password.
           await page.goto(`${origin}/dashboard/set-password?token=${invited.token}`)
@@ -209,19 +186,16 @@ describe('merchant dashboard in Chromium', () => {
             ctx.secrets.push(new URL(link).searchParams.get('token') as string)
             await page.getByRole('cell', { name: colleague, exact: true }).waitFor()
             await check(page, 'people-invited', width)
-            const other = await newPage(width)
-            try {
+            await withPage(newPage(width), async (colleaguePage) => {
               const colleaguePassword = `colleague-${password}`
-              await other.page.goto(`${origin}${new URL(link).pathname}${new URL(link).search}`)
-              await other.page.getByLabel('New password').fill(colleaguePassword)
-              await other.page.getByLabel('The same password again').fill(colleaguePassword)
-              await other.page.getByRole('button', { name: 'Set password' }).click()
-              await other.page.getByText('Your password is set').waitFor()
-              await signIn(other.page, { email: colleague, password: colleaguePassword })
-              await other.page.getByText('(support)').waitFor()
-            } finally {
-              await other.context.close()
-            }
+              await colleaguePage.goto(`${origin}${new URL(link).pathname}${new URL(link).search}`)
+              await colleaguePage.getByLabel('New password').fill(colleaguePassword)
+              await colleaguePage.getByLabel('The same password again').fill(colleaguePassword)
+              await colleaguePage.getByRole('button', { name: 'Set password' }).click()
+              await colleaguePage.getByText('Your password is set').waitFor()
+              await signIn(colleaguePage, { email: colleague, password: colleaguePassword })
+              await colleaguePage.getByText('(support)').waitFor()
+            })
             // The owner changes the colleague's role; the service has it.
             await page.getByLabel(`Role of ${colleague}`).selectOption('viewer')
             await eventually(async () => {
@@ -245,9 +219,7 @@ describe('merchant dashboard in Chromium', () => {
         // The session is over: the app sends back to sign-in.
         await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
         await page.getByRole('heading', { name: 'Sign in to the merchant dashboard' }).waitFor()
-      } finally {
-        await context.close()
-      }
+      })
     }
     assert.deepEqual(cspViolations, [], 'Content Security Policy violations')
     assert.deepEqual(pageErrors, [], 'errors in the page')
@@ -256,8 +228,7 @@ describe('merchant dashboard in Chromium', () => {
   it('a viewer sees no refund button, and the API refuses the refund from their session', async () => {
     const paid = await paidTransaction(ctx)
     const viewer = await activeUser(ctx, 'viewer')
-    const { context, page } = await newPage(1280)
-    try {
+    await withPage(newPage(1280), async (page) => {
       await signIn(page, viewer)
       await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
       await page.getByRole('heading', { name: /^Payment / }).waitFor()
@@ -283,16 +254,13 @@ describe('merchant dashboard in Chromium', () => {
       assert.equal(answer.body.error.code, 'forbidden')
       const refunds = await call(ctx, 'GET', `/integration/refunds?transaction_uuid=${paid.uuid}`)
       assert.equal(refunds.json().data.length, 0)
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it("another merchant's payment is unreachable by its address", async () => {
     const theirs = await paidTransaction(ctx, { description: 'not yours' }, { merchant: ctx.other })
     const owner = await activeUser(ctx, 'owner')
-    const { context, page } = await newPage(1280)
-    try {
+    await withPage(newPage(1280), async (page) => {
       await signIn(page, owner)
       await page.goto(`${origin}/dashboard/test/payments/${theirs.uuid}`)
       await page
@@ -300,9 +268,7 @@ describe('merchant dashboard in Chromium', () => {
         .filter({ hasText: /No such transaction|does not exist/ })
         .waitFor()
       assert.equal(await page.getByText('not yours').count(), 0)
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('merchant text with markup and script shows as text, and runs nothing', async () => {
@@ -311,8 +277,7 @@ describe('merchant dashboard in Chromium', () => {
       metadata: { note: HOSTILE },
     })
     const owner = await activeUser(ctx, 'owner')
-    const { context, page } = await newPage(1280)
-    try {
+    await withPage(newPage(1280), async (page) => {
       await signIn(page, owner)
       await page.goto(`${origin}/dashboard/test/payments`)
       await page.locator('table[aria-label="Payments"] tbody tr').first().waitFor()
@@ -322,15 +287,12 @@ describe('merchant dashboard in Chromium', () => {
       assert.equal(await page.evaluate('window.__xss'), undefined)
       assert.equal(await page.locator('main img, main svg[onload], main script').count(), 0)
       await check(page, 'hostile-text', 1280)
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('session fixation: a cookie planted before sign-in is not the session after it', async () => {
     const owner = await activeUser(ctx, 'owner')
-    const { context, page } = await newPage(1280)
-    try {
+    await withPage(newPage(1280), async (page, context) => {
       const planted = 'planted-session-value-0123456789abcdefghijk'
       await context.addCookies([{ name: 'mg_session', value: planted, url: origin }])
       await signIn(page, owner)
@@ -344,16 +306,13 @@ describe('merchant dashboard in Chromium', () => {
       )
       assert.equal(status, 403)
       assert.equal(await page.evaluate(async () => (await fetch('/dashboard/api/me')).status), 200)
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('keyboard only: from the payment page, Tab to Refund, Enter, type, confirm', async () => {
     const paid = await paidTransaction(ctx, { amount: 5000, currency: 'RUB' })
     const owner = await activeUser(ctx, 'owner')
-    const { context, page } = await newPage(1280)
-    try {
+    await withPage(newPage(1280), async (page) => {
       await signIn(page, owner)
       await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
       await page.getByRole('button', { name: 'Refund payment' }).waitFor()
@@ -405,9 +364,7 @@ describe('merchant dashboard in Chromium', () => {
       await focusOn('Confirm refund')
       await page.keyboard.press('Enter')
       await page.getByRole('status').filter({ hasText: 'Refund of 10.00 RUB' }).waitFor()
-    } finally {
-      await context.close()
-    }
+    })
   })
 
   it('money and developer pages: balances and their history, payouts, events; the payments CSV downloaded and parsed', async () => {
@@ -416,8 +373,7 @@ describe('merchant dashboard in Chromium', () => {
     const second = await paidTransaction(ctx, { external_id: `${tag}-2`, description: '=SUM(A1)' })
     const owner = await activeUser(ctx, 'owner')
     for (const width of WIDTHS) {
-      const { context, page } = await newPage(width)
-      try {
+      await withPage(newPage(width), async (page) => {
         await signIn(page, owner)
         await page.getByRole('link', { name: 'Balances', exact: true }).click()
         await page.getByRole('heading', { name: 'Balance history' }).waitFor()
@@ -459,9 +415,7 @@ describe('merchant dashboard in Chromium', () => {
           // A cell a spreadsheet would run as a formula is escaped.
           assert.equal(byUuid.get(second.uuid)?.[header.indexOf('description')], "'=SUM(A1)")
         }
-      } finally {
-        await context.close()
-      }
+      })
     }
     assert.deepEqual(cspViolations, [], 'Content Security Policy violations')
   })

@@ -3,7 +3,6 @@ import { execFile } from 'node:child_process'
 import { hostname } from 'node:os'
 import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { sql } from 'kysely'
 import { Webhook } from 'standardwebhooks'
 import {
   createTestContext,
@@ -14,6 +13,8 @@ import {
   TEST_MASTER_KEY,
   type TestContext,
 } from '../helpers/harness.ts'
+import { listeningSessions, onPostgres } from '../helpers/postgres.ts'
+import { assertRunning, type Reply, request, START_DEADLINE_MS } from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -22,13 +23,10 @@ import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } f
  * real HTTP to the real programs: idempotency, rate limits and webhook deliveries hold across the processes.
  */
 
-// Several processes on one database only make sense on PostgreSQL; nothing is skipped: without
-// TEST_DATABASE_URL the local server .ci/run uses is taken.
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+// Several processes on one database only make sense on PostgreSQL.
+onPostgres()
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
-/** Each process compiles the program with tsx at start: generous, as CI machines can be busy. */
-const START_DEADLINE_MS = 60_000
 /** Small limits so that one bucket and two buckets differ plainly. */
 const PER_SECOND = 2
 const BURST = 30
@@ -38,50 +36,6 @@ const WORKER_POOL_SIZE = 4
 const WORKER_JOBS_POOL_SIZE = 2
 
 const run = promisify(execFile)
-
-interface Reply {
-  status: number
-  headers: Headers
-  text: string
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies
-  json(): any
-}
-
-/** One real HTTP request to a process; `secret` goes in X-Api-Key. */
-async function request(
-  base: string,
-  method: string,
-  path: string,
-  options: { secret?: string; body?: unknown; idempotencyKey?: string } = {},
-): Promise<Reply> {
-  const headers: Record<string, string> = {}
-  if (options.secret) headers['x-api-key'] = options.secret
-  if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey
-  let body: string | undefined
-  if (options.body !== undefined) {
-    headers['content-type'] = 'application/json'
-    body = JSON.stringify(options.body)
-  }
-  const res = await fetch(`${base}${path}`, { method, headers, body })
-  const text = await res.text()
-  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) }
-}
-
-/** Sessions in the test database that LISTEN for new deliveries: one per running dispatcher. */
-async function listeningSessions(ctx: TestContext): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM pg_stat_activity
-    WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(ctx.db)
-  return rows[0]?.n ?? 0
-}
-
-/** Fails with the program's output when it has exited. */
-function alive(program: Program, name: string): void {
-  if (program.child.exitCode !== null || program.child.signalCode !== null)
-    throw new Error(
-      `${name} exited (${program.child.exitCode ?? program.child.signalCode}):\n${program.output()}`,
-    )
-}
 
 /** The Prometheus text of a process's metrics port. */
 async function scrape(port: number): Promise<string> {
@@ -174,12 +128,12 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
     // Ready: both API processes answer, and the worker's dispatcher listens (the only listener).
     await eventually(
       async () => {
-        for (const [i, api] of apis.entries()) alive(api.program, `API process ${i + 1}`)
-        alive(worker, 'the worker')
+        for (const [i, api] of apis.entries()) assertRunning(api.program, `API process ${i + 1}`)
+        assertRunning(worker, 'the worker')
         const health = await Promise.all(
           apis.map((api) => request(api.base, 'GET', '/integration/health').catch(() => null)),
         )
-        return health.every((h) => h?.status === 200) && (await listeningSessions(ctx)) === 1
+        return health.every((h) => h?.status === 200) && (await listeningSessions(ctx.db)) === 1
       },
       START_DEADLINE_MS,
       100,
@@ -407,7 +361,7 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
     // Every event received at least once, each signed with the merchant's secret.
     await eventually(
       async () => {
-        alive(worker, 'the worker')
+        assertRunning(worker, 'the worker')
         const got = new Set(target.received.map((r) => r.headers['webhook-id']))
         return events.every((e) => got.has(e.event_id))
       },
@@ -472,7 +426,7 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
       assert.ok(attempt.worker.startsWith(workerPrefix), `attempt made by ${attempt.worker}, not the worker`)
       for (const api of apis) assert.ok(!attempt.worker.includes(`-${api.program.child.pid}-`))
     }
-    assert.equal(await listeningSessions(ctx), 1, 'only the worker listens for deliveries')
+    assert.equal(await listeningSessions(ctx.db), 1, 'only the worker listens for deliveries')
     process.stdout.write(
       `# deliveries: ${COUNT} events, ${target.received.length} requests received, ${attempts.length} attempts, all by the worker\n`,
     )
@@ -568,6 +522,6 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
       programs.map(() => 0),
       programs.map((p, i) => `process ${i + 1} (exit ${codes[i]}):\n${p.output()}`).join('\n'),
     )
-    await eventually(async () => (await listeningSessions(ctx)) === 0)
+    await eventually(async () => (await listeningSessions(ctx.db)) === 0)
   })
 })

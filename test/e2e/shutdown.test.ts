@@ -14,6 +14,8 @@ import {
   TEST_MASTER_KEY,
   type TestContext,
 } from '../helpers/harness.ts'
+import { onPostgres } from '../helpers/postgres.ts'
+import { START_DEADLINE_MS } from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -21,11 +23,8 @@ import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '.
  * a second SIGTERM ends a shutdown that hangs; APP_ENV=production refuses to start without its settings.
  */
 
-// PostgreSQL, as in production; without TEST_DATABASE_URL the local server .ci/run uses is taken.
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
-
-/** Each process compiles the program with tsx at start: generous, as CI machines can be busy. */
-const START_DEADLINE_MS = 60_000
+// PostgreSQL, as in production.
+onPostgres()
 
 /** A webhook endpoint that holds every request until told to answer (or forever). */
 async function startHoldingReceiver() {

@@ -7,10 +7,12 @@ import {
   createTestContext,
   eventually,
   postgresUrlOf,
-  TEST_MASTER_KEY,
+  serviceEnv,
   type TestContext,
 } from '../helpers/harness.ts'
-import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { onPostgres } from '../helpers/postgres.ts'
+import { assertRunning, type Reply as HttpReply, START_DEADLINE_MS } from '../helpers/processes.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
  * The dashboard's throttles (sign-in per email and per client address, wrong TOTP codes per user) under bursts
@@ -20,12 +22,9 @@ import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '.
  * makes the same checks in one process.
  */
 
-// Several processes on one database only make sense on PostgreSQL; nothing is skipped: without
-// TEST_DATABASE_URL the local server .ci/run uses is taken.
-process.env.TEST_DATABASE_URL ??= 'postgres://postgres@127.0.0.1:5432/test'
+// Several processes on one database only make sense on PostgreSQL.
+onPostgres()
 
-/** Each process compiles the program with tsx at start: generous, as CI machines can be busy. */
-const START_DEADLINE_MS = 60_000
 /** More attempts at once than any limit, half at each process. */
 const BURST = 30
 /** The origin both processes serve the dashboard at, as behind one load balancer (PUBLIC_BASE_URL). */
@@ -34,14 +33,9 @@ const ORIGIN = new URL(PUBLIC_BASE_URL).origin
 /** The throttles' window (loginWindowSeconds): what a throttled answer's Retry-After says. */
 const WINDOW_SECONDS = 15 * 60
 
-interface Reply {
-  status: number
-  headers: Headers
-  text: string
+interface Reply extends HttpReply {
   /** Which process answered: 0 or 1. */
   process: number
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies
-  json(): any
 }
 
 interface Call {
@@ -82,14 +76,6 @@ function assertThrottled(replies: Reply[]): void {
     assert.equal(reply.headers.get('retry-after'), String(WINDOW_SECONDS), reply.text)
     assert.equal(reply.json().error.details.retry_after_seconds, WINDOW_SECONDS, reply.text)
   }
-}
-
-/** Fails with the program's output when it has exited. */
-function alive(program: Program, name: string): void {
-  if (program.child.exitCode !== null || program.child.signalCode !== null)
-    throw new Error(
-      `${name} exited (${program.child.exitCode ?? program.child.signalCode}):\n${program.output()}`,
-    )
 }
 
 describe('dashboard throttles under bursts of attempts at two API processes on one PostgreSQL', () => {
@@ -177,24 +163,19 @@ describe('dashboard throttles under bursts of attempts at two API processes on o
       const port = await freePort()
       const program = spawnProgram(
         ['serve', '--role', 'api'],
-        programEnv({
-          APP_ENV: 'development',
-          DATABASE_URL: databaseUrl,
-          // One master key for every process: a sign-in's CSRF token and a user's TOTP secret hold at either.
-          MASTER_KEY: TEST_MASTER_KEY,
+        // One master key for every process (the suites'): a sign-in's CSRF token and a user's TOTP secret hold
+        // at either.
+        serviceEnv(databaseUrl, port, {
           PUBLIC_BASE_URL,
           // The test's requests come from the loopback peer: its X-Forwarded-For names the client.
           TRUST_PROXY: '127.0.0.1',
-          LOG_LEVEL: 'warn',
-          HOST: '127.0.0.1',
-          PORT: String(port),
         }),
       )
       apis.push({ program, base: `http://127.0.0.1:${port}` })
     }
     await eventually(
       async () => {
-        for (const [i, api] of apis.entries()) alive(api.program, `API process ${i + 1}`)
+        for (const [i, api] of apis.entries()) assertRunning(api.program, `API process ${i + 1}`)
         const health = await Promise.all(
           apis.map((api) => fetch(`${api.base}/integration/health`).catch(() => null)),
         )

@@ -5,10 +5,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { promisify } from 'node:util'
-import { sql } from 'kysely'
 import { createServices } from '../../src/app.ts'
 import { connectPglite, type DbHandle } from '../../src/db/index.ts'
-import { backends, freshDatabase, TEST_MASTER_KEY, testConfig } from '../helpers/harness.ts'
+import { backends, freshDatabase, postgresUrlOf, TEST_MASTER_KEY, testConfig } from '../helpers/harness.ts'
 import { programEnv, ROOT } from '../helpers/program.ts'
 
 const run = promisify(execFile)
@@ -41,6 +40,10 @@ for (const backend of backends()) {
       }
     }
 
+    /** Runs `merchant-gateway users invite` for the merchant: its exit code and what it printed. */
+    const invite = (address: string, role: string) =>
+      cli('users', 'invite', '--merchant', merchant, '--email', address, '--role', role)
+
     /** The database the commands wrote, opened here (after they have exited, for the embedded one). */
     async function withDb<T>(work: (handle: DbHandle) => Promise<T>): Promise<T> {
       if (postgres) return work(postgres.handle)
@@ -63,12 +66,7 @@ for (const backend of backends()) {
       }
       if (backend === 'postgres') {
         postgres = await freshDatabase('postgres')
-        const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(
-          postgres.handle.db,
-        )
-        const url = new URL(process.env.TEST_DATABASE_URL as string)
-        url.pathname = `/${rows[0]?.name}`
-        vars.DATABASE_URL = url.toString()
+        vars.DATABASE_URL = await postgresUrlOf(postgres.handle)
       }
       env = programEnv(vars)
       const created = await cli('merchants', 'create', '--name', 'CLI Shop', '--json')
@@ -81,16 +79,7 @@ for (const backend of backends()) {
     })
 
     it('users invite prints the one-time set-password link on the public base URL', async () => {
-      const result = await cli(
-        'users',
-        'invite',
-        '--merchant',
-        merchant,
-        '--email',
-        email,
-        '--role',
-        'support',
-      )
+      const result = await invite(email, 'support')
       assert.equal(result.code, 0, result.stderr)
       assert.match(
         result.stdout,
@@ -159,10 +148,7 @@ for (const backend of backends()) {
 
     it('users list shows the merchant’s users with role and status', async () => {
       const pending = `pending.${Date.now().toString(36)}@example.test`
-      assert.equal(
-        (await cli('users', 'invite', '--merchant', merchant, '--email', pending, '--role', 'viewer')).code,
-        0,
-      )
+      assert.equal((await invite(pending, 'viewer')).code, 0)
       const result = await cli('users', 'list', '--merchant', merchant)
       assert.equal(result.code, 0, result.stderr)
       const lines = result.stdout.trim().split('\n')
@@ -207,16 +193,7 @@ for (const backend of backends()) {
     })
 
     it('refuses, with the reason and exit status 2: an email in use, an unknown merchant or user; a bad role', async () => {
-      const taken = await cli(
-        'users',
-        'invite',
-        '--merchant',
-        merchant,
-        '--email',
-        email.toUpperCase(),
-        '--role',
-        'owner',
-      )
+      const taken = await invite(email.toUpperCase(), 'owner')
       assert.equal(taken.code, 2)
       assert.match(taken.stderr, /already a dashboard user with the email/)
       const noMerchant = await cli('users', 'list', '--merchant', '00000000-0000-4000-8000-000000000000')
@@ -225,16 +202,7 @@ for (const backend of backends()) {
       const noUser = await cli('users', 'disable', 'not-a-uuid')
       assert.equal(noUser.code, 2)
       assert.match(noUser.stderr, /No such user/)
-      const badRole = await cli(
-        'users',
-        'invite',
-        '--merchant',
-        merchant,
-        '--email',
-        'x@example.test',
-        '--role',
-        'god',
-      )
+      const badRole = await invite('x@example.test', 'god')
       assert.notEqual(badRole.code, 0)
       assert.match(badRole.stderr, /Allowed choices are owner, admin, developer, support, viewer/)
     })

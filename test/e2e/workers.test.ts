@@ -1,21 +1,20 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { sql } from 'kysely'
 import {
   backends,
   call,
   createTestContext,
   eventually,
   newTransaction,
+  postgresUrlOf,
   startReceiver,
   TEST_MASTER_KEY,
   type TestContext,
   transactionRow,
 } from '../helpers/harness.ts'
-import { type Program, spawnProgram } from '../helpers/program.ts'
-
-/** A worker compiles the program with tsx before it claims anything: generous, as CI machines can be busy. */
-const START_DEADLINE_MS = 60_000
+import { listeningSessions } from '../helpers/postgres.ts'
+import { START_DEADLINE_MS } from '../helpers/processes.ts'
+import { type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 type Worker = Program
 
@@ -24,35 +23,21 @@ type Worker = Program
  * Nothing of the caller's environment that configures the program leaks in.
  */
 function startWorker(databaseUrl: string, env: Record<string, string> = {}): Worker {
-  const base: NodeJS.ProcessEnv = { ...process.env }
-  for (const name of Object.keys(base))
-    if (/^(WEBHOOK_|NODE_TEST|DATA_DIR|REDIS_URL|PORT$|HOST$|APP_ENV$|FX_MAX_AGE$)/.test(name))
-      delete base[name]
-  return spawnProgram(['serve', '--role', 'worker'], {
-    ...base,
-    APP_ENV: 'development',
-    DATABASE_URL: databaseUrl,
-    MASTER_KEY: TEST_MASTER_KEY,
-    LOG_LEVEL: 'warn',
-    ...env,
-  })
+  return spawnProgram(
+    ['serve', '--role', 'worker'],
+    programEnv({
+      APP_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      MASTER_KEY: TEST_MASTER_KEY,
+      LOG_LEVEL: 'warn',
+      ...env,
+    }),
+  )
 }
 
 /** Ends a worker if it still runs: SIGTERM (it gives back its claims), SIGKILL if it does not stop. */
 async function stopWorker(worker: Worker): Promise<void> {
-  if (worker.child.exitCode !== null || worker.child.signalCode !== null) return
-  worker.child.kill('SIGTERM')
-  const timer = setTimeout(() => worker.child.kill('SIGKILL'), 15_000)
-  await worker.exited
-  clearTimeout(timer)
-}
-
-/** Sessions in the test database that listen for new deliveries: one per running worker. */
-async function listeningWorkers(ctx: TestContext): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM pg_stat_activity
-    WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(ctx.db)
-  return rows[0]?.n ?? 0
+  await stopProgram(worker, 'SIGTERM', 15_000)
 }
 
 /** Waits until `count` workers listen; fails with their output when one exits first. */
@@ -60,7 +45,8 @@ async function ready(ctx: TestContext, workers: Worker[], count = workers.length
   await eventually(async () => {
     for (const w of workers)
       if (w.child.exitCode !== null) throw new Error(`a worker exited (${w.child.exitCode}):\n${w.output()}`)
-    return (await listeningWorkers(ctx)) === count
+    // One LISTEN session per running worker.
+    return (await listeningSessions(ctx.db)) === count
   }, START_DEADLINE_MS)
 }
 
@@ -85,10 +71,7 @@ for (const backend of backends().filter((b) => b === 'postgres')) {
     before(async () => {
       // The API side runs in this process; only the workers are separate programs.
       ctx = await createTestContext(backend)
-      const { rows } = await sql<{ name: string }>`SELECT current_database() AS name`.execute(ctx.db)
-      const url = new URL(process.env.TEST_DATABASE_URL as string)
-      url.pathname = `/${rows[0]?.name}`
-      databaseUrl = url.toString()
+      databaseUrl = await postgresUrlOf(ctx)
     })
     after(async () => {
       await Promise.all(workers.map(stopWorker))

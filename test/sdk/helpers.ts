@@ -1,5 +1,11 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
-import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from 'node:net'
+import {
+  type AddressInfo,
+  createServer,
+  type Server as NetServer,
+  type Socket,
+  connect as tcpConnect,
+} from 'node:net'
 
 /** One request the service's HTTP server received, as it saw it, and what it answered. */
 export interface Seen {
@@ -68,6 +74,18 @@ export function recordRequests(server: Server): Seen[] {
 
 const REQUEST_LINE = /^([A-Z]+) (\S+) HTTP\/1\.[01]\r\n/
 
+/** Starts `server` on a free loopback port: its port. */
+async function listenOnLoopback(server: NetServer): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return (server.address() as AddressInfo).port
+}
+
+/** Closes `server`, first ending the connections it still holds (`sockets`) so that the close does not wait. */
+async function closeServer(server: NetServer, sockets: Iterable<Socket> = []): Promise<void> {
+  for (const socket of sockets) socket.destroy()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+}
+
 /**
  * A TCP proxy in front of the service that passes everything through, except that for a request whose
  * `METHOD path` `cut` picks, it forwards the request to the service and then destroys the client's socket as
@@ -113,15 +131,11 @@ export async function startCuttingProxy(targetPort: number, cut: (requestLine: s
     client.on('error', () => {})
     upstream.on('error', () => {})
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  const port = await listenOnLoopback(server)
   return {
     url: `http://127.0.0.1:${port}`,
     cuts,
-    async close() {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    close: () => closeServer(server, sockets),
   }
 }
 
@@ -139,8 +153,7 @@ export async function startBlackhole() {
     socket.on('close', () => sockets.delete(socket))
     socket.on('error', () => {})
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  const port = await listenOnLoopback(server)
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
@@ -152,18 +165,14 @@ export async function startBlackhole() {
       }
       return undefined
     },
-    async close() {
-      for (const socket of sockets) socket.destroy()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    close: () => closeServer(server, sockets),
   }
 }
 
 /** A port nothing listens on (taken, then released). */
 export async function closedPort(): Promise<number> {
   const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
+  const port = await listenOnLoopback(server)
+  await closeServer(server)
   return port
 }

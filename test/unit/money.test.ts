@@ -21,6 +21,42 @@ import {
 
 const MAX_AMOUNT = 100000000000
 
+/**
+ * computeFees(amount, fee bps, merchant's share in bps) gives exactly: the fee, the merchant's part of it, the
+ * customer's part, the gross and net amounts, and who pays.
+ */
+function assertFees(
+  args: Parameters<typeof computeFees>,
+  [fee, merchantPart, customerPart, gross, net, payer]: [number, number, number, number, number, string],
+): void {
+  assert.deepEqual(computeFees(...args), {
+    fee_amount: fee,
+    merchant_fee_merchant_amount: merchantPart,
+    merchant_fee_customer_amount: customerPart,
+    gross_amount: gross,
+    net_amount: net,
+    fee_payer: payer,
+  })
+}
+
+/** payoutFigures(...) gives exactly these USDT micro figures: the amount sent, the fee, and their total debited. */
+function assertFigures(
+  args: Parameters<typeof payoutFigures>,
+  [amount, fee, total]: [number, number, number],
+): void {
+  assert.deepEqual(payoutFigures(...args), {
+    amount_usdt_micro: amount,
+    fee_usdt_micro: fee,
+    payout_usdt_amount_micro: total,
+  })
+}
+
+/** The same conversion rounded down (convertFloor) and up (convertCeil): `floor` and `ceil`. */
+function assertConverts(args: Parameters<typeof convertFloor>, floor: number, ceil: number): void {
+  assert.equal(convertFloor(...args), floor)
+  assert.equal(convertCeil(...args), ceil)
+}
+
 describe('currencyExponent', () => {
   it('follows ISO 4217, with USDT in micro units', () => {
     assert.equal(currencyExponent('USD'), 2)
@@ -82,36 +118,15 @@ describe('integer division with named rounding', () => {
 
 describe('computeFees', () => {
   it('splits the fee between merchant and customer (a worked example of docs/API.md)', () => {
-    assert.deepEqual(computeFees(150000, 250, 5000), {
-      fee_amount: 3750,
-      merchant_fee_merchant_amount: 1875,
-      merchant_fee_customer_amount: 1875,
-      gross_amount: 151875,
-      net_amount: 148125,
-      fee_payer: 'split',
-    })
+    assertFees([150000, 250, 5000], [3750, 1875, 1875, 151875, 148125, 'split'])
   })
 
   it('merchant pays all: gross is the amount, net is amount minus fee', () => {
-    assert.deepEqual(computeFees(10000, 300, 10000), {
-      fee_amount: 300,
-      merchant_fee_merchant_amount: 300,
-      merchant_fee_customer_amount: 0,
-      gross_amount: 10000,
-      net_amount: 9700,
-      fee_payer: 'merchant',
-    })
+    assertFees([10000, 300, 10000], [300, 300, 0, 10000, 9700, 'merchant'])
   })
 
   it('customer pays all: gross carries the fee, net is the amount', () => {
-    assert.deepEqual(computeFees(10000, 300, 0), {
-      fee_amount: 300,
-      merchant_fee_merchant_amount: 0,
-      merchant_fee_customer_amount: 300,
-      gross_amount: 10300,
-      net_amount: 10000,
-      fee_payer: 'customer',
-    })
+    assertFees([10000, 300, 0], [300, 0, 300, 10300, 10000, 'customer'])
   })
 
   it('rounds the fee half up at the boundary', () => {
@@ -181,43 +196,34 @@ describe('computeFees', () => {
 describe('convertFloor / convertCeil', () => {
   it('converts RUB to USDT micro units (a worked example of docs/API.md)', () => {
     // 1481.25 / 92.15 = 16.07433532… USDT
-    assert.equal(convertFloor(148125, 'RUB', '92.15', 'USDT'), 16074335)
-    assert.equal(convertCeil(148125, 'RUB', '92.15', 'USDT'), 16074336)
+    assertConverts([148125, 'RUB', '92.15', 'USDT'], 16074335, 16074336)
   })
 
   it('handles JPY (exponent 0)', () => {
     // 10000 / 151.2 = 66.137566137… USDT
-    assert.equal(convertFloor(10000, 'JPY', '151.2', 'USDT'), 66137566)
-    assert.equal(convertCeil(10000, 'JPY', '151.2', 'USDT'), 66137567)
+    assertConverts([10000, 'JPY', '151.2', 'USDT'], 66137566, 66137567)
     // 1 USDT at 0.0066 USDT per yen = 151.51… JPY
-    assert.equal(convertFloor(1000000, 'USDT', '0.0066', 'JPY'), 151)
-    assert.equal(convertCeil(1000000, 'USDT', '0.0066', 'JPY'), 152)
+    assertConverts([1000000, 'USDT', '0.0066', 'JPY'], 151, 152)
   })
 
   it('handles KWD (exponent 3)', () => {
     // 1.000 KWD / 0.307 = 3.25732899… USDT
-    assert.equal(convertFloor(1000, 'KWD', '0.307', 'USDT'), 3257328)
-    assert.equal(convertCeil(1000, 'KWD', '0.307', 'USDT'), 3257329)
+    assertConverts([1000, 'KWD', '0.307', 'USDT'], 3257328, 3257329)
     // 1 USDT → KWD at 3.257 USDT per KWD: 0.30703… KWD
-    assert.equal(convertFloor(1000000, 'USDT', '3.257', 'KWD'), 307)
-    assert.equal(convertCeil(1000000, 'USDT', '3.257', 'KWD'), 308)
+    assertConverts([1000000, 'USDT', '3.257', 'KWD'], 307, 308)
   })
 
   it('is exact where binary floating point is not', () => {
     // 0.29 / 0.01 = 29 exactly; as doubles it is 28.999999999999996
-    assert.equal(convertFloor(29, 'USD', '0.01', 'USD'), 2900)
-    assert.equal(convertCeil(29, 'USD', '0.01', 'USD'), 2900)
-    assert.equal(convertFloor(100, 'USD', '1', 'USDT'), 1000000)
-    assert.equal(convertCeil(100, 'USD', '1', 'USDT'), 1000000)
+    assertConverts([29, 'USD', '0.01', 'USD'], 2900, 2900)
+    assertConverts([100, 'USD', '1', 'USDT'], 1000000, 1000000)
   })
 
   it('stays exact at the largest amount', () => {
     // 10^9 RUB / 92.15 = 10851871.947911014… USDT
-    assert.equal(convertFloor(MAX_AMOUNT, 'RUB', '92.15', 'USDT'), 10851871947911)
-    assert.equal(convertCeil(MAX_AMOUNT, 'RUB', '92.15', 'USDT'), 10851871947912)
+    assertConverts([MAX_AMOUNT, 'RUB', '92.15', 'USDT'], 10851871947911, 10851871947912)
     // 10^11 JPY / 151.2 = 661375661.375661… USDT
-    assert.equal(convertFloor(MAX_AMOUNT, 'JPY', '151.2', 'USDT'), 661375661375661)
-    assert.equal(convertCeil(MAX_AMOUNT, 'JPY', '151.2', 'USDT'), 661375661375662)
+    assertConverts([MAX_AMOUNT, 'JPY', '151.2', 'USDT'], 661375661375661, 661375661375662)
     // 10^8 KWD / 0.307 = 325732899.0228013… USDT
     assert.equal(convertFloor(MAX_AMOUNT, 'KWD', '0.307', 'USDT'), 325732899022801)
     // 10^9 USD at 1 = 10^15 micro USDT, below 2^53
@@ -235,8 +241,7 @@ describe('convertFloor / convertCeil', () => {
       const up = convertCeil(amount, 'USD', rate, 'USDT')
       assert.ok(up - down === 0 || up - down === 1, `${amount} @ ${rate}`)
     }
-    assert.equal(convertFloor(300, 'USD', '3', 'USD'), 100)
-    assert.equal(convertCeil(300, 'USD', '3', 'USD'), 100)
+    assertConverts([300, 'USD', '3', 'USD'], 100, 100)
   })
 })
 
@@ -354,11 +359,7 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
   it('USD at rate 1', () => {
     // 100.00 USD / 1 = 100 USDT = 100000000 micro; fee 100000000 × 100 / 10000 = 1000000 (exact) + 1000000 fixed
     // = 2000000; total 100000000 + 2000000 = 102000000
-    assert.deepEqual(payoutFigures(10000, 'USD', '1', 100, 1000000), {
-      amount_usdt_micro: 100000000,
-      fee_usdt_micro: 2000000,
-      payout_usdt_amount_micro: 102000000,
-    })
+    assertFigures([10000, 'USD', '1', 100, 1000000], [100000000, 2000000, 102000000])
   })
 
   it('RUB at the payout rate derived from a 150 bps markup', () => {
@@ -366,70 +367,38 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
     // 1500.00 RUB / 90.76775 = 16.5256933216919…  USDT; check: 90.76775 × 16.525693 = 1499.99997080075 < 1500
     // < 90.76775 × 16.525694 = 1500.0000615685, so ceil = 16.525694 USDT = 16525694 micro
     // fee: 16525694 × 100 / 10000 = 165256.94 → 165257, + 500000 fixed = 665257; total 16525694 + 665257 = 17190951
-    assert.deepEqual(payoutFigures(150000, 'RUB', '90.76775', 100, 500000), {
-      amount_usdt_micro: 16525694,
-      fee_usdt_micro: 665257,
-      payout_usdt_amount_micro: 17190951,
-    })
+    assertFigures([150000, 'RUB', '90.76775', 100, 500000], [16525694, 665257, 17190951])
   })
 
   it('an exact division is not rounded', () => {
     // 460.75 RUB / 92.15 = 5 exactly (92.15 × 5 = 460.75) → 5000000 micro, no ceil step
     // fee: 5000000 × 150 / 10000 = 75000 exactly; total 5075000
-    assert.deepEqual(payoutFigures(46075, 'RUB', '92.15', 150, 0), {
-      amount_usdt_micro: 5000000,
-      fee_usdt_micro: 75000,
-      payout_usdt_amount_micro: 5075000,
-    })
+    assertFigures([46075, 'RUB', '92.15', 150, 0], [5000000, 75000, 5075000])
   })
 
   it('rounds the USDT amount up by one micro for the smallest excess', () => {
     // 1.00 USD / 3 = 0.333333(3) USDT = 333333.33… micro → 333334
     assert.equal(payoutFigures(100, 'USD', '3', 0, 0)?.amount_usdt_micro, 333334)
     // 1.00 USD / 0.999999999999 = 1.000000000001000… USDT = 1000000.000001… micro → 1000001 (one micro more)
-    assert.deepEqual(payoutFigures(100, 'USD', '0.999999999999', 0, 0), {
-      amount_usdt_micro: 1000001,
-      fee_usdt_micro: 0,
-      payout_usdt_amount_micro: 1000001,
-    })
+    assertFigures([100, 'USD', '0.999999999999', 0, 0], [1000001, 0, 1000001])
     // 1 JPY / 999999999999.999999999999 ≈ 10^−12 USDT = 0.000001 micro: ceil never sends nothing → 1 micro;
     // fee 1 × 10000 / 10000 = 1; total 2
-    assert.deepEqual(payoutFigures(1, 'JPY', '999999999999.999999999999', 10000, 0), {
-      amount_usdt_micro: 1,
-      fee_usdt_micro: 1,
-      payout_usdt_amount_micro: 2,
-    })
+    assertFigures([1, 'JPY', '999999999999.999999999999', 10000, 0], [1, 1, 2])
   })
 
   it('rounds a fee of exactly half a micro up', () => {
     // 0.01 USD / 8 = 0.00125 USDT = 1250 micro (exact); fee 1250 × 4 / 10000 = 0.5 → 1; total 1251
-    assert.deepEqual(payoutFigures(1, 'USD', '8', 4, 0), {
-      amount_usdt_micro: 1250,
-      fee_usdt_micro: 1,
-      payout_usdt_amount_micro: 1251,
-    })
+    assertFigures([1, 'USD', '8', 4, 0], [1250, 1, 1251])
     // 15000 micro USDT at rate 1; fee 15000 × 1 / 10000 = 1.5 → 2; total 15002
-    assert.deepEqual(payoutFigures(15000, 'USDT', '1', 1, 0), {
-      amount_usdt_micro: 15000,
-      fee_usdt_micro: 2,
-      payout_usdt_amount_micro: 15002,
-    })
+    assertFigures([15000, 'USDT', '1', 1, 0], [15000, 2, 15002])
   })
 
   it('rounds a fee just below half a micro down', () => {
     // 3 JPY / 200.0134 = 0.0149989950673… USDT; check: 200.0134 × 0.014998 = 2.9998009732 < 3
     // < 200.0134 × 0.014999 = 3.0000009866, so ceil = 14999 micro; fee 14999 × 1 / 10000 = 1.4999 → 1; total 15000
-    assert.deepEqual(payoutFigures(3, 'JPY', '200.0134', 1, 0), {
-      amount_usdt_micro: 14999,
-      fee_usdt_micro: 1,
-      payout_usdt_amount_micro: 15000,
-    })
+    assertFigures([3, 'JPY', '200.0134', 1, 0], [14999, 1, 15000])
     // 14999 micro USDT at rate 1; fee 14999 / 10000 = 1.4999 → 1 (one micro less in the amount, one less fee)
-    assert.deepEqual(payoutFigures(14999, 'USDT', '1', 1, 0), {
-      amount_usdt_micro: 14999,
-      fee_usdt_micro: 1,
-      payout_usdt_amount_micro: 15000,
-    })
+    assertFigures([14999, 'USDT', '1', 1, 0], [14999, 1, 15000])
   })
 
   it('JPY (exponent 0)', () => {
@@ -437,36 +406,20 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
     // 10000 JPY / 149.688 = 66.8056223611779… USDT; check: 149.688 × 66.805622 = 9999.999945936 < 10000
     // < 149.688 × 66.805623 = 10000.000095624, so ceil = 66805623 micro
     // fee: 66805623 × 150 / 10000 = 1002084.345 → 1002084, + 1000000 = 2002084; total 66805623 + 2002084 = 68807707
-    assert.deepEqual(payoutFigures(10000, 'JPY', '149.688', 150, 1000000), {
-      amount_usdt_micro: 66805623,
-      fee_usdt_micro: 2002084,
-      payout_usdt_amount_micro: 68807707,
-    })
+    assertFigures([10000, 'JPY', '149.688', 150, 1000000], [66805623, 2002084, 68807707])
   })
 
   it('KWD (exponent 3)', () => {
     // 1.000 KWD / 0.307 = 3.25732899… USDT = 3257328.99… micro → 3257329
     // fee: 3257329 × 250 / 10000 = 81433.225 → 81433; total 3257329 + 81433 = 3338762
-    assert.deepEqual(payoutFigures(1000, 'KWD', '0.307', 250, 0), {
-      amount_usdt_micro: 3257329,
-      fee_usdt_micro: 81433,
-      payout_usdt_amount_micro: 3338762,
-    })
+    assertFigures([1000, 'KWD', '0.307', 250, 0], [3257329, 81433, 3338762])
   })
 
   it('USDT itself (rate 1, exponent 6)', () => {
     // 5.000000 USDT / 1 = 5000000 micro; fee 5000000 × 100 / 10000 = 50000 + 1000000 = 1050000; total 6050000
-    assert.deepEqual(payoutFigures(5000000, 'USDT', '1', 100, 1000000), {
-      amount_usdt_micro: 5000000,
-      fee_usdt_micro: 1050000,
-      payout_usdt_amount_micro: 6050000,
-    })
+    assertFigures([5000000, 'USDT', '1', 100, 1000000], [5000000, 1050000, 6050000])
     // 1 micro USDT → 1 micro; fee 1 × 9999 / 10000 = 0.9999 → 1; total 2
-    assert.deepEqual(payoutFigures(1, 'USDT', '1', 9999, 0), {
-      amount_usdt_micro: 1,
-      fee_usdt_micro: 1,
-      payout_usdt_amount_micro: 2,
-    })
+    assertFigures([1, 'USDT', '1', 9999, 0], [1, 1, 2])
   })
 
   it('is exact at the largest amount', () => {
@@ -474,25 +427,19 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
     // < 10^9 < 90.76775 × 11017128.881128 = 1000000000.000006022, so ceil = 11017128881128 micro
     // fee: 11017128881128 × 150 / 10000 = 165256933216.92 → 165256933217, + 1000000 = 165257933217
     // total 11017128881128 + 165257933217 = 11182386814345
-    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'RUB', '90.76775', 150, 1000000), {
-      amount_usdt_micro: 11017128881128,
-      fee_usdt_micro: 165257933217,
-      payout_usdt_amount_micro: 11182386814345,
-    })
+    assertFigures(
+      [MAX_AMOUNT, 'RUB', '90.76775', 150, 1000000],
+      [11017128881128, 165257933217, 11182386814345],
+    )
     // 10^11 JPY / 149.688 = 668056223.61177916… USDT → ceil 668056223611780 micro
     // fee: 668056223611780 × 150 / 10000 = 10020843354176.7 → 10020843354177, + 1000000 = 10020844354177
     // total 668056223611780 + 10020844354177 = 678077067965957
-    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'JPY', '149.688', 150, 1000000), {
-      amount_usdt_micro: 668056223611780,
-      fee_usdt_micro: 10020844354177,
-      payout_usdt_amount_micro: 678077067965957,
-    })
+    assertFigures(
+      [MAX_AMOUNT, 'JPY', '149.688', 150, 1000000],
+      [668056223611780, 10020844354177, 678077067965957],
+    )
     // 10^9 USD / 1 = 10^15 micro; fee 10^15 × 10000 / 10000 = 10^15; total 2 × 10^15 (< 2^53 − 1)
-    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'USD', '1', 10000, 0), {
-      amount_usdt_micro: 10 ** 15,
-      fee_usdt_micro: 10 ** 15,
-      payout_usdt_amount_micro: 2 * 10 ** 15,
-    })
+    assertFigures([MAX_AMOUNT, 'USD', '1', 10000, 0], [10 ** 15, 10 ** 15, 2 * 10 ** 15])
   })
 
   it('is null when the total would exceed 2^53 − 1', () => {
@@ -500,19 +447,14 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
     assert.equal(payoutFigures(100, 'USD', '0.000000000001', 0, 0), null)
     // 10^9 USD / 0.125 = 8 × 10^9 USDT = 8 × 10^15 micro (< 2^53 − 1 on its own)
     // fee 1000 bps: 8 × 10^14 → total 8.8 × 10^15 ≤ 9007199254740991: returned
-    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'USD', '0.125', 1000, 0), {
-      amount_usdt_micro: 8 * 10 ** 15,
-      fee_usdt_micro: 8 * 10 ** 14,
-      payout_usdt_amount_micro: 8800000000000000,
-    })
+    assertFigures([MAX_AMOUNT, 'USD', '0.125', 1000, 0], [8 * 10 ** 15, 8 * 10 ** 14, 8800000000000000])
     // fee 1500 bps: 1.2 × 10^15 → total 9.2 × 10^15 > 9007199254740991: null (the fee alone tips it over)
     assert.equal(payoutFigures(MAX_AMOUNT, 'USD', '0.125', 1500, 0), null)
     // The exact edge: 10^11 micro USDT + fixed 9007099254740991 = 9007199254740991 = 2^53 − 1 → returned; one more → null
-    assert.deepEqual(payoutFigures(MAX_AMOUNT, 'USDT', '1', 0, 9007099254740991), {
-      amount_usdt_micro: MAX_AMOUNT,
-      fee_usdt_micro: 9007099254740991,
-      payout_usdt_amount_micro: Number.MAX_SAFE_INTEGER,
-    })
+    assertFigures(
+      [MAX_AMOUNT, 'USDT', '1', 0, 9007099254740991],
+      [MAX_AMOUNT, 9007099254740991, Number.MAX_SAFE_INTEGER],
+    )
     assert.equal(payoutFigures(MAX_AMOUNT, 'USDT', '1', 0, 9007099254740992), null)
   })
 })
@@ -520,37 +462,29 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
 describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rates): boundary cases', () => {
   it('settlement floors: a sub-micro excess is dropped, a sub-micro shortfall costs one micro', () => {
     // 1.00 USD / 0.999999999999 = 1000000.000001… micro → floor 1000000 (ceil 1000001)
-    assert.equal(convertFloor(100, 'USD', '0.999999999999', 'USDT'), 1000000)
-    assert.equal(convertCeil(100, 'USD', '0.999999999999', 'USDT'), 1000001)
+    assertConverts([100, 'USD', '0.999999999999', 'USDT'], 1000000, 1000001)
     // 1.00 USD / 1.000000000001 = 0.999999999999000… USDT = 999999.999999… micro → floor 999999 (ceil 1000000)
-    assert.equal(convertFloor(100, 'USD', '1.000000000001', 'USDT'), 999999)
-    assert.equal(convertCeil(100, 'USD', '1.000000000001', 'USDT'), 1000000)
+    assertConverts([100, 'USD', '1.000000000001', 'USDT'], 999999, 1000000)
     // 1 JPY / 999999999999.999999999999 ≈ 10^−6 micro → floor 0 (ceil 1)
-    assert.equal(convertFloor(1, 'JPY', '999999999999.999999999999', 'USDT'), 0)
-    assert.equal(convertCeil(1, 'JPY', '999999999999.999999999999', 'USDT'), 1)
+    assertConverts([1, 'JPY', '999999999999.999999999999', 'USDT'], 0, 1)
   })
 
   it('settlement of the smallest JPY and KWD amounts', () => {
     // 1 JPY / 151.2 = 0.0066137566… USDT = 6613.7566… micro → floor 6613, ceil 6614
-    assert.equal(convertFloor(1, 'JPY', '151.2', 'USDT'), 6613)
-    assert.equal(convertCeil(1, 'JPY', '151.2', 'USDT'), 6614)
+    assertConverts([1, 'JPY', '151.2', 'USDT'], 6613, 6614)
     // 0.001 KWD / 0.307 = 0.0032573289… USDT = 3257.3289… micro → floor 3257, ceil 3258
-    assert.equal(convertFloor(1, 'KWD', '0.307', 'USDT'), 3257)
-    assert.equal(convertCeil(1, 'KWD', '0.307', 'USDT'), 3258)
+    assertConverts([1, 'KWD', '0.307', 'USDT'], 3257, 3258)
   })
 
   it('USDT settled in USDT at rate "1" is the identity, up to the largest amount', () => {
     // x micro / 1 = x micro
-    assert.equal(convertFloor(16074335, 'USDT', '1', 'USDT'), 16074335)
-    assert.equal(convertCeil(16074335, 'USDT', '1', 'USDT'), 16074335)
-    assert.equal(convertFloor(MAX_AMOUNT, 'USDT', '1', 'USDT'), MAX_AMOUNT)
-    assert.equal(convertCeil(MAX_AMOUNT, 'USDT', '1', 'USDT'), MAX_AMOUNT)
+    assertConverts([16074335, 'USDT', '1', 'USDT'], 16074335, 16074335)
+    assertConverts([MAX_AMOUNT, 'USDT', '1', 'USDT'], MAX_AMOUNT, MAX_AMOUNT)
   })
 
   it('refund debits round up', () => {
     // a partial refund of 500.00 RUB at 92.15: 5.42593597… USDT = 5425935.97… micro → ceil 5425936 (floor 5425935)
-    assert.equal(convertCeil(50000, 'RUB', '92.15', 'USDT'), 5425936)
-    assert.equal(convertFloor(50000, 'RUB', '92.15', 'USDT'), 5425935)
+    assertConverts([50000, 'RUB', '92.15', 'USDT'], 5425935, 5425936)
     // an exact refund: 460.75 RUB / 92.15 = 5 USDT → 5000000 both ways
     assert.equal(convertCeil(46075, 'RUB', '92.15', 'USDT'), 5000000)
     // largest KWD: 10^8 KWD / 0.307 = 325732899.0228013… USDT → ceil 325732899022802 micro
@@ -561,8 +495,7 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     // pay_in = 92.15 × (1 + 150/10000) = 92.15 × 1.015 = 93.53225
     assert.equal(applyMarkupUp('92.15', 150), '93.53225')
     // net 1481.25 RUB / 93.53225 = 15.83678356930… USDT → settle floor 15836783, refund ceil 15836784
-    assert.equal(convertFloor(148125, 'RUB', '93.53225', 'USDT'), 15836783)
-    assert.equal(convertCeil(148125, 'RUB', '93.53225', 'USDT'), 15836784)
+    assertConverts([148125, 'RUB', '93.53225', 'USDT'], 15836783, 15836784)
   })
 
   it('markups at their edges', () => {
@@ -593,32 +526,11 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     assert.equal(computeFees(44999, 1, 10000).fee_amount, 4)
     assert.equal(computeFees(45000, 1, 10000).fee_amount, 5)
     // share 1 bps: merchant 100 × 1 / 10000 = 0.01 → 0, customer 100; still a split
-    assert.deepEqual(computeFees(10000, 100, 1), {
-      fee_amount: 100,
-      merchant_fee_merchant_amount: 0,
-      merchant_fee_customer_amount: 100,
-      gross_amount: 10100,
-      net_amount: 10000,
-      fee_payer: 'split',
-    })
+    assertFees([10000, 100, 1], [100, 0, 100, 10100, 10000, 'split'])
     // share 9999 bps: merchant 100 × 9999 / 10000 = 99.99 → 100, customer 0; still a split
-    assert.deepEqual(computeFees(10000, 100, 9999), {
-      fee_amount: 100,
-      merchant_fee_merchant_amount: 100,
-      merchant_fee_customer_amount: 0,
-      gross_amount: 10000,
-      net_amount: 9900,
-      fee_payer: 'split',
-    })
+    assertFees([10000, 100, 9999], [100, 100, 0, 10000, 9900, 'split'])
     // largest amount, 1 bps, half split: fee 10^11 / 10000 = 10^7; merchant 5 × 10^6, customer 5 × 10^6;
     // gross 10^11 + 5 × 10^6 = 100005000000; net 100005000000 − 10^7 = 99995000000
-    assert.deepEqual(computeFees(MAX_AMOUNT, 1, 5000), {
-      fee_amount: 10000000,
-      merchant_fee_merchant_amount: 5000000,
-      merchant_fee_customer_amount: 5000000,
-      gross_amount: 100005000000,
-      net_amount: 99995000000,
-      fee_payer: 'split',
-    })
+    assertFees([MAX_AMOUNT, 1, 5000], [10000000, 5000000, 5000000, 100005000000, 99995000000, 'split'])
   })
 })

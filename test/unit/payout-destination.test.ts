@@ -101,6 +101,14 @@ describe('checkDestination: usdt_wallet', () => {
 })
 
 describe('checkDestination: card', () => {
+  /** A card with this number (held by Jane Doe) is refused on card_number, and none of `secrets` is echoed. */
+  const assertCardNumberRefused = (cardNumber: string, secrets?: string[]) =>
+    assertRefused(
+      () => checkDestination('card', { card_number: cardNumber, holder_name: 'Jane Doe' }),
+      ['card_number'],
+      secrets,
+    )
+
   it('accepts a visa, masks it for display and keeps the digits for the provider only', () => {
     const checked = checkDestination('card', { card_number: VISA, holder_name: 'JANE DOE' })
     assert.deepEqual(checked.shown, { card_number: '411111******1111', holder_name: 'JANE DOE' })
@@ -133,42 +141,19 @@ describe('checkDestination: card', () => {
 
   it('refuses a Luhn-invalid number without echoing it', () => {
     // 4111111111111112: the visa test number with the check digit off by one → sum 31, not a multiple of 10
-    assertRefused(
-      () => checkDestination('card', { card_number: '4111111111111112', holder_name: 'Jane Doe' }),
-      ['card_number'],
-      ['4111111111111112', '411111', '1112'],
-    )
-    assertRefused(
-      () => checkDestination('card', { card_number: '4111 1111 1111 1112', holder_name: 'Jane Doe' }),
-      ['card_number'],
-      ['4111 1111 1111 1112', '4111111111111112'],
-    )
+    assertCardNumberRefused('4111111111111112', ['4111111111111112', '411111', '1112'])
+    assertCardNumberRefused('4111 1111 1111 1112', ['4111 1111 1111 1112', '4111111111111112'])
   })
 
   it('refuses 11 and 20 digits even when they pass the Luhn check', () => {
     // 99000000002 (11): 2 + 9 doubled (position 10) → 9 + 9 = 20; 99000000000000000002 (20): the same sum
-    assertRefused(
-      () => checkDestination('card', { card_number: '99000000002', holder_name: 'Jane Doe' }),
-      ['card_number'],
-      ['99000000002'],
-    )
-    assertRefused(
-      () => checkDestination('card', { card_number: '99000000000000000002', holder_name: 'Jane Doe' }),
-      ['card_number'],
-      ['99000000000000000002'],
-    )
+    assertCardNumberRefused('99000000002', ['99000000002'])
+    assertCardNumberRefused('99000000000000000002', ['99000000000000000002'])
   })
 
   it('refuses characters other than digits, spaces and hyphens', () => {
-    assertRefused(
-      () => checkDestination('card', { card_number: '4111.1111.1111.1111', holder_name: 'Jane Doe' }),
-      ['card_number'],
-      ['4111.1111.1111.1111'],
-    )
-    assertRefused(
-      () => checkDestination('card', { card_number: '', holder_name: 'Jane Doe' }),
-      ['card_number'],
-    )
+    assertCardNumberRefused('4111.1111.1111.1111', ['4111.1111.1111.1111'])
+    assertCardNumberRefused('')
   })
 
   it('refuses an empty or too long holder name, and never echoes the valid card number', () => {
