@@ -36,21 +36,16 @@ describe('connectors commands', () => {
   })
   after(() => rm(dataDir, { recursive: true, force: true }))
 
-  it('adds an account with its API key read from the environment, and prints the callback secret once', async () => {
-    const added = await connectors(
-      'add',
-      'acquirer-live',
-      '--kind',
-      'http-acquirer',
-      '--mode',
-      'live',
-      '--setting',
-      'base_url=https://acquirer.example/v1',
-      '--setting',
-      'timeout_ms=4000',
-      '--secret',
-      'api_key=env:ACQUIRER_API_KEY',
+  const FROM_ENV = ['--secret', 'api_key=env:ACQUIRER_API_KEY']
+  /** `connectors add <name>` of an acquirer in `mode` with its base URL, then `extra` (settings, the secret). */
+  const addAcquirer = (name: string, mode: 'test' | 'live', ...extra: string[]) =>
+    connectors(
+      ...['add', name, '--kind', 'http-acquirer', '--mode', mode],
+      ...['--setting', 'base_url=https://acquirer.example/v1', ...extra],
     )
+
+  it('adds an account with its API key read from the environment, and prints the callback secret once', async () => {
+    const added = await addAcquirer('acquirer-live', 'live', '--setting', 'timeout_ms=4000', ...FROM_ENV)
     assert.equal(added.code, 0, added.output)
     assert.match(added.output, /setting: {2}timeout_ms = 4000/)
     assert.match(added.output, /secret: {3}api_key \(set\)/)
@@ -59,18 +54,7 @@ describe('connectors commands', () => {
   })
 
   it('refuses a secret written on the command line, and writes nothing', async () => {
-    const refused = await connectors(
-      'add',
-      'acquirer-plain',
-      '--kind',
-      'http-acquirer',
-      '--mode',
-      'live',
-      '--setting',
-      'base_url=https://acquirer.example/v1',
-      '--secret',
-      `api_key=${apiKey}`,
-    )
+    const refused = await addAcquirer('acquirer-plain', 'live', '--secret', `api_key=${apiKey}`)
     assert.notEqual(refused.code, 0)
     assert.match(refused.output, /env:VARIABLE or file:PATH, never as its value/)
     const missing = await connectors('show', 'acquirer-plain')
@@ -79,20 +63,7 @@ describe('connectors commands', () => {
   })
 
   it('says which setting is wrong, with exit code 2', async () => {
-    const wrong = await connectors(
-      'add',
-      'acquirer-test',
-      '--kind',
-      'http-acquirer',
-      '--mode',
-      'test',
-      '--setting',
-      'base_url=https://acquirer.example/v1',
-      '--setting',
-      'timeout_ms=soon',
-      '--secret',
-      'api_key=env:ACQUIRER_API_KEY',
-    )
+    const wrong = await addAcquirer('acquirer-test', 'test', '--setting', 'timeout_ms=soon', ...FROM_ENV)
     assert.equal(wrong.code, 2)
     assert.match(wrong.output, /settings\.timeout_ms/)
   })

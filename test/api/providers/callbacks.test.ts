@@ -1,40 +1,37 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { newCallbackSecret, signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
-import { backends, createTestContext, type TestContext } from '../../helpers/harness.ts'
+import { backends } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
+import { suiteContext } from '../../helpers/suite.ts'
 
 const callback = (reference: string, type = 'payment.succeeded') =>
   JSON.stringify({ id: `evt_${reference}`, type, data: { reference, amount: 150000, currency: 'RUB' } })
 
 for (const backend of backends()) {
   describe(`provider callbacks (${backend})`, () => {
-    let ctx: TestContext
-    let account: { uuid: string }
+    const ctx = suiteContext(backend, { secrets: ['sk_acquirer_key'] })
+    let account: { uuid: string; secret: string }
     let secret: string
     let other: { uuid: string; secret: string }
-    before(async () => {
-      ctx = await createTestContext(backend)
+    /** An acquirer account in live mode: its id and its first callback secret. */
+    const addAcquirer = async (name: string) => {
       const added = await ctx.services.providers.accounts.add({
-        name: 'acquirer',
+        name,
         kind: 'http-acquirer',
         mode: 'live',
-        settings: { base_url: 'https://acquirer.example/v1' },
+        settings: { base_url: `https://${name}.example/v1` },
         secrets: { api_key: 'sk_acquirer_key' },
       })
-      account = added.account
-      secret = added.callbackSecret as string
-      const second = await ctx.services.providers.accounts.add({
-        name: 'acquirer-two',
-        kind: 'http-acquirer',
-        mode: 'live',
-        settings: { base_url: 'https://two.example/v1' },
-        secrets: { api_key: 'sk_two_key' },
-      })
-      other = { uuid: second.account.uuid, secret: second.callbackSecret as string }
-      ctx.secrets.push(secret, other.secret, 'sk_acquirer_key', 'sk_two_key')
+      ctx.secrets.push(added.callbackSecret as string)
+      return { uuid: added.account.uuid, secret: added.callbackSecret as string }
+    }
+    before(async () => {
+      account = await addAcquirer('acquirer')
+      /** The account's current secret: the rotations below change it. */
+      secret = account.secret
+      other = await addAcquirer('acquirer-two')
     })
-    after(() => ctx.close())
 
     const post = (
       uuid: string,
