@@ -482,6 +482,7 @@ users
 registerConnectorCommands(program, {
   withProviders: (work) => withServices((services) => asUserError(() => work(services.providers))),
   out,
+  parseCount: (name, value, max) => integer(name, 1, max)(value),
   parseSeconds: (name, value) => {
     try {
       return parseDuration(name, value)

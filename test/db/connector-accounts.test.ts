@@ -51,6 +51,7 @@ for (const backend of backends()) {
       })
       assert.deepEqual(account.secrets, ['api_key'])
       assert.equal(account.status, 'enabled')
+      assert.equal(account.callback_url, `http://gateway.test/providers/${account.uuid}/callbacks`)
       assert.match(callbackSecret ?? '', /^whsec_[0-9A-Za-z+/]{43}=$/)
       // Neither secret is stored as it was given, and the view carries neither.
       const stored = JSON.stringify([await rows(), await secretRows()])
@@ -77,6 +78,7 @@ for (const backend of backends()) {
       })
       assert.equal(simulator.callbackSecret, null)
       assert.deepEqual(simulator.account.secrets, [])
+      assert.equal(simulator.account.callback_url, null)
       assert.deepEqual(await providers.accounts.callbackSecrets(simulator.account.uuid), [])
     })
 

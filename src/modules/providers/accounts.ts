@@ -33,6 +33,8 @@ export interface AccountView {
   status: 'enabled' | 'disabled'
   settings: Record<string, unknown>
   secrets: string[]
+  /** Where the provider posts its callbacks (kinds whose callbacks come over HTTP). */
+  callback_url: string | null
   created_at: Date
   updated_at: Date
 }
@@ -74,6 +76,9 @@ export function createAccountOperations(deps: ProviderDeps) {
     status: row.status,
     settings: row.settings,
     secrets: row.secrets_sealed ? Object.keys(JSON.parse(open(row.secrets_sealed))).sort() : [],
+    callback_url: CONNECTOR_KINDS[row.kind as ConnectorKind].signedCallbacks
+      ? `${deps.config.publicBaseUrl}/providers/${row.uuid}/callbacks`
+      : null,
     created_at: row.created_at,
     updated_at: row.updated_at,
   })

@@ -33,6 +33,47 @@ export function createCallbackReceiver(
   accounts: ReturnType<typeof createAccountOperations>,
 ) {
   return {
+    /** The log, newest first, filtered by account name, result and the provider's reference. */
+    async list(filter: {
+      account?: string
+      result?: ConnectorCallbackResult
+      reference?: string
+      limit: number
+    }) {
+      let query = deps.db
+        .selectFrom('connector_callbacks as c')
+        .innerJoin('connector_accounts as a', 'a.uuid', 'c.account_uuid')
+        .select([
+          'c.uuid',
+          'a.name as account',
+          'c.received_at',
+          'c.verification',
+          'c.event_type',
+          'c.provider_reference',
+          'c.result',
+          'c.detail',
+        ])
+        .orderBy('c.received_at', 'desc')
+        .orderBy('c.uuid', 'desc')
+        .limit(filter.limit)
+      if (filter.account) query = query.where('a.name', '=', filter.account)
+      if (filter.result) query = query.where('c.result', '=', filter.result)
+      if (filter.reference) query = query.where('c.provider_reference', '=', filter.reference)
+      return query.execute()
+    },
+
+    /** One callback as received: its headers (without credentials) and body. */
+    show: (uuid: string) =>
+      foundByUuid('callback', uuid, (id) =>
+        deps.db
+          .selectFrom('connector_callbacks as c')
+          .innerJoin('connector_accounts as a', 'a.uuid', 'c.account_uuid')
+          .selectAll('c')
+          .select('a.name as account')
+          .where('c.uuid', '=', id)
+          .executeTakeFirst(),
+      ),
+
     async receive(received: ReceivedCallback): Promise<CallbackReceipt> {
       const account = await foundByUuid('connector account', received.accountUuid, (uuid) =>
         deps.db.selectFrom('connector_accounts').selectAll().where('uuid', '=', uuid).executeTakeFirst(),

@@ -9,6 +9,7 @@ export interface CommandContext {
   withProviders<T>(work: (providers: ProviderService) => Promise<T>): Promise<T>
   out(line: string): void
   parseSeconds(name: string, value: string): number
+  parseCount(name: string, value: string, max: number): number
 }
 
 /** `name=value`, repeatable, into an object. */
@@ -72,6 +73,7 @@ function printAccount(out: (line: string) => void, a: AccountView): void {
   for (const [setting, value] of Object.entries(a.settings))
     out(`  setting:  ${setting} = ${JSON.stringify(value)}`)
   for (const secret of a.secrets) out(`  secret:   ${secret} (set)`)
+  if (a.callback_url) out(`  callbacks: ${a.callback_url}`)
   out(`  created:  ${a.created_at.toISOString()}`)
   out(`  updated:  ${a.updated_at.toISOString()}`)
 }
@@ -233,6 +235,40 @@ export function registerConnectorCommands(program: Command, context: CommandCont
           `connector account ${name}: new callback secret; the previous one accepted until ${rotated.retiresAt.toISOString()}`,
         )
         if (opts.callbackSecret === undefined) printNewCallbackSecret(out, rotated.secret)
+      }),
+    )
+
+  const results = ['applied', 'duplicate', 'unmatched', 'refused', 'malformed'] as const
+  connectors
+    .command('callbacks')
+    .description('List the callbacks the providers sent, newest first (docs/OPERATIONS.md, The callback log)')
+    .option('--account <name>', 'of one connector account')
+    .addOption(new Option('--result <result>', 'with one result').choices(results))
+    .option('--reference <reference>', "about one provider's reference")
+    .option('--limit <n>', 'at most this many', (v: string) => context.parseCount('--limit', v, 1000), 50)
+    .action(
+      (opts: { account?: string; result?: (typeof results)[number]; reference?: string; limit: number }) =>
+        withProviders(async (providers) => {
+          for (const c of await providers.callbacks.list(opts))
+            out(
+              `${c.uuid}  ${c.received_at.toISOString()}  ${c.account}  ${c.result}  ${c.verification}  ` +
+                `${c.event_type ?? '-'}  ${c.provider_reference ?? '-'}  ${c.detail}`,
+            )
+        }),
+    )
+
+  connectors
+    .command('callback <id>')
+    .description('Show one callback as received: its headers (credentials left out), body and what it did')
+    .action((id: string) =>
+      withProviders(async (providers) => {
+        const c = await providers.callbacks.show(id)
+        out(`callback ${c.uuid} to ${c.account}, received ${c.received_at.toISOString()}`)
+        out(`  verification: ${c.verification}`)
+        out(`  result:       ${c.result}: ${c.detail}`)
+        for (const [name, value] of Object.entries(c.headers)) out(`  header ${name}: ${value}`)
+        out('  body:')
+        out(c.body)
       }),
     )
 }
