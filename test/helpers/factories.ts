@@ -16,15 +16,19 @@ export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 })
 
+/** What the sandbox can report of a pending transaction (POST /integration/sandbox/transactions/{uuid}/…). */
+export type SandboxOutcome = 'paid' | 'failed' | 'failed-then-paid' | 'expired'
+
 /**
- * A transaction created through the API and reported paid through the sandbox, as `as` (default: the
- * context's merchant, test mode): its JSON as the sandbox answered it. In test mode its money is available at once.
+ * A transaction created through the API and reported paid (or `outcome`) through the sandbox, as `as` (default:
+ * the context's merchant, test mode): its JSON as the sandbox answered it. In test mode its money is available
+ * at once.
  */
 export async function paidTransaction(
   ctx: TestContext,
   overrides: Record<string, unknown> = {},
   as?: CallOptions['as'],
-  outcome: 'paid' | 'failed' = 'paid',
+  outcome: SandboxOutcome = 'paid',
 ) {
   const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
   assert.equal(created.statusCode, 201, created.body)

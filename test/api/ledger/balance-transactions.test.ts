@@ -11,7 +11,8 @@ import {
   createTestContext,
   DEMO_TEST_RATES,
   extId,
-  newTransaction,
+  paidTransaction,
+  type SandboxOutcome,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -114,21 +115,8 @@ for (const backend of backends()) {
         `${JSON.stringify(query)}: errors.${field} in ${res.body}`,
       )
     }
-    const pay = async (who: Who, overrides: Record<string, unknown> = {}, simulation = 'paid') => {
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: who,
-      })
-      assert.equal(created.statusCode, 201, created.body)
-      const res = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/${simulation}`,
-        undefined,
-        { as: who },
-      )
-      assert.equal(res.statusCode, 200, res.body)
-      return res.json()
-    }
+    const pay = (who: Who, overrides: Record<string, unknown> = {}, simulation: SandboxOutcome = 'paid') =>
+      paidTransaction(ctx, overrides, who, simulation)
     const refund = (who: Who, transactionUuid: string, amountMinor?: number) =>
       call(
         ctx,

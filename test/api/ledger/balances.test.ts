@@ -3,7 +3,15 @@ import { after, before, describe, it } from 'node:test'
 import type { AccountKind } from '../../../src/db/types.ts'
 import { newId } from '../../../src/lib/ids.ts'
 import type { Posting } from '../../../src/modules/ledger/service.ts'
-import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
+import {
+  backends,
+  call,
+  createTestContext,
+  newTransaction,
+  paidTransaction,
+  type SandboxOutcome,
+  type TestContext,
+} from '../../helpers/harness.ts'
 
 for (const backend of backends()) {
   describe(`ledger, balances and rates (${backend})`, () => {
@@ -13,25 +21,12 @@ for (const backend of backends()) {
     })
     after(() => ctx.close())
 
-    const pay = async (
+    const pay = (
       mode: 'test' | 'live',
       overrides = {},
-      simulation = 'paid',
+      simulation: SandboxOutcome = 'paid',
       merchant = ctx.merchant,
-    ) => {
-      const as = { merchant, mode }
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
-      assert.equal(created.statusCode, 201, created.body)
-      const res = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/${simulation}`,
-        undefined,
-        { as },
-      )
-      assert.equal(res.statusCode, 200, res.body)
-      return res.json()
-    }
+    ) => paidTransaction(ctx, overrides, { merchant, mode }, simulation)
     const balances = async (mode: 'test' | 'live', merchant = ctx.merchant) => {
       const res = await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant, mode } })
       assert.equal(res.statusCode, 200, res.body)

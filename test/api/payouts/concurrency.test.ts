@@ -6,7 +6,7 @@ import {
   call,
   createTestContext,
   extId,
-  newTransaction,
+  paidTransaction as payAndMarkPaid,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -31,25 +31,9 @@ for (const backend of backends()) {
 
     /** A paid USD transaction: in test mode its settlement is available at once. */
     const paidTransaction = async (merchant: TestMerchant, mode: Mode, cents: number) => {
-      const as = { merchant, mode }
-      const created = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ amount: cents, currency: 'USD' }),
-        { as },
-      )
-      assert.equal(created.statusCode, 201, created.body)
-      const paid = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/paid`,
-        undefined,
-        { as },
-      )
-      assert.equal(paid.statusCode, 200, paid.body)
-      assert.equal(paid.json().settlement_amount, cents * MICRO_PER_CENT)
-      return paid.json()
+      const paid = await payAndMarkPaid(ctx, { amount: cents, currency: 'USD' }, { merchant, mode })
+      assert.equal(paid.settlement_amount, cents * MICRO_PER_CENT)
+      return paid
     }
     /** Live money waits for its 24 h hold: the settlement job, run as if the hold were over, releases it. */
     const settleLive = async () => {

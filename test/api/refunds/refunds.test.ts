@@ -5,6 +5,7 @@ import {
   call,
   createTestContext,
   newTransaction,
+  paidTransaction as payAndMarkPaid,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -21,20 +22,8 @@ for (const backend of backends()) {
     after(() => ctx.close())
 
     /** A paid test-mode transaction (its settlement is available at once). */
-    const paidTransaction = async (merchant: TestMerchant, overrides = {}) => {
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: { merchant },
-      })
-      assert.equal(created.statusCode, 201, created.body)
-      const paid = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/paid`,
-        undefined,
-        { as: { merchant } },
-      )
-      return paid.json()
-    }
+    const paidTransaction = (merchant: TestMerchant, overrides = {}) =>
+      payAndMarkPaid(ctx, overrides, { merchant })
     /**
      * A merchant with some money already available: a settlement is floored and a refund debit is ceiled
      * (docs/API.md: Transactions, Refunds), so refunding a payment in full costs up to a micro unit more than it
