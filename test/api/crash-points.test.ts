@@ -16,11 +16,11 @@ import {
   call,
   createTestContext,
   eventually,
-  extId,
   newTransaction,
   type TestContext,
   type TestMerchant,
 } from '../helpers/harness.ts'
+import { newPayout } from '../helpers/payouts.ts'
 import { putConfig } from './webhooks/helpers.ts'
 
 /**
@@ -125,7 +125,6 @@ function ownWrites(node: RootOperationNode): { kind: string; table: string }[] {
 const RECHECK_MS = 60_000
 /** A moment when every hand-over a crash cut off is due for its recheck. */
 const pastRecheck = () => new Date(Date.now() + RECHECK_MS + 1000)
-const TRC20 = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
 let keyCounter = 0
 const freshKey = (prefix: string) => `${prefix}-${Date.now()}-${keyCounter++}`
 
@@ -359,14 +358,6 @@ for (const backend of backends()) {
 
     describe('payouts', () => {
       const PAYOUT = '/integration/payouts'
-      const newPayout = (overrides: Record<string, unknown> = {}) => ({
-        external_id: extId('po'),
-        amount: 10000,
-        currency: 'USD',
-        method: 'usdt_wallet',
-        destination: TRC20,
-        ...overrides,
-      })
       const funded = async (name: string) => {
         const m = await ctx.newMerchant(name)
         await paidTransaction(m, 100000)

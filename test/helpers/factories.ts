@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import type { TestContext } from './context.ts'
+import type { TestContext, TestMerchant } from './context.ts'
 import { type CallOptions, call } from './http.ts'
 
 let counter = 0
@@ -43,6 +43,16 @@ export async function paidTransaction(
   )
   assert.equal(done.statusCode, 200, done.body)
   return done.json()
+}
+
+/** A merchant with a chosen settlement currency, shaped like the harness's merchants. */
+export async function merchantSettledIn(ctx: TestContext, settlementCurrency: string): Promise<TestMerchant> {
+  const { merchant, keys } = await ctx.services.merchants.createMerchant({
+    name: `${settlementCurrency} Shop`,
+    settlementCurrency,
+  })
+  ctx.secrets.push(keys.test.secret, keys.live.secret)
+  return { uuid: merchant.uuid, keys }
 }
 
 type NewTransactionRow = import('../../src/db/types.ts').NewTransaction

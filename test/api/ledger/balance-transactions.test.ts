@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { SimulatorConnector } from '../../../src/connectors/simulator/index.ts'
 import type { ProviderRefundResult } from '../../../src/connectors/types.ts'
-import type { JournalEntryKind } from '../../../src/db/enums.ts'
+import { BALANCE_TRANSACTION_TYPE_OF_KIND, type JournalEntryKind } from '../../../src/db/enums.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import {
   backends,
@@ -769,17 +769,9 @@ for (const backend of backends()) {
         seen = await checkAll(`after wave ${wave + 1}`)
       }
 
-      // The plan reached every kind of movement, and a list of several currencies.
+      // The plan reached every kind of movement the ledger posts, and a list of several currencies.
       const types = new Set(seen.map((item) => item.type))
-      for (const type of [
-        'payment',
-        'settlement',
-        'refund',
-        'refund_reversal',
-        'payout_reserve',
-        'payout',
-        'payout_release',
-      ])
+      for (const type of Object.values(BALANCE_TRANSACTION_TYPE_OF_KIND))
         assert.ok(types.has(type), `no ${type} among ${[...types]}`)
       const currencies = new Set(seen.map((item) => item.currency))
       assert.ok(currencies.size >= 4, `currencies: ${[...currencies]}`)

@@ -5,18 +5,19 @@ import type { LightMyRequestResponse } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import type { Mode } from '../../../src/db/types.ts'
 import { startWorkers } from '../../../src/workers/index.ts'
+import { acceptUnavailable, assertError } from '../../helpers/errors.ts'
 import {
   backends,
   call,
   createTestContext,
   eventually,
-  extId,
   newTransaction,
   paidTransaction,
   startReceiver,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { newPayout, TRC20 } from '../../helpers/payouts.ts'
 import { payoutCallbacks } from '../../helpers/rows.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
@@ -29,7 +30,6 @@ import { payoutCallbacks } from '../../helpers/rows.ts'
 /** Rates older than this are stale (an hour: the context's own rates stay fresh however slow the machine). */
 const FX_MAX_AGE_SECONDS = 3600
 
-const TRC20 = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
 const ERC20 = { address: '0x52908400098527886E0F7030069857D2E4169EE7', network: 'ERC20' }
 const VISA = '4111111111111111'
 const VISA_MASKED = '411111******1111'
@@ -42,15 +42,6 @@ const FUNDED_MICRO = 1_000_000_000
 
 let keyCounter = 0
 const idem = () => `payout-${Date.now()}-${keyCounter++}`
-
-const newPayout = (overrides: Record<string, unknown> = {}) => ({
-  external_id: extId('po'),
-  amount: 10000,
-  currency: 'USD',
-  method: 'usdt_wallet',
-  destination: TRC20,
-  ...overrides,
-})
 
 interface Balance {
   available: number
@@ -67,30 +58,10 @@ const usdtBalance = (available: number, reserved: number, total: number): Balanc
   total,
 })
 
-/** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
-function assertError(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body)
-  const { error } = JSON.parse(res.body)
-  assert.equal(error.code, code, res.body)
-  assert.equal(typeof error.message, 'string')
-  assert.equal(error.request_id, res.headers['x-request-id'])
-  assert.ok('details' in error)
-  return error
-}
-
 /** 422 validation_failed naming exactly `paths`. */
 function assertInvalid(res: LightMyRequestResponse, paths: string[]) {
   const error = assertError(res, 422, 'validation_failed')
   assert.deepEqual(Object.keys(error.errors).sort(), [...paths].sort(), res.body)
-  return error
-}
-
-/** An expected 503: assert it, then take it off the list `ctx.close()` fails on. */
-async function acceptUnavailable(ctx: TestContext, res: LightMyRequestResponse, code: string) {
-  const error = assertError(res, 503, code)
-  await eventually(async () => ctx.serverErrors.some((e) => e.status === 503))
-  for (let i = ctx.serverErrors.length - 1; i >= 0; i--)
-    if (ctx.serverErrors[i]?.status === 503) ctx.serverErrors.splice(i, 1)
   return error
 }
 

@@ -5,6 +5,7 @@ import {
   backends,
   call,
   createTestContext,
+  merchantSettledIn,
   newTransaction,
   type TestContext,
   type TestMerchant,
@@ -12,16 +13,6 @@ import {
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
 // Every expected figure below is worked out by hand in the comment above it.
-
-/** A merchant with a chosen settlement currency, shaped like the harness's merchants. */
-async function merchantSettledIn(ctx: TestContext, settlementCurrency: string): Promise<TestMerchant> {
-  const { merchant, keys } = await ctx.services.merchants.createMerchant({
-    name: `${settlementCurrency} Shop`,
-    settlementCurrency,
-  })
-  ctx.secrets.push(keys.test.secret, keys.live.secret)
-  return { uuid: merchant.uuid, keys }
-}
 
 /** One payment, optionally after setting the merchant's card fee, and the fields it must come out with. */
 interface PaymentStep {

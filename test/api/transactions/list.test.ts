@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { NewTransaction } from '../../../src/db/types.ts'
+import { assertFieldInvalid } from '../../helpers/errors.ts'
 import {
   backends,
   call,
@@ -76,14 +77,7 @@ for (const backend of backends()) {
         .map((r) => r.uuid)
 
     async function assertValidation(merchant: TestMerchant, query: Record<string, string>, field: string) {
-      const res = await list(merchant, query)
-      assert.equal(res.statusCode, 422, `${JSON.stringify(query)}: ${res.body}`)
-      const body = res.json()
-      assert.equal(body.error.code, 'validation_failed')
-      assert.ok(
-        Array.isArray(body.error.errors?.[field]) && body.error.errors[field].length > 0,
-        `${JSON.stringify(query)}: expected errors.${field}, got ${res.body}`,
-      )
+      assertFieldInvalid(await list(merchant, query), field, JSON.stringify(query))
     }
 
     it('lists newest first: created_at desc, then uuid desc; only the merchant and mode of the key', async () => {
