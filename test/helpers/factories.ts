@@ -16,6 +16,13 @@ export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 })
 
+/** POST /integration/transactions with `newTransaction(overrides)`, with `options`' credentials; the answer as is. */
+export const postTransaction = (
+  ctx: TestContext,
+  overrides: Record<string, unknown> = {},
+  options: CallOptions = {},
+) => call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), options)
+
 /** What the sandbox can report of a pending transaction (POST /integration/sandbox/transactions/{uuid}/…). */
 export type SandboxOutcome = 'paid' | 'failed' | 'failed-then-paid' | 'expired'
 
@@ -30,7 +37,7 @@ export async function paidTransaction(
   as?: CallOptions['as'],
   outcome: SandboxOutcome = 'paid',
 ) {
-  const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
+  const created = await postTransaction(ctx, overrides, { as })
   assert.equal(created.statusCode, 201, created.body)
   const done = await call(
     ctx,

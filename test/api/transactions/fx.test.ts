@@ -6,7 +6,7 @@ import {
   call,
   createTestContext,
   merchantSettledIn,
-  newTransaction,
+  postTransaction,
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
@@ -40,9 +40,7 @@ for (const backend of backends()) {
 
     // Each test uses its own merchant, so fees, markup and TTL set by one never leak into another.
     const pay = async (merchant: TestMerchant, overrides: Record<string, unknown>) => {
-      const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: { merchant },
-      })
+      const res = await postTransaction(ctx, overrides, { as: { merchant } })
       assert.equal(res.statusCode, 201, res.body)
       return res.json()
     }
