@@ -10,6 +10,7 @@ import {
   createTestContext,
   extId,
   paidTransaction,
+  postTransaction,
   type TestContext,
 } from '../../helpers/harness.ts'
 
@@ -187,17 +188,7 @@ for (const backend of backends()) {
         }
       }
       // A developer completes a test payment from the dashboard.
-      const created = await ctx.app.inject({
-        method: 'POST',
-        url: '/integration/transactions',
-        headers: { 'x-api-key': ctx.merchant.keys.test.secret, 'content-type': 'application/json' },
-        payload: JSON.stringify({
-          amount: 1000,
-          currency: 'RUB',
-          payment_method: 'card',
-          external_id: extId(),
-        }),
-      })
+      const created = await postTransaction(ctx, { amount: 1000, currency: 'RUB' })
       assert.equal(created.statusCode, 201, created.body)
       const developer = sessions.get('developer') as Session
       const paid = await dashboard(

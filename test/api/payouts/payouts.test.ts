@@ -19,6 +19,7 @@ import {
 } from '../../helpers/harness.ts'
 import { newPayout, TRC20 } from '../../helpers/payouts.ts'
 import { payoutCallbacks } from '../../helpers/rows.ts'
+import { deliveryRows } from '../webhooks/helpers.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
 // Every expected figure below is worked out by hand in the comment above it (docs/API.md, Payouts):
@@ -986,12 +987,7 @@ for (const backend of backends()) {
         ])
         for (const r of received)
           assert.doesNotThrow(() => new Webhook(secret).verify(r.body, r.headers as Record<string, string>))
-        const deliveries = await ctx.db
-          .selectFrom('webhook_deliveries')
-          .innerJoin('events', 'events.uuid', 'webhook_deliveries.event_id')
-          .select('webhook_deliveries.url')
-          .where('events.aggregate_uuid', '=', created.uuid)
-          .execute()
+        const deliveries = await deliveryRows(ctx, created.uuid)
         assert.deepEqual(
           deliveries.map((d) => d.url),
           [`${own.url}/payout`, `${own.url}/payout`],

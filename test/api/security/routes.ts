@@ -3,6 +3,7 @@ import type { InjectOptions } from 'fastify'
 import { openApiDocument } from '../../../scripts/openapi.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
+import { deliveryRows } from '../webhooks/helpers.ts'
 
 /**
  * How to call each authenticated operation, for the shared security suite (auth.security.test.ts), in the
@@ -148,12 +149,8 @@ async function createEventDelivery(
     as: { merchant, mode },
   })
   assert.equal(paid.statusCode, 200, paid.body)
-  const row = await ctx.db
-    .selectFrom('webhook_deliveries')
-    .innerJoin('events', 'events.uuid', 'webhook_deliveries.event_id')
-    .select('webhook_deliveries.uuid')
-    .where('events.aggregate_uuid', '=', tx.uuid)
-    .executeTakeFirstOrThrow()
+  const [row] = await deliveryRows(ctx, tx.uuid)
+  assert.ok(row, 'the paid event has a delivery')
   return { uuid: row.uuid }
 }
 
