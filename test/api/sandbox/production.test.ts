@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
 import { backends, call, createTestContext, newTransaction, type TestContext } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
+import { eventRows } from '../webhooks/helpers.ts'
 
 const SIMULATIONS = [
   ['paid', 'paid'],
@@ -52,12 +53,7 @@ for (const backend of backends()) {
         ).json()
         assert.equal(after.status, 'pending')
         assert.equal(after.aggregate_version, 1)
-        const events = await ctx.db
-          .selectFrom('events')
-          .select('uuid')
-          .where('aggregate_uuid', '=', tx.uuid)
-          .execute()
-        assert.deepEqual(events, [])
+        assert.deepEqual(await eventRows(ctx, tx.uuid), [])
         const callbacks = await providerCallbacks(ctx.db, tx.uuid)
         assert.deepEqual(callbacks, [])
       }

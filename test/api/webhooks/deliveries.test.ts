@@ -136,15 +136,17 @@ for (const backend of backends()) {
       const before = Date.now()
       const delivery = await sendTest(ctx, merchant)
       assert.deepEqual(Object.keys(delivery).sort(), DELIVERY_KEYS)
-      assert.equal(delivery.event, 'webhook.test')
-      assert.equal(delivery.url, `${receiver.url}/hooks?via=test`)
-      assert.equal(delivery.status, 'succeeded')
-      assert.equal(delivery.attempts, 1)
-      assert.equal(delivery.response_status, 200)
-      assert.equal(delivery.response_body, 'ok')
-      assert.equal(delivery.error, null)
-      assert.equal(delivery.is_test, true)
-      assert.equal(delivery.next_attempt_at, null)
+      assertFields(delivery, {
+        event: 'webhook.test',
+        url: `${receiver.url}/hooks?via=test`,
+        status: 'succeeded',
+        attempts: 1,
+        response_status: 200,
+        response_body: 'ok',
+        error: null,
+        is_test: true,
+        next_attempt_at: null,
+      })
       assert.match(delivery.last_attempt_at, TIMESTAMP)
       assert.match(delivery.created_at, TIMESTAMP)
       assert.ok(Number.isInteger(delivery.duration_ms) && delivery.duration_ms >= 0)
