@@ -11,7 +11,8 @@ import {
 } from 'kysely'
 import { SimulatorConnector } from '../../src/connectors/simulator/index.ts'
 import type { PayoutOrder, ProviderPayoutResult, ProviderRefundResult } from '../../src/connectors/types.ts'
-import { backends, call, eventually, extId, newTransaction, type TestMerchant } from '../helpers/harness.ts'
+import { backends, call, eventually, newTransaction, type TestMerchant } from '../helpers/harness.ts'
+import { newPayout } from '../helpers/payouts.ts'
 import { suiteContext } from '../helpers/suite.ts'
 import { putConfig } from './webhooks/helpers.ts'
 
@@ -117,7 +118,6 @@ function ownWrites(node: RootOperationNode): { kind: string; table: string }[] {
 const RECHECK_MS = 60_000
 /** A moment when every hand-over a crash cut off is due for its recheck. */
 const pastRecheck = () => new Date(Date.now() + RECHECK_MS + 1000)
-const TRC20 = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
 let keyCounter = 0
 const freshKey = (prefix: string) => `${prefix}-${Date.now()}-${keyCounter++}`
 
@@ -135,13 +135,6 @@ for (const backend of backends()) {
       provider.next = {}
       provider.releaseHung()
     })
-
-    /** The failures these tests cause on purpose: asserted, then taken off the list ctx.close() fails on. */
-    const expectServerError = (res: { statusCode: number; body: string }) => {
-      assert.ok(res.statusCode >= 500, `expected a 5xx, got ${res.statusCode}: ${res.body}`)
-      assert.ok(!res.body.includes('injected'), 'the injected failure leaked into the answer')
-      ctx.serverErrors.length = 0
-    }
 
     const paidTransaction = async (merchant: TestMerchant, amount = 100000) => {
       const created = await call(
@@ -180,6 +173,36 @@ for (const backend of backends()) {
       return { available: usdt.available as number, reserved: usdt.reserved as number }
     }
     const ledgerClean = async () => assert.equal((await ctx.services.ledger.verify()).ok, true)
+    /**
+     * Sends a request while the database fails at `verb` on `table`: a 5xx that does not show the injected
+     * failure, then taken off the list ctx.close() fails on (these failures are caused on purpose).
+     */
+    const postDyingAt = async (
+      [verb, table]: Parameters<DatabaseFault['arm']>,
+      merchant: TestMerchant,
+      path: string,
+      body: unknown,
+      key: string,
+    ) => {
+      fault.arm(verb, table)
+      const res = await post(merchant, path, body, key)
+      assert.ok(res.statusCode >= 500, `expected a 5xx, got ${res.statusCode}: ${res.body}`)
+      assert.ok(!res.body.includes('injected'), 'the injected failure leaked into the answer')
+      ctx.serverErrors.length = 0
+    }
+    /** The one row `rowsOf` finds once the provider holds it (`taken`, by uuid): still pending. */
+    const pendingOnceTaken = async <Row extends { uuid: string; status: string }>(
+      rowsOf: () => Promise<Row[]>,
+      taken: Map<string, unknown>,
+    ) => {
+      const [row] = await eventually(async () => {
+        const rows = await rowsOf()
+        return rows.length === 1 && taken.has(rows[0]?.uuid ?? '') ? rows : null
+      })
+      assert.ok(row)
+      assert.equal(row.status, 'pending')
+      return row
+    }
 
     /** The retry: 201, the same refund or payout, marked as a replay. */
     const assertReplay = (
@@ -193,16 +216,18 @@ for (const backend of backends()) {
 
     describe('refunds', () => {
       const REFUND = '/integration/refunds'
+      /** A merchant of its own with one paid 1000.00 USD payment, a fresh key, and a refund of it (`fields`). */
+      const refundCase = async (name: string, fields: Record<string, unknown> = {}) => {
+        const m = await ctx.newMerchant(name)
+        const tx = await paidTransaction(m)
+        return { m, tx, key: freshKey('rf'), body: { transaction_uuid: tx, ...fields } }
+      }
 
       it('dies inside the intent, before its commit: nothing is written, and the retry makes the one refund', async () => {
-        const m = await ctx.newMerchant('Refund before commit')
-        const tx = await paidTransaction(m)
+        const { m, tx, key, body } = await refundCase('Refund before commit', { amount_minor: 4000 })
         const before = await balance(m)
-        const key = freshKey('rf')
-        const body = { transaction_uuid: tx, amount_minor: 4000 }
         const asked = provider.refundsMoved.size
-        fault.arm('insert', 'journal_entries')
-        expectServerError(await post(m, REFUND, body, key))
+        await postDyingAt(['insert', 'journal_entries'], m, REFUND, body, key)
         assert.equal((await refundsOf(tx)).length, 0)
         assert.deepEqual(await balance(m), before)
         // The provider is never asked about a refund that was not committed.
@@ -218,18 +243,10 @@ for (const backend of backends()) {
       })
 
       it('dies during the provider call, after the commit: the retry answers the committed refund, the worker finishes it', async () => {
-        const m = await ctx.newMerchant('Refund during call')
-        const tx = await paidTransaction(m)
-        const key = freshKey('rf')
-        const body = { transaction_uuid: tx, amount_minor: 2500 }
+        const { m, tx, key, body } = await refundCase('Refund during call', { amount_minor: 2500 })
         provider.next.refund = 'hang'
         void post(m, REFUND, body, key)
-        const [row] = await eventually(async () => {
-          const rows = await refundsOf(tx)
-          return rows.length === 1 && provider.refundsMoved.has(rows[0]?.uuid ?? '') ? rows : null
-        })
-        assert.ok(row)
-        assert.equal(row.status, 'pending')
+        const row = await pendingOnceTaken(() => refundsOf(tx), provider.refundsMoved)
 
         // The first request still holds its key (its process is gone, its lease is not): the retry is
         // answered from the committed refund at once, not after the lease.
@@ -252,10 +269,7 @@ for (const backend of backends()) {
       })
 
       it('the provider cannot be reached: 201 pending, and the worker settles it when the provider answers', async () => {
-        const m = await ctx.newMerchant('Refund unreachable')
-        const tx = await paidTransaction(m)
-        const key = freshKey('rf')
-        const body = { transaction_uuid: tx, amount_minor: 100000 }
+        const { m, tx, key, body } = await refundCase('Refund unreachable', { amount_minor: 100000 })
         provider.next.refund = 'throw'
         const res = await post(m, REFUND, body, key)
         assert.equal(res.statusCode, 201, res.body)
@@ -284,8 +298,13 @@ for (const backend of backends()) {
           const key = freshKey('rf')
           const body = { transaction_uuid: tx, amount_minor: 1000 }
           // The provider's answer is in hand; the settlement's transaction fails at this step and rolls back.
-          fault.arm(table === 'events' || table === 'webhook_deliveries' ? 'insert' : 'update', table)
-          expectServerError(await post(m, REFUND, body, key))
+          await postDyingAt(
+            [table === 'events' || table === 'webhook_deliveries' ? 'insert' : 'update', table],
+            m,
+            REFUND,
+            body,
+            key,
+          )
           const [row] = await refundsOf(tx)
           assert.equal(row?.status, 'pending')
           assert.equal(provider.refundsMoved.get(row.uuid), 1)
@@ -303,12 +322,8 @@ for (const backend of backends()) {
       }
 
       it('dies after everything committed, before the answer was stored and sent: the retry answers the succeeded refund', async () => {
-        const m = await ctx.newMerchant('Refund before answer')
-        const tx = await paidTransaction(m)
-        const key = freshKey('rf')
-        const body = { transaction_uuid: tx }
-        fault.arm('update', 'idempotency_keys')
-        expectServerError(await post(m, REFUND, body, key))
+        const { m, tx, key, body } = await refundCase('Refund before answer')
+        await postDyingAt(['update', 'idempotency_keys'], m, REFUND, body, key)
         const [row] = await refundsOf(tx)
         assert.equal(row?.status, 'succeeded')
         const retry = await post(m, REFUND, body, key)
@@ -321,10 +336,7 @@ for (const backend of backends()) {
       })
 
       it('a key whose record was purged still names its refund: the retry answers it, and makes no other', async () => {
-        const m = await ctx.newMerchant('Refund purged key')
-        const tx = await paidTransaction(m)
-        const key = freshKey('rf')
-        const body = { transaction_uuid: tx, amount_minor: 700 }
+        const { m, tx, key, body } = await refundCase('Refund purged key', { amount_minor: 700 })
         const first = await post(m, REFUND, body, key)
         assert.equal(first.statusCode, 201, first.body)
         await ctx.db.deleteFrom('idempotency_keys').where('key', '=', key).execute()
@@ -346,19 +358,17 @@ for (const backend of backends()) {
 
     describe('payouts', () => {
       const PAYOUT = '/integration/payouts'
-      const newPayout = (overrides: Record<string, unknown> = {}) => ({
-        external_id: extId('po'),
-        amount: 10000,
-        currency: 'USD',
-        method: 'usdt_wallet',
-        destination: TRC20,
-        ...overrides,
-      })
       const funded = async (name: string) => {
         const m = await ctx.newMerchant(name)
         await paidTransaction(m, 100000)
         return m
       }
+      /** A funded merchant of its own, a fresh key, and a payout body (`body`, by default 100.00 USD to TRC20). */
+      const payoutCase = async (name: string, body: Record<string, unknown> = newPayout()) => ({
+        m: await funded(name),
+        key: freshKey('po'),
+        body,
+      })
       /** Runs the payout job until the payout is final (the sandbox completes at once here). */
       const finish = async () => {
         await ctx.services.payouts.checkDue(100, pastRecheck())
@@ -366,12 +376,9 @@ for (const backend of backends()) {
       }
 
       it('dies inside the intent, before its commit: nothing is reserved, and the retry makes the one payout', async () => {
-        const m = await funded('Payout before commit')
+        const { m, key, body } = await payoutCase('Payout before commit')
         const before = await balance(m)
-        const key = freshKey('po')
-        const body = newPayout()
-        fault.arm('insert', 'journal_entries')
-        expectServerError(await post(m, PAYOUT, body, key))
+        await postDyingAt(['insert', 'journal_entries'], m, PAYOUT, body, key)
         assert.equal((await payoutsOf(m)).length, 0)
         assert.deepEqual(await balance(m), before)
 
@@ -384,20 +391,16 @@ for (const backend of backends()) {
       })
 
       it('dies during the hand-over: the retry answers the payout (never 409 conflict), the worker hands it over again', async () => {
-        const m = await funded('Payout during call')
-        const key = freshKey('po')
-        const body = newPayout({
-          method: 'card',
-          destination: { card_number: '4242424242424242', holder_name: 'JANE DOE' },
-        })
+        const { m, key, body } = await payoutCase(
+          'Payout during call',
+          newPayout({
+            method: 'card',
+            destination: { card_number: '4242424242424242', holder_name: 'JANE DOE' },
+          }),
+        )
         provider.next.submit = 'hang'
         void post(m, PAYOUT, body, key)
-        const [row] = await eventually(async () => {
-          const rows = await payoutsOf(m)
-          return rows.length === 1 && provider.payoutsTaken.has(rows[0]?.uuid ?? '') ? rows : null
-        })
-        assert.ok(row)
-        assert.equal(row.status, 'pending')
+        const row = await pendingOnceTaken(() => payoutsOf(m), provider.payoutsTaken)
         // Sealed, never in the clear: the full card number is not in any column.
         assert.ok(row.destination_sealed)
         assert.ok(!JSON.stringify(row).includes('4242424242424242'))
@@ -426,10 +429,9 @@ for (const backend of backends()) {
       })
 
       it('the provider cannot be reached: 201 pending, not failed, and the worker hands it over again', async () => {
-        const m = await funded('Payout unreachable')
-        const key = freshKey('po')
+        const { m, key, body } = await payoutCase('Payout unreachable')
         provider.next.submit = 'throw'
-        const res = await post(m, PAYOUT, newPayout(), key)
+        const res = await post(m, PAYOUT, body, key)
         assert.equal(res.statusCode, 201, res.body)
         assert.equal(res.json().status, 'pending')
         await finish()
@@ -438,11 +440,8 @@ for (const backend of backends()) {
       })
 
       it('the provider took it, then the settlement dies: the retry answers the pending payout, the worker finishes it once', async () => {
-        const m = await funded('Payout settle')
-        const key = freshKey('po')
-        const body = newPayout()
-        fault.arm('update', 'payouts')
-        expectServerError(await post(m, PAYOUT, body, key))
+        const { m, key, body } = await payoutCase('Payout settle')
+        await postDyingAt(['update', 'payouts'], m, PAYOUT, body, key)
         const [row] = await payoutsOf(m)
         assert.equal(row?.status, 'pending')
         assert.equal(provider.payoutsTaken.get(row.uuid), 1)
@@ -456,11 +455,8 @@ for (const backend of backends()) {
       })
 
       it('dies after everything committed, before the answer was stored and sent: the retry answers the payout', async () => {
-        const m = await funded('Payout before answer')
-        const key = freshKey('po')
-        const body = newPayout()
-        fault.arm('update', 'idempotency_keys')
-        expectServerError(await post(m, PAYOUT, body, key))
+        const { m, key, body } = await payoutCase('Payout before answer')
+        await postDyingAt(['update', 'idempotency_keys'], m, PAYOUT, body, key)
         const [row] = await payoutsOf(m)
         assert.equal(row?.status, 'processing')
         const retry = await post(m, PAYOUT, body, key)
@@ -470,9 +466,7 @@ for (const backend of backends()) {
       })
 
       it('a key whose record was purged still names its payout: the retry answers it rather than 409 conflict', async () => {
-        const m = await funded('Payout purged key')
-        const key = freshKey('po')
-        const body = newPayout()
+        const { m, key, body } = await payoutCase('Payout purged key')
         const first = await post(m, PAYOUT, body, key)
         assert.equal(first.statusCode, 201, first.body)
         await ctx.db.deleteFrom('idempotency_keys').where('key', '=', key).execute()

@@ -39,9 +39,37 @@ async function idempotencyRow(db: Db, merchantUuid: string, key: string, mode: '
     .executeTakeFirst()
 }
 
+/** `again` is `original` replayed: the same status and body byte for byte, marked Idempotent-Replayed. */
+function assertReplayOf(
+  again: { statusCode: number; headers: Record<string, unknown>; body: string },
+  original: { statusCode: number; body: string },
+) {
+  assert.equal(again.statusCode, original.statusCode)
+  assert.equal(again.headers['idempotent-replayed'], 'true')
+  assert.equal(again.body, original.body)
+}
+
+/** A refusal: `status`, with the error `code`. */
+function assertRefused(
+  res: { statusCode: number; json(): { error: { code: string } } },
+  status: number,
+  code: string,
+) {
+  assert.equal(res.statusCode, status)
+  assert.equal(res.json().error.code, code)
+}
+
 for (const backend of backends()) {
   describe(`idempotency (${backend})`, () => {
     const ctx = suiteContext(backend)
+
+    /** The key stayed free: no row holds it, and a valid request with it creates afresh (no replay). */
+    const assertKeyFree = async (key: string, body: unknown) => {
+      assert.equal(await idempotencyRow(ctx.db, ctx.merchant.uuid, key), undefined)
+      const valid = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
+      assert.equal(valid.statusCode, 201, valid.body)
+      assert.equal(valid.headers['idempotent-replayed'], undefined)
+    }
 
     it('replays the stored status, headers and body byte for byte, marked Idempotent-Replayed', async () => {
       const key = freshKey()
@@ -52,9 +80,7 @@ for (const backend of backends()) {
 
       for (let i = 0; i < 2; i++) {
         const again = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-        assert.equal(again.statusCode, 201)
-        assert.equal(again.headers['idempotent-replayed'], 'true')
-        assert.equal(again.body, first.body)
+        assertReplayOf(again, first)
         assert.deepEqual(again.rawPayload, first.rawPayload)
         assert.equal(again.headers.location, first.headers.location)
         assert.equal(again.headers.location, `/integration/transactions/${first.json().uuid}`)
@@ -70,12 +96,9 @@ for (const backend of backends()) {
       assert.equal((await call(ctx, 'POST', CREATE, body)).statusCode, 201)
       const key = freshKey()
       const conflict = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(conflict.statusCode, 409)
-      assert.equal(conflict.json().error.code, 'conflict')
+      assertRefused(conflict, 409, 'conflict')
       const again = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(again.statusCode, 409)
-      assert.equal(again.headers['idempotent-replayed'], 'true')
-      assert.equal(again.body, conflict.body)
+      assertReplayOf(again, conflict)
     })
 
     it('replays whichever credential form the repeat uses: the scope is the merchant and mode', async () => {
@@ -84,9 +107,7 @@ for (const backend of backends()) {
       const first = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key, auth: 'signature' })
       assert.equal(first.statusCode, 201, first.body)
       const again = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key, auth: 'apiKey' })
-      assert.equal(again.statusCode, 201)
-      assert.equal(again.headers['idempotent-replayed'], 'true')
-      assert.equal(again.body, first.body)
+      assertReplayOf(again, first)
     })
 
     it('the same key with another body or path is 422 idempotency_key_reused, and the stored outcome stays', async () => {
@@ -102,8 +123,7 @@ for (const backend of backends()) {
         { ...body, amount: body.amount + 1 },
         { idempotencyKey: key },
       )
-      assert.equal(otherBody.statusCode, 422)
-      assert.equal(otherBody.json().error.code, 'idempotency_key_reused')
+      assertRefused(otherBody, 422, 'idempotency_key_reused')
       assert.equal(otherBody.headers['idempotent-replayed'], undefined)
 
       // The same JSON value written differently is different bytes, hence a different request.
@@ -111,17 +131,13 @@ for (const backend of backends()) {
         idempotencyKey: key,
         rawBody: JSON.stringify(body, null, 2),
       })
-      assert.equal(reformatted.statusCode, 422)
-      assert.equal(reformatted.json().error.code, 'idempotency_key_reused')
+      assertRefused(reformatted, 422, 'idempotency_key_reused')
 
       const otherPath = await call(ctx, 'POST', `${CREATE}?source=retry`, body, { idempotencyKey: key })
-      assert.equal(otherPath.statusCode, 422)
-      assert.equal(otherPath.json().error.code, 'idempotency_key_reused')
+      assertRefused(otherPath, 422, 'idempotency_key_reused')
 
       const again = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(again.statusCode, 201)
-      assert.equal(again.headers['idempotent-replayed'], 'true')
-      assert.equal(again.body, first.body)
+      assertReplayOf(again, first)
       assert.equal((await transactionsWithExternalId(ctx.db, body.external_id)).length, 1)
     })
 
@@ -184,16 +200,10 @@ for (const backend of backends()) {
       const key = freshKey()
       const body = newTransaction()
       const invalid = await call(ctx, 'POST', CREATE, { ...body, amount: 0 }, { idempotencyKey: key })
-      assert.equal(invalid.statusCode, 422)
-      assert.equal(invalid.json().error.code, 'validation_failed')
+      assertRefused(invalid, 422, 'validation_failed')
       const unknownField = await call(ctx, 'POST', CREATE, { ...body, amout: 1 }, { idempotencyKey: key })
-      assert.equal(unknownField.statusCode, 422)
-      assert.equal(unknownField.json().error.code, 'validation_failed')
-      assert.equal(await idempotencyRow(ctx.db, ctx.merchant.uuid, key), undefined)
-
-      const valid = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(valid.statusCode, 201, valid.body)
-      assert.equal(valid.headers['idempotent-replayed'], undefined)
+      assertRefused(unknownField, 422, 'validation_failed')
+      await assertKeyFree(key, body)
     })
 
     it('a request refused by authentication does not own the key', async () => {
@@ -212,13 +222,8 @@ for (const backend of backends()) {
           'x-signature': `key_id=${ctx.merchant.keys.test.key_id},t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`,
         },
       })
-      assert.equal(badSignature.statusCode, 401)
-      assert.equal(badSignature.json().error.code, 'signature_invalid')
-      assert.equal(await idempotencyRow(ctx.db, ctx.merchant.uuid, key), undefined)
-
-      const valid = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(valid.statusCode, 201, valid.body)
-      assert.equal(valid.headers['idempotent-replayed'], undefined)
+      assertRefused(badSignature, 401, 'signature_invalid')
+      await assertKeyFree(key, body)
     })
 
     it('a request the service refuses for its content (unsupported_currency) does not keep the key', async () => {
@@ -226,13 +231,9 @@ for (const backend of backends()) {
       const refused = await call(ctx, 'POST', CREATE, newTransaction({ currency: 'CHF' }), {
         idempotencyKey: key,
       })
-      assert.equal(refused.statusCode, 422)
-      assert.equal(refused.json().error.code, 'unsupported_currency')
-      assert.equal(await idempotencyRow(ctx.db, ctx.merchant.uuid, key), undefined)
-      const corrected = await call(ctx, 'POST', CREATE, newTransaction({ currency: 'EUR' }), {
-        idempotencyKey: key,
-      })
-      assert.equal(corrected.statusCode, 201, corrected.body)
+      assertRefused(refused, 422, 'unsupported_currency')
+      // Corrected, the same key makes the payment.
+      await assertKeyFree(key, newTransaction({ currency: 'EUR' }))
     })
 
     it('a key past its retention (expires_at) is free again', async () => {
@@ -293,8 +294,7 @@ for (const backend of backends()) {
       const body = newTransaction()
       await claimAsIfRunning(key, JSON.stringify(body), new Date(Date.now() + 60_000))
       const res = await call(ctx, 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(res.statusCode, 409)
-      assert.equal(res.json().error.code, 'idempotency_request_in_progress')
+      assertRefused(res, 409, 'idempotency_request_in_progress')
       assert.equal(res.headers['retry-after'], '1')
       assert.equal((await transactionsWithExternalId(ctx.db, body.external_id)).length, 0)
     })
@@ -388,8 +388,7 @@ for (const backend of backends()) {
       assert.equal(second.headers['idempotent-replayed'], undefined)
       // A different request under the running key is refused as a reuse, not queued.
       const other = await call(ctxOf(), 'POST', CREATE, { ...body, amount: 1 }, { idempotencyKey: key })
-      assert.equal(other.statusCode, 422)
-      assert.equal(other.json().error.code, 'idempotency_key_reused')
+      assertRefused(other, 422, 'idempotency_key_reused')
       assert.equal((await transactionsWithExternalId(db, body.external_id)).length, 0)
 
       release()
@@ -398,9 +397,7 @@ for (const backend of backends()) {
       assert.equal(done.headers['idempotent-replayed'], undefined)
 
       const third = await call(ctxOf(), 'POST', CREATE, body, { idempotencyKey: key })
-      assert.equal(third.statusCode, 201)
-      assert.equal(third.headers['idempotent-replayed'], 'true')
-      assert.equal(third.body, done.body)
+      assertReplayOf(third, done)
       assert.equal((await transactionsWithExternalId(db, body.external_id)).length, 1)
     })
 

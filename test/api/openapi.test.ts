@@ -10,7 +10,7 @@ import {
 import { ERROR_STATUS } from '../../src/http/errors.ts'
 import { PAYOUT_EVENTS, TRANSACTION_EVENTS } from '../../src/modules/webhooks/schemas.ts'
 import { backends, call } from '../helpers/harness.ts'
-import { ERROR_SCHEMAS, type Json, operations } from '../helpers/openapi.ts'
+import { assertOperationBasics, ERROR_SCHEMAS, type Json, operations } from '../helpers/openapi.ts'
 import { suiteContext } from '../helpers/suite.ts'
 
 /** Every `$ref` value anywhere in the document. */
@@ -105,26 +105,9 @@ for (const backend of backends()) {
     })
 
     it('gives every operation a unique operationId, declared tags, a summary and a success response', () => {
-      const declaredTags = new Set((doc.tags as Json[]).map((t) => t.name))
-      const ids = new Set<string>()
-      for (const [method, path, op] of operations(doc)) {
-        const name = `${method} ${path}`
-        assert.match(op.operationId ?? '', /^[a-z][A-Za-z0-9]+$/, `${name}: operationId`)
-        assert.ok(!ids.has(op.operationId), `${name}: operationId ${op.operationId} is used twice`)
-        ids.add(op.operationId)
-        assert.ok(Array.isArray(op.tags) && op.tags.length > 0, `${name}: tags`)
-        for (const tag of op.tags) assert.ok(declaredTags.has(tag), `${name}: tag ${tag} is not declared`)
-        assert.ok(typeof op.summary === 'string' && op.summary.length > 0, `${name}: summary`)
-        const statuses = Object.keys(op.responses)
-        assert.ok(
-          statuses.some((s) => /^2\d\d$/.test(s)),
-          `${name}: no 2xx response`,
-        )
-        for (const [status, response] of Object.entries<Json>(op.responses)) {
+      for (const [name, op] of assertOperationBasics(doc))
+        for (const [status, response] of Object.entries<Json>(op.responses))
           assert.ok(response.description, `${name} ${status}: description`)
-          assert.notEqual(response.description, 'Default Response', `${name} ${status}: generic description`)
-        }
-      }
     })
 
     it('points every error response at ErrorResponse, or ValidationErrorResponse for 422', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import type { Simulation } from '../../src/modules/sandbox/service.ts'
-import type { TestContext } from './context.ts'
+import type { TestContext, TestMerchant } from './context.ts'
 import { type CallOptions, call } from './http.ts'
 
 let counter = 0
@@ -17,6 +17,16 @@ export const newTransaction = (overrides: Record<string, unknown> = {}) => ({
   ...overrides,
 })
 
+/** POST /integration/transactions with `newTransaction(overrides)`, with `options`' credentials; the answer as is. */
+export const postTransaction = (
+  ctx: TestContext,
+  overrides: Record<string, unknown> = {},
+  options: CallOptions = {},
+) => call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), options)
+
+/** What the sandbox can report of a pending transaction (POST /integration/sandbox/transactions/{uuid}/…). */
+export type SandboxOutcome = Simulation
+
 /**
  * A transaction created through the API and reported paid through the sandbox (or given another `outcome`), as
  * `as` (default: the context's merchant, test mode): its JSON as the sandbox answered it. In test mode its money
@@ -26,9 +36,9 @@ export async function paidTransaction(
   ctx: TestContext,
   overrides: Record<string, unknown> = {},
   as?: CallOptions['as'],
-  outcome: Simulation = 'paid',
+  outcome: SandboxOutcome = 'paid',
 ) {
-  const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
+  const created = await postTransaction(ctx, overrides, { as })
   assert.equal(created.statusCode, 201, created.body)
   const done = await call(
     ctx,
@@ -41,6 +51,16 @@ export async function paidTransaction(
   )
   assert.equal(done.statusCode, 200, done.body)
   return done.json()
+}
+
+/** A merchant with a chosen settlement currency, shaped like the harness's merchants. */
+export async function merchantSettledIn(ctx: TestContext, settlementCurrency: string): Promise<TestMerchant> {
+  const { merchant, keys } = await ctx.services.merchants.createMerchant({
+    name: `${settlementCurrency} Shop`,
+    settlementCurrency,
+  })
+  ctx.secrets.push(keys.test.secret, keys.live.secret)
+  return { uuid: merchant.uuid, keys }
 }
 
 type NewTransactionRow = import('../../src/db/types.ts').NewTransaction

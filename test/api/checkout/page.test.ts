@@ -438,6 +438,26 @@ for (const backend of backends()) {
 
     describe('the status endpoint', () => {
       const urls = { success_url: 'https://shop.test/success', fail_url: 'https://shop.test/fail' }
+      /** A payment with `overrides`, reported `outcome` through the sandbox: it and its status view. */
+      const settledView = async (
+        outcome: 'paid' | 'failed' | 'expired',
+        overrides: Record<string, unknown>,
+      ) => {
+        const tx = await create(overrides)
+        await sandbox(tx, outcome)
+        return { tx, view: await statusView(tokenOf(tx)) }
+      }
+      /** With both URLs set, an `outcome` is final, says its message, and redirects to `redirect_url`. */
+      const assertFinalView = async (outcome: 'paid' | 'failed' | 'expired', redirect_url: string) => {
+        const { tx, view } = await settledView(outcome, urls)
+        assert.deepEqual(view, {
+          status: outcome,
+          message: MESSAGES[outcome],
+          final: true,
+          expires_at: tx.expires_at,
+          redirect_url,
+        })
+      }
 
       it('pending: not final, no redirect, the transaction’s expires_at', async () => {
         const tx = await create(urls)
@@ -452,19 +472,9 @@ for (const backend of backends()) {
       })
 
       it('paid: final, redirect to success_url, or null when none is set', async () => {
-        const tx = await create(urls)
-        await sandbox(tx, 'paid')
-        assert.deepEqual(await statusView(tokenOf(tx)), {
-          status: 'paid',
-          message: MESSAGES.paid,
-          final: true,
-          expires_at: tx.expires_at,
-          redirect_url: urls.success_url,
-        })
+        await assertFinalView('paid', urls.success_url)
         for (const overrides of [{}, { fail_url: urls.fail_url }]) {
-          const bare = await create(overrides)
-          await sandbox(bare, 'paid')
-          const view = await statusView(tokenOf(bare))
+          const { view } = await settledView('paid', overrides)
           assert.equal(view.status, 'paid')
           assert.equal(view.final, true)
           assert.equal(view.redirect_url, null, 'never the fail_url for a payment made')
@@ -472,32 +482,14 @@ for (const backend of backends()) {
       })
 
       it('failed: final, redirect to fail_url, or null when none is set', async () => {
-        const tx = await create(urls)
-        await sandbox(tx, 'failed')
-        assert.deepEqual(await statusView(tokenOf(tx)), {
-          status: 'failed',
-          message: MESSAGES.failed,
-          final: true,
-          expires_at: tx.expires_at,
-          redirect_url: urls.fail_url,
-        })
-        const bare = await create({ success_url: urls.success_url })
-        await sandbox(bare, 'failed')
-        const view = await statusView(tokenOf(bare))
+        await assertFinalView('failed', urls.fail_url)
+        const { view } = await settledView('failed', { success_url: urls.success_url })
         assert.equal(view.status, 'failed')
         assert.equal(view.redirect_url, null, 'never the success_url for a failed payment')
       })
 
       it('expired by the provider: final, fail_url', async () => {
-        const tx = await create(urls)
-        await sandbox(tx, 'expired')
-        assert.deepEqual(await statusView(tokenOf(tx)), {
-          status: 'expired',
-          message: MESSAGES.expired,
-          final: true,
-          expires_at: tx.expires_at,
-          redirect_url: urls.fail_url,
-        })
+        await assertFinalView('expired', urls.fail_url)
       })
 
       it('partially refunded and refunded stay "paid" to the customer', async () => {

@@ -5,7 +5,7 @@ import { USER_ROLES, type UserRole } from '../../../src/db/enums.ts'
 import { DASHBOARD_OPERATIONS, TEST_MODE_OPERATIONS } from '../../../src/modules/dashboard/access.ts'
 import { can, type Permission } from '../../../src/modules/users/roles.ts'
 import { activeUser, dashboard, signIn } from '../../helpers/dashboard.ts'
-import { backends, extId, paidTransaction } from '../../helpers/harness.ts'
+import { backends, extId, paidTransaction, postTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
 /** One request of an action, in a role's session: its method, address, body and extra headers. */
@@ -23,6 +23,16 @@ interface Fixtures {
 let counter = 0
 const idempotent = () => ({ 'idempotency-key': `roles-${Date.now()}-${counter++}` })
 const TRC20 = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
+
+/** A sandbox report about a transaction or payout that need not exist (an allowed role then gets a 404). */
+const sandboxTransaction = (outcome: string) => (): Action => ({
+  method: 'POST',
+  url: `/integration/sandbox/transactions/${randomUUID()}/${outcome}`,
+})
+const sandboxPayout = (outcome: string) => (): Action => ({
+  method: 'POST',
+  url: `/integration/sandbox/payouts/${randomUUID()}/${outcome}`,
+})
 
 /**
  * Every operation of DASHBOARD_OPERATIONS as a page would call it, with a valid body where there is one (the
@@ -85,30 +95,12 @@ const OPERATIONS: Record<string, (f: Fixtures) => Action> = {
     method: 'POST',
     url: `/integration/webhook/deliveries/${randomUUID()}/redeliver`,
   }),
-  simulateTransactionPaid: () => ({
-    method: 'POST',
-    url: `/integration/sandbox/transactions/${randomUUID()}/paid`,
-  }),
-  simulateTransactionFailed: () => ({
-    method: 'POST',
-    url: `/integration/sandbox/transactions/${randomUUID()}/failed`,
-  }),
-  simulateTransactionExpired: () => ({
-    method: 'POST',
-    url: `/integration/sandbox/transactions/${randomUUID()}/expired`,
-  }),
-  simulateTransactionFailedThenPaid: () => ({
-    method: 'POST',
-    url: `/integration/sandbox/transactions/${randomUUID()}/failed-then-paid`,
-  }),
-  simulatePayoutCompleted: () => ({
-    method: 'POST',
-    url: `/integration/sandbox/payouts/${randomUUID()}/completed`,
-  }),
-  simulatePayoutFailed: () => ({
-    method: 'POST',
-    url: `/integration/sandbox/payouts/${randomUUID()}/failed`,
-  }),
+  simulateTransactionPaid: sandboxTransaction('paid'),
+  simulateTransactionFailed: sandboxTransaction('failed'),
+  simulateTransactionExpired: sandboxTransaction('expired'),
+  simulateTransactionFailedThenPaid: sandboxTransaction('failed-then-paid'),
+  simulatePayoutCompleted: sandboxPayout('completed'),
+  simulatePayoutFailed: sandboxPayout('failed'),
   dashboardStats: () => ({ method: 'GET', url: '/dashboard/api/stats?days=7' }),
   dashboardMerchantProfile: () => ({ method: 'GET', url: '/dashboard/api/merchant' }),
   dashboardDeliveryAttempts: () => ({
@@ -133,6 +125,19 @@ for (const backend of backends()) {
       fixtures = { transaction: { uuid: paid.uuid, external_id: paid.external_id } }
     })
 
+    /** Makes `operation`'s request (with its body and headers, if any) in `role`'s session, in `mode`. */
+    const perform = (role: UserRole, operation: string, mode: 'test' | 'live') => {
+      const session = sessions.get(role) as Session
+      const action = (OPERATIONS[operation] as (f: Fixtures) => Action)(fixtures)
+      return dashboard(ctx, action.method, action.url, {
+        mode,
+        cookie: session.token,
+        csrf: session.csrf,
+        ...(action.body !== undefined && { body: action.body }),
+        ...(action.headers && { headers: action.headers }),
+      })
+    }
+
     it('has a request for every operation the dashboard may call, and no other', () => {
       assert.deepEqual(Object.keys(OPERATIONS).sort(), Object.keys(DASHBOARD_OPERATIONS).sort())
     })
@@ -140,15 +145,7 @@ for (const backend of backends()) {
     for (const [operation, permission] of Object.entries(DASHBOARD_OPERATIONS))
       it(`${operation} (${permission}): refused exactly to the roles without it`, async () => {
         for (const role of USER_ROLES) {
-          const session = sessions.get(role) as Session
-          const action = (OPERATIONS[operation] as (f: Fixtures) => Action)(fixtures)
-          const res = await dashboard(ctx, action.method, action.url, {
-            mode: 'test',
-            cookie: session.token,
-            csrf: session.csrf,
-            ...(action.body !== undefined && { body: action.body }),
-            ...(action.headers && { headers: action.headers }),
-          })
+          const res = await perform(role, operation, 'test')
           const what = `${role} ${operation}: ${res.statusCode} ${res.body.slice(0, 300)}`
           assert.ok(res.statusCode < 500, what)
           if (can(role, permission)) {
@@ -164,19 +161,11 @@ for (const backend of backends()) {
 
     it('makes a payout and a refund for the roles that may, with valid bodies', async () => {
       for (const role of USER_ROLES) {
-        const session = sessions.get(role) as Session
         for (const [operation, permission] of [
           ['createPayout', 'payout'],
           ['createRefund', 'refund'],
         ] as const) {
-          const action = (OPERATIONS[operation] as (f: Fixtures) => Action)(fixtures)
-          const res = await dashboard(ctx, action.method, action.url, {
-            mode: 'test',
-            cookie: session.token,
-            csrf: session.csrf,
-            body: action.body,
-            headers: action.headers,
-          })
+          const res = await perform(role, operation, 'test')
           assert.equal(res.statusCode, can(role, permission) ? 201 : 403, `${role} ${operation}: ${res.body}`)
         }
       }
@@ -185,29 +174,13 @@ for (const backend of backends()) {
     it('refuses the sandbox in live mode to every role, and lets the developer tools use it in test mode', async () => {
       for (const operation of TEST_MODE_OPERATIONS) {
         for (const role of USER_ROLES) {
-          const session = sessions.get(role) as Session
-          const action = (OPERATIONS[operation] as (f: Fixtures) => Action)(fixtures)
-          const res = await dashboard(ctx, action.method, action.url, {
-            mode: 'live',
-            cookie: session.token,
-            csrf: session.csrf,
-          })
+          const res = await perform(role, operation, 'live')
           assert.equal(res.statusCode, 403, `${role} ${operation} live: ${res.body}`)
           if (can(role, 'developer_tools')) assert.equal(res.json().error.details.mode_required, 'test')
         }
       }
       // A developer completes a test payment from the dashboard.
-      const created = await ctx.app.inject({
-        method: 'POST',
-        url: '/integration/transactions',
-        headers: { 'x-api-key': ctx.merchant.keys.test.secret, 'content-type': 'application/json' },
-        payload: JSON.stringify({
-          amount: 1000,
-          currency: 'RUB',
-          payment_method: 'card',
-          external_id: extId(),
-        }),
-      })
+      const created = await postTransaction(ctx, { amount: 1000, currency: 'RUB' })
       assert.equal(created.statusCode, 201, created.body)
       const developer = sessions.get('developer') as Session
       const paid = await dashboard(

@@ -28,6 +28,17 @@ const sessionRow = (ctx: TestContext, token: string) =>
     .where('token_hash', '=', sha256Hex(token))
     .executeTakeFirstOrThrow()
 
+/** Moves the session's idle or absolute end, as time passing would. */
+const setSessionEnd = (
+  ctx: TestContext,
+  token: string,
+  end: { idle_expires_at: Date } | { expires_at: Date },
+) => ctx.db.updateTable('dashboard_sessions').set(end).where('token_hash', '=', sha256Hex(token)).execute()
+
+/** The status GET /dashboard/api/me answers the session cookie `token`. */
+const meStatus = async (ctx: TestContext, token: string) =>
+  (await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode
+
 for (const backend of backends()) {
   describe(`dashboard sessions (${backend})`, () => {
     const ctx = suiteContext(backend)
@@ -144,19 +155,13 @@ for (const backend of backends()) {
       const planted = 'attacker-chosen-session-value'
       const first = await signIn(ctx, user, { cookie: planted })
       assert.notEqual(first.token, planted)
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: planted })).statusCode, 401)
+      assert.equal(await meStatus(ctx, planted), 401)
       // An attacker plants their own live session: signing in replaces it and it ends.
       const second = await signIn(ctx, user, { cookie: first.token })
       assert.notEqual(second.token, first.token)
       assert.notEqual(second.csrf, first.csrf)
-      assert.equal(
-        (await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: first.token })).statusCode,
-        401,
-      )
-      assert.equal(
-        (await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: second.token })).statusCode,
-        200,
-      )
+      assert.equal(await meStatus(ctx, first.token), 401)
+      assert.equal(await meStatus(ctx, second.token), 200)
     })
 
     it('refuses /me without a session', async () => {
@@ -170,43 +175,25 @@ for (const backend of backends()) {
     it('ends a session left idle, and moves the idle limit on with every use', async () => {
       const user = await activeUser(ctx, 'viewer')
       const { token } = await signIn(ctx, user)
-      const hash = sha256Hex(token)
-      await ctx.db
-        .updateTable('dashboard_sessions')
-        .set({ idle_expires_at: new Date(Date.now() + 5000) })
-        .where('token_hash', '=', hash)
-        .execute()
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode, 200)
+      await setSessionEnd(ctx, token, { idle_expires_at: new Date(Date.now() + 5000) })
+      assert.equal(await meStatus(ctx, token), 200)
       const touched = await sessionRow(ctx, token)
       const idleMs = ctx.config.dashboard.sessionIdleSeconds * 1000
       assert.ok(touched.idle_expires_at.getTime() > Date.now() + idleMs - 60_000)
 
-      await ctx.db
-        .updateTable('dashboard_sessions')
-        .set({ idle_expires_at: new Date(Date.now() - 1000) })
-        .where('token_hash', '=', hash)
-        .execute()
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode, 401)
+      await setSessionEnd(ctx, token, { idle_expires_at: new Date(Date.now() - 1000) })
+      assert.equal(await meStatus(ctx, token), 401)
     })
 
     it('ends a session at its absolute limit however much it is used, and never extends past it', async () => {
       const user = await activeUser(ctx, 'viewer')
       const { token } = await signIn(ctx, user)
-      const hash = sha256Hex(token)
       const soon = new Date(Date.now() + 2000)
-      await ctx.db
-        .updateTable('dashboard_sessions')
-        .set({ expires_at: soon })
-        .where('token_hash', '=', hash)
-        .execute()
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode, 200)
+      await setSessionEnd(ctx, token, { expires_at: soon })
+      assert.equal(await meStatus(ctx, token), 200)
       assert.ok((await sessionRow(ctx, token)).idle_expires_at.getTime() <= soon.getTime())
-      await ctx.db
-        .updateTable('dashboard_sessions')
-        .set({ expires_at: new Date(Date.now() - 1000) })
-        .where('token_hash', '=', hash)
-        .execute()
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode, 401)
+      await setSessionEnd(ctx, token, { expires_at: new Date(Date.now() - 1000) })
+      assert.equal(await meStatus(ctx, token), 401)
     })
 
     it('logs out: the session ends, the cookie is cleared, and it is audited', async () => {
@@ -216,12 +203,9 @@ for (const backend of backends()) {
       const response = await dashboard(ctx, 'DELETE', '/dashboard/api/session', { cookie: token, csrf })
       assert.equal(response.statusCode, 204, response.body)
       assert.match(String(response.headers['set-cookie']), /^mg_session=; .*Max-Age=0/)
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode, 401)
+      assert.equal(await meStatus(ctx, token), 401)
       // Another session of the same user lives on.
-      assert.equal(
-        (await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: other.token })).statusCode,
-        200,
-      )
+      assert.equal(await meStatus(ctx, other.token), 200)
       const row = (await auditRows(ctx, 'logout')).find((r) => r.actor_user_uuid === user.uuid)
       assert.equal(row?.merchant_uuid, ctx.merchant.uuid)
       assert.equal(row?.via, 'dashboard')
@@ -239,12 +223,8 @@ for (const backend of backends()) {
         csrf: first?.csrf,
       })
       assert.equal(response.statusCode, 204, response.body)
-      for (const s of sessions)
-        assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: s.token })).statusCode, 401)
-      assert.equal(
-        (await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: theirs.token })).statusCode,
-        200,
-      )
+      for (const s of sessions) assert.equal(await meStatus(ctx, s.token), 401)
+      assert.equal(await meStatus(ctx, theirs.token), 200)
       const row = (await auditRows(ctx, 'logout_everywhere')).find((r) => r.actor_user_uuid === user.uuid)
       assert.deepEqual(row?.details, { sessions_revoked: 3 })
     })
@@ -254,7 +234,7 @@ for (const backend of backends()) {
       const { token } = await signIn(ctx, user)
       const { sessionsRevoked } = await ctx.services.users.disable(user.uuid, CLI)
       assert.equal(sessionsRevoked, 1)
-      assert.equal((await dashboard(ctx, 'GET', '/dashboard/api/me', { cookie: token })).statusCode, 401)
+      assert.equal(await meStatus(ctx, token), 401)
       const again = await dashboard(ctx, 'POST', '/dashboard/api/session', {
         body: { email: user.email, password: user.password },
         ip: '10.1.0.2',

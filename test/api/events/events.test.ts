@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import * as eventsMigration from '../../../src/db/migrations/0007_events_api.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { runMaintenance } from '../../../src/workers/maintenance.ts'
+import { assertFieldInvalid } from '../../helpers/errors.ts'
 import { backends, call, eventually, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
 import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
@@ -79,14 +80,7 @@ for (const backend of backends()) {
       call(ctx, 'GET', `/integration/events/${id}`, undefined, as(merchant, mode))
 
     async function assertValidation(merchant: TestMerchant, query: Record<string, string>, field: string) {
-      const res = await list(merchant, query)
-      assert.equal(res.statusCode, 422, `${JSON.stringify(query)}: ${res.body}`)
-      const body = res.json()
-      assert.equal(body.error.code, 'validation_failed')
-      assert.ok(
-        Array.isArray(body.error.errors?.[field]) && body.error.errors[field].length > 0,
-        `${JSON.stringify(query)}: expected errors.${field}, got ${res.body}`,
-      )
+      assertFieldInvalid(await list(merchant, query), field, JSON.stringify(query))
     }
 
     const idsOf = (page: Page) => page.data.map((e) => e.event_id)

@@ -3,14 +3,15 @@ import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { SimulatorConnector } from '../../../src/connectors/simulator/index.ts'
 import type { ProviderRefundResult } from '../../../src/connectors/types.ts'
-import type { JournalEntryKind } from '../../../src/db/enums.ts'
+import { BALANCE_TRANSACTION_TYPE_OF_KIND, type JournalEntryKind } from '../../../src/db/enums.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import {
   backends,
   call,
   DEMO_TEST_RATES,
   extId,
-  newTransaction,
+  paidTransaction,
+  type SandboxOutcome,
   type TestMerchant,
 } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
@@ -107,21 +108,8 @@ for (const backend of backends()) {
         `${JSON.stringify(query)}: errors.${field} in ${res.body}`,
       )
     }
-    const pay = async (who: Who, overrides: Record<string, unknown> = {}, simulation = 'paid') => {
-      const created = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: who,
-      })
-      assert.equal(created.statusCode, 201, created.body)
-      const res = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/transactions/${created.json().uuid}/${simulation}`,
-        undefined,
-        { as: who },
-      )
-      assert.equal(res.statusCode, 200, res.body)
-      return res.json()
-    }
+    const pay = (who: Who, overrides: Record<string, unknown> = {}, simulation: SandboxOutcome = 'paid') =>
+      paidTransaction(ctx, overrides, who, simulation)
     const refund = (who: Who, transactionUuid: string, amountMinor?: number) =>
       call(
         ctx,
@@ -774,17 +762,9 @@ for (const backend of backends()) {
         seen = await checkAll(`after wave ${wave + 1}`)
       }
 
-      // The plan reached every kind of movement, and a list of several currencies.
+      // The plan reached every kind of movement the ledger posts, and a list of several currencies.
       const types = new Set(seen.map((item) => item.type))
-      for (const type of [
-        'payment',
-        'settlement',
-        'refund',
-        'refund_reversal',
-        'payout_reserve',
-        'payout',
-        'payout_release',
-      ])
+      for (const type of Object.values(BALANCE_TRANSACTION_TYPE_OF_KIND))
         assert.ok(types.has(type), `no ${type} among ${[...types]}`)
       const currencies = new Set(seen.map((item) => item.currency))
       assert.ok(currencies.size >= 4, `currencies: ${[...currencies]}`)

@@ -3,8 +3,14 @@ import { describe, it } from 'node:test'
 import type { AccountKind } from '../../../src/db/types.ts'
 import { newId } from '../../../src/lib/ids.ts'
 import type { Posting } from '../../../src/modules/ledger/service.ts'
-import type { Simulation } from '../../../src/modules/sandbox/service.ts'
-import { backends, call, createTestContext, newTransaction, paidTransaction } from '../../helpers/harness.ts'
+import {
+  backends,
+  call,
+  createTestContext,
+  newTransaction,
+  paidTransaction,
+  type SandboxOutcome,
+} from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
@@ -14,7 +20,7 @@ for (const backend of backends()) {
     const pay = (
       mode: 'test' | 'live',
       overrides = {},
-      simulation: Simulation = 'paid',
+      simulation: SandboxOutcome = 'paid',
       merchant = ctx.merchant,
     ) => paidTransaction(ctx, overrides, { merchant, mode }, simulation)
     const balances = async (mode: 'test' | 'live', merchant = ctx.merchant) => {

@@ -18,6 +18,7 @@ const MICRO_PER_CENT = 10_000
 const WALLET = { address: 'TQn9Y2khEsLJW1ChVWFMSMeRDow5KcbLSE', network: 'TRC20' }
 const CARD = { card_number: '4111 1111 1111 1111', holder_name: 'Jane Doe' }
 
+type Answer = Awaited<ReturnType<typeof call>>
 type Balance = { currency: string; available: number; pending: number; reserved: number; total: number }
 
 for (const backend of backends()) {
@@ -264,18 +265,38 @@ for (const backend of backends()) {
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
+    /** A payout created in `mode` (201). */
+    const assertCreatedIn = (res: Answer, mode: Mode) => {
+      assert.equal(res.statusCode, 201, res.body)
+      assert.equal(res.json().mode, mode)
+    }
+    const assertInsufficient = (res: Answer) => {
+      assert.equal(res.statusCode, 422, res.body)
+      assert.equal(res.json().error.code, 'insufficient_balance')
+    }
+    /** The listed figures of the merchant's USDT balance in `mode`, in that order. */
+    const balanceFields = async (merchant: TestMerchant, mode: Mode, fields: (keyof Balance)[]) => {
+      const usdt = await balance(merchant, mode)
+      return fields.map((field) => usdt[field])
+    }
+    const simulatePayout = (
+      merchant: TestMerchant,
+      mode: Mode,
+      uuid: string,
+      outcome: 'completed' | 'failed',
+    ) =>
+      call(ctx, 'POST', `/integration/sandbox/payouts/${uuid}/${outcome}`, undefined, {
+        as: { merchant, mode },
+      })
+
     it('test-mode payouts never touch live balances and the other way round, also when sent at once', async () => {
       const m = await ctx.newMerchant('Two modes')
       await paidTransaction(m, 'test', 50_000) // 500 USDT, available at once
       await paidTransaction(m, 'live', 30_000) // 300 USDT, pending for 24 h
-      assert.deepEqual(
-        [(await balance(m, 'live')).available, (await balance(m, 'live')).pending],
-        [0, 300_000_000],
-      )
+      assert.deepEqual(await balanceFields(m, 'live', ['available', 'pending']), [0, 300_000_000])
       // Live money still on hold cannot be paid out, however much test money there is.
       const early = await payout(m, 100, { mode: 'live' })
-      assert.equal(early.statusCode, 422, early.body)
-      assert.equal(early.json().error.code, 'insufficient_balance')
+      assertInsufficient(early)
       await settleLive()
       const live0 = await balance(m, 'live')
       const test0 = await balance(m, 'test')
@@ -283,27 +304,18 @@ for (const backend of backends()) {
 
       // A test-mode payout leaves the live balances as they were.
       const testPayout = await payout(m, 10_000, { mode: 'test' })
-      assert.equal(testPayout.statusCode, 201, testPayout.body)
-      assert.equal(testPayout.json().mode, 'test')
+      assertCreatedIn(testPayout, 'test')
       assert.deepEqual(await balance(m, 'live'), live0)
-      assert.deepEqual(
-        [(await balance(m, 'test')).available, (await balance(m, 'test')).reserved],
-        [400_000_000, 100_000_000],
-      )
+      assert.deepEqual(await balanceFields(m, 'test', ['available', 'reserved']), [400_000_000, 100_000_000])
       // A live payout leaves the test balances as they were.
       const test1 = await balance(m, 'test')
       const livePayout = await payout(m, 5000, { mode: 'live' })
-      assert.equal(livePayout.statusCode, 201, livePayout.body)
-      assert.equal(livePayout.json().mode, 'live')
+      assertCreatedIn(livePayout, 'live')
       assert.deepEqual(await balance(m, 'test'), test1)
-      assert.deepEqual(
-        [(await balance(m, 'live')).available, (await balance(m, 'live')).reserved],
-        [250_000_000, 50_000_000],
-      )
+      assert.deepEqual(await balanceFields(m, 'live', ['available', 'reserved']), [250_000_000, 50_000_000])
       // 300 USDT live asked: 250 live available, and the 400 test ones do not count.
       const tooMuch = await payout(m, 30_000, { mode: 'live' })
-      assert.equal(tooMuch.statusCode, 422, tooMuch.body)
-      assert.equal(tooMuch.json().error.code, 'insufficient_balance')
+      assertInsufficient(tooMuch)
 
       // Each mode sees only its own payouts (404 across modes, not 403).
       const crossed = await call(ctx, 'GET', `/integration/payouts/${testPayout.json().uuid}`, undefined, {
@@ -318,21 +330,9 @@ for (const backend of backends()) {
         [livePayout.json().uuid],
       )
       // Outcomes move only their own mode's money.
-      const completed = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/payouts/${testPayout.json().uuid}/completed`,
-        undefined,
-        { as: { merchant: m, mode: 'test' } },
-      )
+      const completed = await simulatePayout(m, 'test', testPayout.json().uuid, 'completed')
       assert.equal(completed.json().status, 'completed')
-      const failed = await call(
-        ctx,
-        'POST',
-        `/integration/sandbox/payouts/${livePayout.json().uuid}/failed`,
-        undefined,
-        { as: { merchant: m, mode: 'live' } },
-      )
+      const failed = await simulatePayout(m, 'live', livePayout.json().uuid, 'failed')
       assert.equal(failed.json().status, 'failed')
       const [live2, test2] = [await balance(m, 'live'), await balance(m, 'test')]
       assert.deepEqual([live2.available, live2.reserved, live2.total], [300_000_000, 0, 300_000_000])

@@ -4,6 +4,7 @@ import type { Mode } from '../../../src/db/types.ts'
 import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
 import { suiteContext } from '../../helpers/suite.ts'
+import { eventRows } from '../webhooks/helpers.ts'
 
 const SIMULATIONS = [
   ['paid', 'paid'],
@@ -49,12 +50,7 @@ for (const backend of backends()) {
         ).json()
         assert.equal(after.status, 'pending')
         assert.equal(after.aggregate_version, 1)
-        const events = await ctx.db
-          .selectFrom('events')
-          .select('uuid')
-          .where('aggregate_uuid', '=', tx.uuid)
-          .execute()
-        assert.deepEqual(events, [])
+        assert.deepEqual(await eventRows(ctx, tx.uuid), [])
         const callbacks = await providerCallbacks(ctx.db, tx.uuid)
         assert.deepEqual(callbacks, [])
       }

@@ -62,6 +62,15 @@ async function send(ctx: TestContext, req: Prepared, credentials: Record<string,
   return Object.assign(res, { sent: credentials })
 }
 
+/** Sends `req` with an X-Signature by `key` computed over `signedOver` (by default `req` itself). */
+const sendSigned = (
+  ctx: TestContext,
+  req: Prepared,
+  key: Key,
+  signedOver: Prepared = req,
+  options: { t?: number; secret?: string } = {},
+) => send(ctx, req, { 'x-signature': signatureHeader(key, signedOver, options) })
+
 /** Credential material that must never come back in a response. */
 function sentSecrets(ctx: TestContext, res: Response): string[] {
   const values = [...ctx.secrets]
@@ -190,21 +199,12 @@ for (const backend of backends()) {
           const withKey = prepare(route, await ready())
           assertSuccess(ctx, await send(ctx, withKey, validCredentials(route, fresh, withKey)), route)
           const signed = prepare(route, await ready())
-          assertSuccess(
-            ctx,
-            await send(ctx, signed, { 'x-signature': signatureHeader(fresh, signed) }),
-            route,
-          )
+          assertSuccess(ctx, await sendSigned(ctx, signed, fresh), route)
 
           assert.ok(await ctx.services.merchants.revokeKey(fresh.key_id))
           const req = prepare(route, await ready())
           assertError(ctx, await send(ctx, req, { 'x-api-key': fresh.secret }), 401, missingCode(route))
-          assertError(
-            ctx,
-            await send(ctx, req, { 'x-signature': signatureHeader(fresh, req) }),
-            401,
-            'unauthorized',
-          )
+          assertError(ctx, await sendSigned(ctx, req, fresh), 401, 'unauthorized')
         })
 
         it('a malformed X-Signature: 401 signature_invalid', async () => {
@@ -271,10 +271,10 @@ for (const backend of backends()) {
           let responses: Response[]
           try {
             responses = [
-              await send(ctx, late, { 'x-signature': signatureHeader(key, late, { t: t - 301 }) }),
-              await send(ctx, early, { 'x-signature': signatureHeader(key, early, { t: t + 301 }) }),
-              await send(ctx, edgeLate, { 'x-signature': signatureHeader(key, edgeLate, { t: t - 300 }) }),
-              await send(ctx, edgeEarly, { 'x-signature': signatureHeader(key, edgeEarly, { t: t + 300 }) }),
+              await sendSigned(ctx, late, key, late, { t: t - 301 }),
+              await sendSigned(ctx, early, key, early, { t: t + 301 }),
+              await sendSigned(ctx, edgeLate, key, edgeLate, { t: t - 300 }),
+              await sendSigned(ctx, edgeEarly, key, edgeEarly, { t: t + 300 }),
             ]
           } finally {
             mock.timers.reset()
@@ -293,11 +293,11 @@ for (const backend of backends()) {
 
         it(`a valid X-Signature: ${route.status}`, async () => {
           const req = prepare(route, await ready())
-          assertSuccess(ctx, await send(ctx, req, { 'x-signature': signatureHeader(key, req) }), route)
+          assertSuccess(ctx, await sendSigned(ctx, req, key), route)
           // The live key signs for live mode just the same (and is refused where only test keys may go).
           const live = prepare(route, await ready(ctx.merchant, 'live'))
           const liveKey = ctx.merchant.keys.live
-          const liveAnswer = await send(ctx, live, { 'x-signature': signatureHeader(liveKey, live) })
+          const liveAnswer = await sendSigned(ctx, live, liveKey)
           if (route.testOnly) assertError(ctx, liveAnswer, 403, 'forbidden')
           else assertSuccess(ctx, liveAnswer, route)
         })
@@ -343,12 +343,7 @@ for (const backend of backends()) {
             [{ ...req, url: `${req.url}/` }, req],
           ]
           for (const [signed, sent] of cases) {
-            assertError(
-              ctx,
-              await send(ctx, sent, { 'x-signature': signatureHeader(key, signed) }),
-              401,
-              'signature_invalid',
-            )
+            assertError(ctx, await sendSigned(ctx, sent, key, signed), 401, 'signature_invalid')
           }
         })
 
@@ -372,12 +367,7 @@ for (const backend of backends()) {
             ])
           }
           for (const [signed, sent] of cases) {
-            assertError(
-              ctx,
-              await send(ctx, sent, { 'x-signature': signatureHeader(key, signed) }),
-              401,
-              'signature_invalid',
-            )
+            assertError(ctx, await sendSigned(ctx, sent, key, signed), 401, 'signature_invalid')
           }
         })
 
@@ -402,17 +392,12 @@ for (const backend of backends()) {
               { ...req, idempotencyKey: undefined },
             ])
           for (const [signed, sent] of cases) {
-            assertError(
-              ctx,
-              await send(ctx, sent, { 'x-signature': signatureHeader(key, signed) }),
-              401,
-              'signature_invalid',
-            )
+            assertError(ctx, await sendSigned(ctx, sent, key, signed), 401, 'signature_invalid')
           }
           if (route.idempotency) {
             // A request refused by authentication never owns its Idempotency-Key (docs/API.md, Idempotency).
             const owner = { ...req, idempotencyKey: sentKey }
-            assertSuccess(ctx, await send(ctx, owner, { 'x-signature': signatureHeader(key, owner) }), route)
+            assertSuccess(ctx, await sendSigned(ctx, owner, key), route)
           }
         })
 
@@ -440,12 +425,7 @@ for (const backend of backends()) {
               const again = { ...theirs, idempotencyKey: theirs.idempotencyKey && freshIdempotencyKey() }
               assertError(ctx, await send(ctx, again, validCredentials(route, mine, again)), 404, 'not_found')
               const signed = { ...theirs, idempotencyKey: theirs.idempotencyKey && freshIdempotencyKey() }
-              assertError(
-                ctx,
-                await send(ctx, signed, { 'x-signature': signatureHeader(mine, signed) }),
-                404,
-                'not_found',
-              )
+              assertError(ctx, await sendSigned(ctx, signed, mine), 404, 'not_found')
             }
           })
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { describe, it } from 'node:test'
 import { sign } from '../../../src/http/auth.ts'
-import { backends, injectToEnd, type TestContext } from '../../helpers/harness.ts'
+import { backends, injectToEnd, postTransaction, type TestContext } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 import { SECURITY_ROUTES } from './routes.ts'
 
@@ -165,16 +165,10 @@ for (const backend of backends()) {
       assert.ok(text.includes('search=[redacted]'), text)
       assert.ok(!text.includes('alice'))
 
-      const created = await ctx.app.inject({
-        method: 'POST',
-        url: '/integration/transactions',
-        headers: { 'x-api-key': ctx.merchant.keys.test.secret, 'content-type': 'application/json' },
-        payload: JSON.stringify({
-          amount: 1000,
-          currency: 'USD',
-          payment_method: 'card',
-          external_id: `log-${backend}`,
-        }),
+      const created = await postTransaction(ctx, {
+        amount: 1000,
+        currency: 'USD',
+        external_id: `log-${backend}`,
       })
       assert.equal(created.statusCode, 201, created.body)
       const token = new URL(created.json().payment_url).pathname.split('/')[2] as string

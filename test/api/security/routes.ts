@@ -3,6 +3,7 @@ import type { InjectOptions } from 'fastify'
 import { openApiDocument } from '../../../scripts/openapi.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
+import { deliveryRows } from '../webhooks/helpers.ts'
 
 /**
  * How to call each authenticated operation, for the shared security suite (auth.security.test.ts), in the
@@ -148,12 +149,8 @@ async function createEventDelivery(
     as: { merchant, mode },
   })
   assert.equal(paid.statusCode, 200, paid.body)
-  const row = await ctx.db
-    .selectFrom('webhook_deliveries')
-    .innerJoin('events', 'events.uuid', 'webhook_deliveries.event_id')
-    .select('webhook_deliveries.uuid')
-    .where('events.aggregate_uuid', '=', tx.uuid)
-    .executeTakeFirstOrThrow()
+  const [row] = await deliveryRows(ctx, tx.uuid)
+  assert.ok(row, 'the paid event has a delivery')
   return { uuid: row.uuid }
 }
 
@@ -292,55 +289,56 @@ interface OperationJson {
   parameters?: { in: string; name: string; description?: string }[]
 }
 
+const nothing = async () => null
+
+/** A listing's isolation: it shows the caller's own resource (by uuid), never another merchant's or mode's. */
+const listed = <R extends { uuid: string }>(): SecurityRoute<R>['isolation'] => ({
+  kind: 'list',
+  includes: (json, resource) => listIncludes(json, resource.uuid),
+})
+
+/** The shape of the reading routes: a GET with X-Api-Key (or X-Signature) answering 200. */
+const keyGet = <R>(
+  name: string,
+  setup: SecurityRoute<R>['setup'],
+  url: SecurityRoute<R>['url'],
+  isolation: SecurityRoute<R>['isolation'] = { kind: 'resource' },
+) => defineRoute<R>({ name, method: 'GET', auth: 'key', setup, url, status: 200, isolation })
+
 export const ROUTE_TABLE: SecurityRoute[] = [
   defineRoute<null>({
     name: 'POST /integration/transactions',
     method: 'POST',
     auth: 'key',
     idempotency: 'optional',
-    setup: async () => null,
+    setup: nothing,
     url: () => '/integration/transactions',
     body: () => newTransaction(),
     status: 201,
     isolation: { kind: 'none' },
   }),
-  defineRoute<CreatedTransaction>({
-    name: 'GET /integration/transactions',
-    method: 'GET',
-    auth: 'key',
-    setup: createTransaction,
-    // per_page=100 so the resource under test is on the page however many the suite created before it.
-    url: () => '/integration/transactions?per_page=100',
-    status: 200,
-    isolation: { kind: 'list', includes: (json, tx) => listIncludes(json, tx.uuid) },
-  }),
-  defineRoute<CreatedTransaction>({
-    name: 'GET /integration/transactions/{uuid}',
-    method: 'GET',
-    auth: 'key',
-    setup: createTransaction,
-    url: (tx) => `/integration/transactions/${tx.uuid}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
-  defineRoute<CreatedTransaction>({
-    name: 'GET /integration/transactions/{uuid}/h2h',
-    method: 'GET',
-    auth: 'key',
-    setup: createTransaction,
-    url: (tx) => `/integration/transactions/${tx.uuid}/h2h`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
-  defineRoute<CreatedTransaction>({
-    name: 'GET /integration/transactions/by-external-id/{externalId}',
-    method: 'GET',
-    auth: 'key',
-    setup: createTransaction,
-    url: (tx) => `/integration/transactions/by-external-id/${encodeURIComponent(tx.external_id)}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
+  // per_page=100 so the resource under test is on the page however many the suite created before it.
+  keyGet<CreatedTransaction>(
+    'GET /integration/transactions',
+    createTransaction,
+    () => '/integration/transactions?per_page=100',
+    listed(),
+  ),
+  keyGet<CreatedTransaction>(
+    'GET /integration/transactions/{uuid}',
+    createTransaction,
+    (tx) => `/integration/transactions/${tx.uuid}`,
+  ),
+  keyGet<CreatedTransaction>(
+    'GET /integration/transactions/{uuid}/h2h',
+    createTransaction,
+    (tx) => `/integration/transactions/${tx.uuid}/h2h`,
+  ),
+  keyGet<CreatedTransaction>(
+    'GET /integration/transactions/by-external-id/{externalId}',
+    createTransaction,
+    (tx) => `/integration/transactions/by-external-id/${encodeURIComponent(tx.external_id)}`,
+  ),
   defineRoute<CreatedTransaction>({
     name: 'POST /integration/refunds',
     method: 'POST',
@@ -352,33 +350,23 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     status: 201,
     isolation: { kind: 'resource' },
   }),
-  defineRoute<{ uuid: string }>({
-    name: 'GET /integration/refunds',
-    method: 'GET',
-    auth: 'key',
-    setup: createRefund,
-    url: () => '/integration/refunds?per_page=100',
-    status: 200,
-    isolation: { kind: 'list', includes: (json, refund) => listIncludes(json, refund.uuid) },
-  }),
-  defineRoute<{ uuid: string }>({
-    name: 'GET /integration/refunds/{uuid}',
-    method: 'GET',
-    auth: 'key',
-    setup: createRefund,
-    url: (refund) => `/integration/refunds/${refund.uuid}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
-  defineRoute<null>({
-    name: 'GET /integration/payouts/quote',
-    method: 'GET',
-    auth: 'key',
-    setup: async () => null,
-    url: () => '/integration/payouts/quote?amount=100000&currency=RUB&method=card',
-    status: 200,
-    isolation: { kind: 'none' },
-  }),
+  keyGet<{ uuid: string }>(
+    'GET /integration/refunds',
+    createRefund,
+    () => '/integration/refunds?per_page=100',
+    listed(),
+  ),
+  keyGet<{ uuid: string }>(
+    'GET /integration/refunds/{uuid}',
+    createRefund,
+    (refund) => `/integration/refunds/${refund.uuid}`,
+  ),
+  keyGet<null>(
+    'GET /integration/payouts/quote',
+    nothing,
+    () => '/integration/payouts/quote?amount=100000&currency=RUB&method=card',
+    { kind: 'none' },
+  ),
   defineRoute<null>({
     name: 'POST /integration/payouts',
     method: 'POST',
@@ -390,24 +378,17 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     status: 201,
     isolation: { kind: 'none' },
   }),
-  defineRoute<CreatedPayout>({
-    name: 'GET /integration/payouts',
-    method: 'GET',
-    auth: 'key',
-    setup: createPayout,
-    url: () => '/integration/payouts?per_page=100',
-    status: 200,
-    isolation: { kind: 'list', includes: (json, payout) => listIncludes(json, payout.uuid) },
-  }),
-  defineRoute<CreatedPayout>({
-    name: 'GET /integration/payouts/{uuid}',
-    method: 'GET',
-    auth: 'key',
-    setup: createPayout,
-    url: (payout) => `/integration/payouts/${payout.uuid}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
+  keyGet<CreatedPayout>(
+    'GET /integration/payouts',
+    createPayout,
+    () => '/integration/payouts?per_page=100',
+    listed(),
+  ),
+  keyGet<CreatedPayout>(
+    'GET /integration/payouts/{uuid}',
+    createPayout,
+    (payout) => `/integration/payouts/${payout.uuid}`,
+  ),
   ...(['completed', 'failed'] as const).map((simulation) =>
     defineRoute<CreatedPayout>({
       name: `POST /integration/sandbox/payouts/{uuid}/${simulation}`,
@@ -420,56 +401,25 @@ export const ROUTE_TABLE: SecurityRoute[] = [
       isolation: { kind: 'resource' },
     }),
   ),
-  defineRoute<null>({
-    name: 'GET /integration/balances',
-    method: 'GET',
-    auth: 'key',
-    setup: async () => null,
-    url: () => '/integration/balances',
-    status: 200,
-    isolation: { kind: 'none' },
-  }),
-  defineRoute<CreatedBalanceTransaction>({
-    name: 'GET /integration/balance-transactions',
-    method: 'GET',
-    auth: 'key',
-    setup: paidBalanceTransaction,
-    url: () => '/integration/balance-transactions?per_page=100',
-    status: 200,
-    isolation: { kind: 'list', includes: (json, line) => listIncludes(json, line.uuid) },
-  }),
-  defineRoute<CreatedBalanceTransaction>({
-    name: 'GET /integration/balance-transactions/{uuid}',
-    method: 'GET',
-    auth: 'key',
-    setup: paidBalanceTransaction,
-    url: (line) => `/integration/balance-transactions/${line.uuid}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
-  defineRoute<null>({
-    name: 'GET /integration/rates',
-    method: 'GET',
-    auth: 'key',
-    setup: async () => null,
-    url: () => '/integration/rates',
-    status: 200,
-    isolation: { kind: 'none' },
-  }),
-  defineRoute<null>({
-    name: 'GET /integration/webhook',
-    method: 'GET',
-    auth: 'key',
-    setup: async () => null,
-    url: () => '/integration/webhook',
-    status: 200,
-    isolation: { kind: 'none' },
-  }),
+  keyGet<null>('GET /integration/balances', nothing, () => '/integration/balances', { kind: 'none' }),
+  keyGet<CreatedBalanceTransaction>(
+    'GET /integration/balance-transactions',
+    paidBalanceTransaction,
+    () => '/integration/balance-transactions?per_page=100',
+    listed(),
+  ),
+  keyGet<CreatedBalanceTransaction>(
+    'GET /integration/balance-transactions/{uuid}',
+    paidBalanceTransaction,
+    (line) => `/integration/balance-transactions/${line.uuid}`,
+  ),
+  keyGet<null>('GET /integration/rates', nothing, () => '/integration/rates', { kind: 'none' }),
+  keyGet<null>('GET /integration/webhook', nothing, () => '/integration/webhook', { kind: 'none' }),
   defineRoute<null>({
     name: 'PUT /integration/webhook',
     method: 'PUT',
     auth: 'key',
-    setup: async () => null,
+    setup: nothing,
     url: () => '/integration/webhook',
     body: () => ({ url: 'https://shop.example/hooks', events: ['transaction.paid', 'transaction.failed'] }),
     status: 200,
@@ -480,7 +430,7 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     method: 'POST',
     auth: 'key',
     idempotency: 'optional',
-    setup: async () => null,
+    setup: nothing,
     url: () => '/integration/webhook/secret/rotate',
     body: () => ({ overlap_seconds: 3600 }),
     status: 200,
@@ -499,24 +449,17 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     status: 200,
     isolation: { kind: 'none' },
   }),
-  defineRoute<CreatedDelivery>({
-    name: 'GET /integration/webhook/deliveries',
-    method: 'GET',
-    auth: 'key',
-    setup: createTestDelivery,
-    url: () => '/integration/webhook/deliveries?per_page=100',
-    status: 200,
-    isolation: { kind: 'list', includes: (json, delivery) => listIncludes(json, delivery.uuid) },
-  }),
-  defineRoute<CreatedDelivery>({
-    name: 'GET /integration/webhook/deliveries/{uuid}',
-    method: 'GET',
-    auth: 'key',
-    setup: createTestDelivery,
-    url: (delivery) => `/integration/webhook/deliveries/${delivery.uuid}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
+  keyGet<CreatedDelivery>(
+    'GET /integration/webhook/deliveries',
+    createTestDelivery,
+    () => '/integration/webhook/deliveries?per_page=100',
+    listed(),
+  ),
+  keyGet<CreatedDelivery>(
+    'GET /integration/webhook/deliveries/{uuid}',
+    createTestDelivery,
+    (delivery) => `/integration/webhook/deliveries/${delivery.uuid}`,
+  ),
   defineRoute<CreatedDelivery>({
     name: 'POST /integration/webhook/deliveries/{uuid}/redeliver',
     method: 'POST',
@@ -544,22 +487,18 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     name: 'GET /integration/events/stream',
     method: 'GET',
     auth: 'key',
-    setup: async () => null,
+    setup: nothing,
     url: () => '/integration/events/stream',
     status: 200,
     testOnly: true,
     // Other merchants' and the live mode's events never reach a stream: test/api/events/stream.test.ts.
     isolation: { kind: 'none' },
   }),
-  defineRoute<CreatedEvent>({
-    name: 'GET /integration/events/{event_id}',
-    method: 'GET',
-    auth: 'key',
-    setup: createEvent,
-    url: (event) => `/integration/events/${event.event_id}`,
-    status: 200,
-    isolation: { kind: 'resource' },
-  }),
+  keyGet<CreatedEvent>(
+    'GET /integration/events/{event_id}',
+    createEvent,
+    (event) => `/integration/events/${event.event_id}`,
+  ),
   ...(['paid', 'failed', 'expired', 'failed-then-paid'] as const).map((simulation) =>
     defineRoute<CreatedTransaction>({
       name: `POST /integration/sandbox/transactions/{uuid}/${simulation}`,

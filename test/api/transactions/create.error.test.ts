@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { LightMyRequestResponse } from 'fastify'
+import { acceptUnavailable, assertError } from '../../helpers/errors.ts'
 import {
   backends,
   call,
-  eventually,
   extId,
+  merchantSettledIn,
   newTransaction,
   type TestContext,
   type TestMerchant,
@@ -15,18 +15,6 @@ import { suiteContext } from '../../helpers/suite.ts'
 // Rates older than this are stale. An hour, not a minute: the suite's other rates, set when the context is
 // made, must stay fresh however slow the machine; the stale ones are aged explicitly.
 const FX_MAX_AGE_SECONDS = 3600
-
-/** The one error envelope (docs/API.md, Errors), its request_id the response's X-Request-Id. */
-function assertError(res: LightMyRequestResponse, status: number, code: string) {
-  assert.equal(res.statusCode, status, res.body)
-  const { error } = res.json()
-  assert.equal(error.code, code, res.body)
-  assert.equal(typeof error.message, 'string')
-  assert.ok(error.request_id)
-  assert.equal(error.request_id, res.headers['x-request-id'])
-  assert.ok('details' in error)
-  return error
-}
 
 const create = (ctx: TestContext, body: unknown, as?: { merchant?: TestMerchant; mode?: 'test' | 'live' }) =>
   call(ctx, 'POST', '/integration/transactions', body, as ? { as } : {})
@@ -49,25 +37,6 @@ async function assertInvalid(ctx: TestContext, body: Record<string, unknown>, pa
     assert.equal(lookup.statusCode, 404, 'a refused request creates nothing')
   }
   return error
-}
-
-/** An expected 503: assert it, then take it off the list `ctx.close()` fails on. */
-async function acceptUnavailable(ctx: TestContext, res: LightMyRequestResponse, code: string) {
-  const error = assertError(res, 503, code)
-  await eventually(async () => ctx.serverErrors.some((e) => e.status === 503))
-  for (let i = ctx.serverErrors.length - 1; i >= 0; i--)
-    if (ctx.serverErrors[i]?.status === 503) ctx.serverErrors.splice(i, 1)
-  return error
-}
-
-/** A merchant with a chosen settlement currency, shaped like the harness's merchants. */
-async function merchantSettledIn(ctx: TestContext, settlementCurrency: string): Promise<TestMerchant> {
-  const { merchant, keys } = await ctx.services.merchants.createMerchant({
-    name: `${settlementCurrency} Shop`,
-    settlementCurrency,
-  })
-  ctx.secrets.push(keys.test.secret, keys.live.secret)
-  return { uuid: merchant.uuid, keys }
 }
 
 const ageRate = (ctx: TestContext, currency: string, seconds: number) =>

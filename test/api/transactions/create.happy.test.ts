@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { backends, call, newTransaction } from '../../helpers/harness.ts'
+import { assertFields } from '../../helpers/assertions.ts'
+import { backends, call, newTransaction, postTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
 for (const backend of backends()) {
@@ -15,23 +16,25 @@ for (const backend of backends()) {
       const tx = res.json()
       assert.equal(res.headers.location, `/integration/transactions/${tx.uuid}`)
       assert.match(tx.uuid, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
-      assert.equal(tx.status, 'pending')
-      assert.equal(tx.type, 'payment')
-      // fee = 150000 × 250 / 10000 = 3750; merchant half 1875; customer 1875
-      assert.equal(tx.fee_amount, 3750)
-      assert.equal(tx.merchant_fee_merchant_amount, 1875)
-      assert.equal(tx.merchant_fee_customer_amount, 1875)
-      assert.equal(tx.fee_payer, 'split')
-      assert.equal(tx.gross_amount, 151875)
-      assert.equal(tx.net_amount, 148125)
-      // floor(1481.25 / 92.15 USDT) in micro units = 16074335
-      assert.equal(tx.fx_rate, '92.15')
-      assert.equal(tx.settlement_currency, 'USDT')
-      assert.equal(tx.settlement_amount, 16074335)
-      assert.equal(tx.settlement_amount_formatted, '16.074335 USDT')
-      assert.deepEqual(tx.metadata, { order: 'A-1' })
-      assert.equal(tx.requisites, null)
-      assert.equal(tx.h2h_url, null)
+      assertFields(tx, {
+        status: 'pending',
+        type: 'payment',
+        // fee = 150000 × 250 / 10000 = 3750; merchant half 1875; customer 1875
+        fee_amount: 3750,
+        merchant_fee_merchant_amount: 1875,
+        merchant_fee_customer_amount: 1875,
+        fee_payer: 'split',
+        gross_amount: 151875,
+        net_amount: 148125,
+        // floor(1481.25 / 92.15 USDT) in micro units = 16074335
+        fx_rate: '92.15',
+        settlement_currency: 'USDT',
+        settlement_amount: 16074335,
+        settlement_amount_formatted: '16.074335 USDT',
+        metadata: { order: 'A-1' },
+        requisites: null,
+        h2h_url: null,
+      })
       assert.match(tx.payment_url, /^http:\/\/gateway\.test\/pay\/[A-Za-z0-9_-]{22}$/)
       assert.equal(tx.aggregate_version, 1)
       assert.equal(tx.paid_at, null)
@@ -41,12 +44,7 @@ for (const backend of backends()) {
     })
 
     it('assigns requisites to host-to-host methods and serves them on the h2h view', async () => {
-      const res = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ payment_method: 'p2p_card' }),
-      )
+      const res = await postTransaction(ctx, { payment_method: 'p2p_card' })
       assert.equal(res.statusCode, 201, res.body)
       const tx = res.json()
       assert.equal(tx.requisites.card_number, '2200700112345678')

@@ -1,19 +1,32 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { backends, call, newTransaction, type TestContext, type TestMerchant } from '../../helpers/harness.ts'
+import { assertFields } from '../../helpers/assertions.ts'
+import {
+  backends,
+  call,
+  merchantSettledIn,
+  postTransaction,
+  type TestMerchant,
+} from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
 // Market rates in the test context, units per 1 USDT: USD 1, EUR 0.92, RUB 92.15, JPY 151.2, KWD 0.307.
 // Every expected figure below is worked out by hand in the comment above it.
 
-/** A merchant with a chosen settlement currency, shaped like the harness's merchants. */
-async function merchantSettledIn(ctx: TestContext, settlementCurrency: string): Promise<TestMerchant> {
-  const { merchant, keys } = await ctx.services.merchants.createMerchant({
-    name: `${settlementCurrency} Shop`,
-    settlementCurrency,
-  })
-  ctx.secrets.push(keys.test.secret, keys.live.secret)
-  return { uuid: merchant.uuid, keys }
+/** One payment, optionally after setting the merchant's card fee, and the fields it must come out with. */
+interface PaymentStep {
+  /** The card fee set before paying: bps of the amount, and the merchant's share of it in bps. */
+  fee?: { bps: number; share: number }
+  amount: number
+  currency: string
+  expected: Record<string, unknown>
+}
+
+/** A test of its own: a new merchant, then its payments in order. */
+interface PaymentCase {
+  name: string
+  merchant: string
+  payments: PaymentStep[]
 }
 
 for (const backend of backends()) {
@@ -22,82 +35,132 @@ for (const backend of backends()) {
 
     // Each test uses its own merchant, so fees, markup and TTL set by one never leak into another.
     const pay = async (merchant: TestMerchant, overrides: Record<string, unknown>) => {
-      const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-        as: { merchant },
-      })
+      const res = await postTransaction(ctx, overrides, { as: { merchant } })
       assert.equal(res.statusCode, 201, res.body)
       return res.json()
     }
 
+    /** Makes each payment in turn as `merchant`, pinning its listed fields; returns them as answered. */
+    const payInSteps = async (merchant: TestMerchant, steps: PaymentStep[]) => {
+      const paid = []
+      for (const step of steps) {
+        if (step.fee) await ctx.services.merchants.setFee(merchant.uuid, 'card', step.fee.bps, step.fee.share)
+        const tx = await pay(merchant, { amount: step.amount, currency: step.currency })
+        assertFields(tx, step.expected)
+        paid.push(tx)
+      }
+      return paid
+    }
+
+    const runPaymentCases = (cases: PaymentCase[]) => {
+      for (const c of cases) {
+        it(c.name, async () => {
+          await payInSteps(await ctx.newMerchant(c.merchant), c.payments)
+        })
+      }
+    }
+
     describe('fees', () => {
-      it('fee_payer merchant (share 10000): the merchant bears the whole fee', async () => {
-        const shop = await ctx.newMerchant('Fees merchant')
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 300, 10000)
-        const tx = await pay(shop, { amount: 100000, currency: 'RUB' })
-        // fee = 100000 × 300 / 10000 = 3000; merchant part = 3000 × 10000 / 10000 = 3000; customer 0
-        assert.equal(tx.fee_payer, 'merchant')
-        assert.equal(tx.merchant_fee_share_bps, 10000)
-        assert.equal(tx.fee_amount, 3000)
-        assert.equal(tx.merchant_fee_merchant_amount, 3000)
-        assert.equal(tx.merchant_fee_customer_amount, 0)
-        // gross = 100000 + 0; net = 100000 − 3000 = 97000
-        assert.equal(tx.gross_amount, 100000)
-        assert.equal(tx.net_amount, 97000)
-        // 970.00 RUB / 92.15 = 10.5263157…; floor in micro USDT = 10526315
-        assert.equal(tx.fx_rate, '92.15')
-        assert.equal(tx.settlement_amount, 10526315)
-        assert.equal(tx.settlement_amount_formatted, '10.526315 USDT')
-      })
-
-      it('fee_payer customer (share 0): the customer pays the whole fee on top', async () => {
-        const shop = await ctx.newMerchant('Fees customer')
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 250, 0)
-        const tx = await pay(shop, { amount: 150000, currency: 'RUB' })
-        // fee = 150000 × 250 / 10000 = 3750; merchant part 0; customer part 3750
-        assert.equal(tx.fee_payer, 'customer')
-        assert.equal(tx.merchant_fee_share_bps, 0)
-        assert.equal(tx.fee_amount, 3750)
-        assert.equal(tx.merchant_fee_merchant_amount, 0)
-        assert.equal(tx.merchant_fee_customer_amount, 3750)
-        // gross = 150000 + 3750 = 153750; net = 153750 − 3750 = 150000: the merchant nets the full amount
-        assert.equal(tx.gross_amount, 153750)
-        assert.equal(tx.net_amount, 150000)
-        // 1500.00 / 92.15 = 16.2778079…; floor micro = 16277807
-        assert.equal(tx.settlement_amount, 16277807)
-        assert.equal(tx.settlement_amount_formatted, '16.277807 USDT')
-      })
-
-      it('split: both roundings go half up at an exact .5', async () => {
-        const shop = await ctx.newMerchant('Fees split')
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 250, 5000)
-        const tx = await pay(shop, { amount: 150100, currency: 'RUB' })
-        // fee = 150100 × 250 / 10000 = 3752.5 → half up → 3753
-        assert.equal(tx.fee_payer, 'split')
-        assert.equal(tx.merchant_fee_share_bps, 5000)
-        assert.equal(tx.fee_amount, 3753)
-        // merchant part = 3753 × 5000 / 10000 = 1876.5 → half up → 1877; customer = 3753 − 1877 = 1876
-        assert.equal(tx.merchant_fee_merchant_amount, 1877)
-        assert.equal(tx.merchant_fee_customer_amount, 1876)
-        // gross = 150100 + 1876 = 151976; net = 151976 − 3753 = 148223
-        assert.equal(tx.gross_amount, 151976)
-        assert.equal(tx.net_amount, 148223)
-        // 1482.23 / 92.15 = 16.0849701…; floor micro = 16084970
-        assert.equal(tx.settlement_amount, 16084970)
-      })
-
-      it('split: a fee just below .5 rounds down', async () => {
-        const shop = await ctx.newMerchant('Fees split low')
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 250, 3333)
-        const tx = await pay(shop, { amount: 150099, currency: 'RUB' })
-        // fee = 150099 × 250 / 10000 = 3752.475 → 3752
-        assert.equal(tx.fee_amount, 3752)
-        // merchant part = 3752 × 3333 / 10000 = 1250.5416 → 1251 (above half); customer = 3752 − 1251 = 2501
-        assert.equal(tx.merchant_fee_merchant_amount, 1251)
-        assert.equal(tx.merchant_fee_customer_amount, 2501)
-        // gross = 150099 + 2501 = 152600; net = 152600 − 3752 = 148848
-        assert.equal(tx.gross_amount, 152600)
-        assert.equal(tx.net_amount, 148848)
-      })
+      // One card fee on a RUB payment, settled in USDT; each case lists the fields it pins.
+      runPaymentCases([
+        {
+          name: 'fee_payer merchant (share 10000): the merchant bears the whole fee',
+          merchant: 'Fees merchant',
+          payments: [
+            {
+              fee: { bps: 300, share: 10000 },
+              amount: 100000,
+              currency: 'RUB',
+              expected: {
+                fee_payer: 'merchant',
+                merchant_fee_share_bps: 10000,
+                // fee = 100000 × 300 / 10000 = 3000; merchant part = 3000 × 10000 / 10000 = 3000; customer 0
+                fee_amount: 3000,
+                merchant_fee_merchant_amount: 3000,
+                merchant_fee_customer_amount: 0,
+                // gross = 100000 + 0; net = 100000 − 3000 = 97000
+                gross_amount: 100000,
+                net_amount: 97000,
+                // 970.00 RUB / 92.15 = 10.5263157…; floor in micro USDT = 10526315
+                fx_rate: '92.15',
+                settlement_amount: 10526315,
+                settlement_amount_formatted: '10.526315 USDT',
+              },
+            },
+          ],
+        },
+        {
+          name: 'fee_payer customer (share 0): the customer pays the whole fee on top',
+          merchant: 'Fees customer',
+          payments: [
+            {
+              fee: { bps: 250, share: 0 },
+              amount: 150000,
+              currency: 'RUB',
+              expected: {
+                fee_payer: 'customer',
+                merchant_fee_share_bps: 0,
+                // fee = 150000 × 250 / 10000 = 3750; merchant part 0; customer part 3750
+                fee_amount: 3750,
+                merchant_fee_merchant_amount: 0,
+                merchant_fee_customer_amount: 3750,
+                // gross = 150000 + 3750 = 153750; net = 153750 − 3750 = 150000: the merchant nets the full amount
+                gross_amount: 153750,
+                net_amount: 150000,
+                // 1500.00 / 92.15 = 16.2778079…; floor micro = 16277807
+                settlement_amount: 16277807,
+                settlement_amount_formatted: '16.277807 USDT',
+              },
+            },
+          ],
+        },
+        {
+          name: 'split: both roundings go half up at an exact .5',
+          merchant: 'Fees split',
+          payments: [
+            {
+              fee: { bps: 250, share: 5000 },
+              amount: 150100,
+              currency: 'RUB',
+              expected: {
+                fee_payer: 'split',
+                merchant_fee_share_bps: 5000,
+                // fee = 150100 × 250 / 10000 = 3752.5 → half up → 3753
+                fee_amount: 3753,
+                // merchant part = 3753 × 5000 / 10000 = 1876.5 → half up → 1877; customer = 3753 − 1877 = 1876
+                merchant_fee_merchant_amount: 1877,
+                merchant_fee_customer_amount: 1876,
+                // gross = 150100 + 1876 = 151976; net = 151976 − 3753 = 148223
+                gross_amount: 151976,
+                net_amount: 148223,
+                // 1482.23 / 92.15 = 16.0849701…; floor micro = 16084970
+                settlement_amount: 16084970,
+              },
+            },
+          ],
+        },
+        {
+          name: 'split: a fee just below .5 rounds down',
+          merchant: 'Fees split low',
+          payments: [
+            {
+              fee: { bps: 250, share: 3333 },
+              amount: 150099,
+              currency: 'RUB',
+              expected: {
+                // fee = 150099 × 250 / 10000 = 3752.475 → 3752
+                fee_amount: 3752,
+                // merchant part = 3752 × 3333 / 10000 = 1250.5416 → 1251 (above half); customer = 3752 − 1251 = 2501
+                merchant_fee_merchant_amount: 1251,
+                merchant_fee_customer_amount: 2501,
+                // gross = 150099 + 2501 = 152600; net = 152600 − 3752 = 148848
+                gross_amount: 152600,
+                net_amount: 148848,
+              },
+            },
+          ],
+        },
+      ])
 
       it('fees are per payment method', async () => {
         const shop = await ctx.newMerchant('Fees per method')
@@ -118,71 +181,110 @@ for (const backend of backends()) {
     })
 
     describe('currency exponents', () => {
-      it('JPY (exponent 0)', async () => {
-        const shop = await ctx.newMerchant('Yen shop')
-        const plain = await pay(shop, { amount: 10000, currency: 'JPY' })
-        // ¥10000 / 151.2 = 66.1375661…; floor micro = 66137566
-        assert.equal(plain.fx_rate, '151.2')
-        assert.equal(plain.settlement_amount, 66137566)
-        assert.equal(plain.settlement_amount_formatted, '66.137566 USDT')
-
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 250, 5000)
-        const withFee = await pay(shop, { amount: 1001, currency: 'JPY' })
-        // fee = 1001 × 250 / 10000 = 25.025 → 25; merchant = 25 × 5000 / 10000 = 12.5 → 13; customer 12
-        assert.equal(withFee.fee_amount, 25)
-        assert.equal(withFee.merchant_fee_merchant_amount, 13)
-        assert.equal(withFee.merchant_fee_customer_amount, 12)
-        // gross = 1001 + 12 = 1013; net = 1013 − 25 = 988; ¥988 / 151.2 = 6.5343915…; floor micro = 6534391
-        assert.equal(withFee.gross_amount, 1013)
-        assert.equal(withFee.net_amount, 988)
-        assert.equal(withFee.settlement_amount, 6534391)
-      })
-
-      it('KWD (exponent 3)', async () => {
-        const shop = await ctx.newMerchant('Dinar shop')
-        const tx = await pay(shop, { amount: 12345, currency: 'KWD' })
-        // 12345 minor = 12.345 KWD; 12.345 / 0.307 = 40.2117263…; floor micro = 40211726
-        assert.equal(tx.fx_rate, '0.307')
-        assert.equal(tx.net_amount, 12345)
-        assert.equal(tx.settlement_amount, 40211726)
-        assert.equal(tx.settlement_amount_formatted, '40.211726 USDT')
-      })
-
-      it('USDT for a USDT-settled merchant: rate "1", settlement = net', async () => {
-        const shop = await ctx.newMerchant('Tether shop')
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 250, 5000)
-        const tx = await pay(shop, { amount: 5000000, currency: 'USDT' })
-        // fee = 5000000 × 250 / 10000 = 125000; halves 62500 / 62500; gross 5062500; net 4937500
-        assert.equal(tx.fee_amount, 125000)
-        assert.equal(tx.gross_amount, 5062500)
-        assert.equal(tx.net_amount, 4937500)
-        assert.equal(tx.fx_rate, '1')
-        assert.equal(tx.settlement_currency, 'USDT')
-        assert.equal(tx.settlement_amount, 4937500)
-        assert.equal(tx.settlement_amount_formatted, '4.937500 USDT')
-      })
+      runPaymentCases([
+        {
+          name: 'JPY (exponent 0)',
+          merchant: 'Yen shop',
+          payments: [
+            {
+              amount: 10000,
+              currency: 'JPY',
+              expected: {
+                // ¥10000 / 151.2 = 66.1375661…; floor micro = 66137566
+                fx_rate: '151.2',
+                settlement_amount: 66137566,
+                settlement_amount_formatted: '66.137566 USDT',
+              },
+            },
+            {
+              fee: { bps: 250, share: 5000 },
+              amount: 1001,
+              currency: 'JPY',
+              expected: {
+                // fee = 1001 × 250 / 10000 = 25.025 → 25; merchant = 25 × 5000 / 10000 = 12.5 → 13; customer 12
+                fee_amount: 25,
+                merchant_fee_merchant_amount: 13,
+                merchant_fee_customer_amount: 12,
+                // gross = 1001 + 12 = 1013; net = 1013 − 25 = 988; ¥988 / 151.2 = 6.5343915…; floor micro = 6534391
+                gross_amount: 1013,
+                net_amount: 988,
+                settlement_amount: 6534391,
+              },
+            },
+          ],
+        },
+        {
+          name: 'KWD (exponent 3)',
+          merchant: 'Dinar shop',
+          payments: [
+            {
+              amount: 12345,
+              currency: 'KWD',
+              expected: {
+                // 12345 minor = 12.345 KWD; 12.345 / 0.307 = 40.2117263…; floor micro = 40211726
+                fx_rate: '0.307',
+                net_amount: 12345,
+                settlement_amount: 40211726,
+                settlement_amount_formatted: '40.211726 USDT',
+              },
+            },
+          ],
+        },
+        {
+          name: 'USDT for a USDT-settled merchant: rate "1", settlement = net',
+          merchant: 'Tether shop',
+          payments: [
+            {
+              fee: { bps: 250, share: 5000 },
+              amount: 5000000,
+              currency: 'USDT',
+              expected: {
+                // fee = 5000000 × 250 / 10000 = 125000; halves 62500 / 62500; gross 5062500; net 4937500
+                fee_amount: 125000,
+                gross_amount: 5062500,
+                net_amount: 4937500,
+                fx_rate: '1',
+                settlement_currency: 'USDT',
+                settlement_amount: 4937500,
+                settlement_amount_formatted: '4.937500 USDT',
+              },
+            },
+          ],
+        },
+      ])
 
       it('the largest amount, 100000000000, loses no precision', async () => {
         const shop = await ctx.newMerchant('Big shop')
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 250, 5000)
-        const rub = await pay(shop, { amount: 100000000000, currency: 'RUB' })
-        // fee = 10^11 × 250 / 10000 = 2500000000; halves 1250000000 each
-        assert.equal(rub.amount, 100000000000)
-        assert.equal(rub.fee_amount, 2500000000)
-        assert.equal(rub.merchant_fee_merchant_amount, 1250000000)
-        assert.equal(rub.merchant_fee_customer_amount, 1250000000)
-        // gross = 10^11 + 1250000000 = 101250000000; net = 101250000000 − 2500000000 = 98750000000
-        assert.equal(rub.gross_amount, 101250000000)
-        assert.equal(rub.net_amount, 98750000000)
-        // 987500000.00 RUB / 92.15 = 10716223.5485621…; floor micro = 10716223548562
-        assert.equal(rub.settlement_amount, 10716223548562)
-        assert.equal(rub.settlement_amount_formatted, '10716223.548562 USDT')
-
-        await ctx.services.merchants.setFee(shop.uuid, 'card', 0, 10000)
-        const jpy = await pay(shop, { amount: 100000000000, currency: 'JPY' })
-        // ¥10^11 / 151.2 = 661375661.3756613…; floor micro = 661375661375661
-        assert.equal(jpy.settlement_amount, 661375661375661)
-        assert.equal(jpy.settlement_amount_formatted, '661375661.375661 USDT')
+        const [, jpy] = await payInSteps(shop, [
+          {
+            fee: { bps: 250, share: 5000 },
+            amount: 100000000000,
+            currency: 'RUB',
+            expected: {
+              // fee = 10^11 × 250 / 10000 = 2500000000; halves 1250000000 each
+              amount: 100000000000,
+              fee_amount: 2500000000,
+              merchant_fee_merchant_amount: 1250000000,
+              merchant_fee_customer_amount: 1250000000,
+              // gross = 10^11 + 1250000000 = 101250000000; net = 101250000000 − 2500000000 = 98750000000
+              gross_amount: 101250000000,
+              net_amount: 98750000000,
+              // 987500000.00 RUB / 92.15 = 10716223.5485621…; floor micro = 10716223548562
+              settlement_amount: 10716223548562,
+              settlement_amount_formatted: '10716223.548562 USDT',
+            },
+          },
+          {
+            fee: { bps: 0, share: 10000 },
+            amount: 100000000000,
+            currency: 'JPY',
+            expected: {
+              // ¥10^11 / 151.2 = 661375661.3756613…; floor micro = 661375661375661
+              settlement_amount: 661375661375661,
+              settlement_amount_formatted: '661375661.375661 USDT',
+            },
+          },
+        ])
         // Read back from the database, still exact.
         const stored = await call(ctx, 'GET', `/integration/transactions/${jpy.uuid}`, undefined, {
           as: { merchant: shop },
@@ -227,11 +329,13 @@ for (const backend of backends()) {
         const shop = await merchantSettledIn(ctx, 'EUR')
         const rub = await pay(shop, { amount: 150000, currency: 'RUB' })
         // RUB per EUR = 92.15 / 0.92 = 100.1630434782608695…, to 12 places half up = 100.163043478261
-        assert.equal(rub.fx_rate, '100.163043478261')
-        assert.equal(rub.settlement_currency, 'EUR')
-        // 1500.00 / 100.163043478261 = 14.9755832…; floor cents = 1497
-        assert.equal(rub.settlement_amount, 1497)
-        assert.equal(rub.settlement_amount_formatted, '14.97 EUR')
+        assertFields(rub, {
+          fx_rate: '100.163043478261',
+          settlement_currency: 'EUR',
+          // 1500.00 / 100.163043478261 = 14.9755832…; floor cents = 1497
+          settlement_amount: 1497,
+          settlement_amount_formatted: '14.97 EUR',
+        })
 
         const usd = await pay(shop, { amount: 1999, currency: 'USD' })
         // USD per EUR = 1 / 0.92 = 1.0869565217391…, to 12 places = 1.086956521739
@@ -241,14 +345,18 @@ for (const backend of backends()) {
 
         const usdt = await pay(shop, { amount: 5000000, currency: 'USDT' })
         // USDT per EUR = 1 / 0.92 as well; 5.000000 / 1.086956521739 = 4.6000000000005…; floor cents = 460
-        assert.equal(usdt.fx_rate, '1.086956521739')
-        assert.equal(usdt.settlement_amount, 460)
-        assert.equal(usdt.settlement_amount_formatted, '4.60 EUR')
+        assertFields(usdt, {
+          fx_rate: '1.086956521739',
+          settlement_amount: 460,
+          settlement_amount_formatted: '4.60 EUR',
+        })
 
         const eur = await pay(shop, { amount: 4321, currency: 'EUR' })
-        assert.equal(eur.fx_rate, '1')
-        assert.equal(eur.settlement_amount, 4321)
-        assert.equal(eur.settlement_amount_formatted, '43.21 EUR')
+        assertFields(eur, {
+          fx_rate: '1',
+          settlement_amount: 4321,
+          settlement_amount_formatted: '43.21 EUR',
+        })
       })
 
       it('a custom transaction TTL sets expires_at', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { NewTransaction } from '../../../src/db/types.ts'
+import { assertFieldInvalid } from '../../helpers/errors.ts'
 import { backends, call, newTransaction, type TestMerchant, transactionRow } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
@@ -64,15 +65,21 @@ for (const backend of backends()) {
         .sort(newestFirst)
         .map((r) => r.uuid)
 
+    /** Lists `merchant`'s transactions with `query`: exactly `rows` that `keep` picks, newest first. */
+    async function assertListed(
+      merchant: TestMerchant,
+      rows: NewTransaction[],
+      query: Record<string, string>,
+      keep: (row: NewTransaction) => boolean,
+      message?: string,
+    ) {
+      const page = await listOk(merchant, query)
+      assert.deepEqual(uuidsOf(page), expectedUuids(rows, keep), message)
+      return page
+    }
+
     async function assertValidation(merchant: TestMerchant, query: Record<string, string>, field: string) {
-      const res = await list(merchant, query)
-      assert.equal(res.statusCode, 422, `${JSON.stringify(query)}: ${res.body}`)
-      const body = res.json()
-      assert.equal(body.error.code, 'validation_failed')
-      assert.ok(
-        Array.isArray(body.error.errors?.[field]) && body.error.errors[field].length > 0,
-        `${JSON.stringify(query)}: expected errors.${field}, got ${res.body}`,
-      )
+      assertFieldInvalid(await list(merchant, query), field, JSON.stringify(query))
     }
 
     it('lists newest first: created_at desc, then uuid desc; only the merchant and mode of the key', async () => {
@@ -313,24 +320,13 @@ for (const backend of backends()) {
         })),
       )
       for (const status of statuses) {
-        const page = await listOk(merchant, { status })
-        assert.deepEqual(
-          uuidsOf(page),
-          expectedUuids(rows, (r) => r.status === status),
-          status,
-        )
+        const page = await assertListed(merchant, rows, { status }, (r) => r.status === status, status)
         assert.equal(page.data.length, 3)
       }
-      const several = await listOk(merchant, { status: 'paid,refunded,partially_refunded' })
-      assert.deepEqual(
-        uuidsOf(several),
-        expectedUuids(rows, (r) => ['paid', 'refunded', 'partially_refunded'].includes(r.status as string)),
+      await assertListed(merchant, rows, { status: 'paid,refunded,partially_refunded' }, (r) =>
+        ['paid', 'refunded', 'partially_refunded'].includes(r.status as string),
       )
-      const repeated = await listOk(merchant, { status: 'paid,paid' })
-      assert.deepEqual(
-        uuidsOf(repeated),
-        expectedUuids(rows, (r) => r.status === 'paid'),
-      )
+      await assertListed(merchant, rows, { status: 'paid,paid' }, (r) => r.status === 'paid')
 
       for (const status of ['settled', 'PAID', 'paid,', ',paid', 'paid,,failed', 'paid, failed', '']) {
         await assertValidation(merchant, { status }, 'status')
@@ -349,23 +345,16 @@ for (const backend of backends()) {
         })),
       )
       for (const payment_method of methods) {
-        const page = await listOk(merchant, { payment_method })
-        assert.deepEqual(
-          uuidsOf(page),
-          expectedUuids(rows, (r) => r.payment_method === payment_method),
-        )
+        await assertListed(merchant, rows, { payment_method }, (r) => r.payment_method === payment_method)
       }
       for (const currency of currencies) {
-        const page = await listOk(merchant, { currency })
-        assert.deepEqual(
-          uuidsOf(page),
-          expectedUuids(rows, (r) => r.currency === currency),
-        )
+        await assertListed(merchant, rows, { currency }, (r) => r.currency === currency)
       }
-      const both = await listOk(merchant, { payment_method: 'p2p_card', currency: 'USD' })
-      assert.deepEqual(
-        uuidsOf(both),
-        expectedUuids(rows, (r) => r.payment_method === 'p2p_card' && r.currency === 'USD'),
+      const both = await assertListed(
+        merchant,
+        rows,
+        { payment_method: 'p2p_card', currency: 'USD' },
+        (r) => r.payment_method === 'p2p_card' && r.currency === 'USD',
       )
       assert.equal(both.data.length, 2)
       const none = await listOk(merchant, { currency: 'KWD' })
@@ -389,26 +378,19 @@ for (const backend of backends()) {
         new Date(r.created_at).getTime() >= Date.parse(from) &&
         new Date(r.created_at).getTime() <= Date.parse(to)
 
-      const day = await listOk(merchant, { date_from: '2026-03-10', date_to: '2026-03-10' })
-      assert.deepEqual(
-        uuidsOf(day),
-        expectedUuids(rows, within('2026-03-10T00:00:00.000Z', '2026-03-10T23:59:59.999Z')),
-      )
-      assert.equal(day.data.length, 3)
-
-      const from = await listOk(merchant, { date_from: '2026-03-10' })
-      assert.deepEqual(
-        uuidsOf(from),
-        expectedUuids(rows, within('2026-03-10T00:00:00.000Z', '2100-01-01T00:00:00Z')),
-      )
-      assert.equal(from.data.length, 5)
-
-      const to = await listOk(merchant, { date_to: '2026-03-10' })
-      assert.deepEqual(
-        uuidsOf(to),
-        expectedUuids(rows, within('2000-01-01T00:00:00Z', '2026-03-10T23:59:59.999Z')),
-      )
-      assert.equal(to.data.length, 4)
+      // A day, from a day on, up to a day: the query, the instants it spans, and how many fall within.
+      for (const [query, [from, to], count] of [
+        [
+          { date_from: '2026-03-10', date_to: '2026-03-10' },
+          ['2026-03-10T00:00:00.000Z', '2026-03-10T23:59:59.999Z'],
+          3,
+        ],
+        [{ date_from: '2026-03-10' }, ['2026-03-10T00:00:00.000Z', '2100-01-01T00:00:00Z'], 5],
+        [{ date_to: '2026-03-10' }, ['2000-01-01T00:00:00Z', '2026-03-10T23:59:59.999Z'], 4],
+      ] as const) {
+        const page = await assertListed(merchant, rows, query, within(from, to), JSON.stringify(query))
+        assert.equal(page.data.length, count)
+      }
 
       const two = await listOk(merchant, { date_from: '2026-03-10', date_to: '2026-03-11' })
       assert.equal(two.data.length, 4)

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, it } from 'node:test'
+import { assertFields } from '../../helpers/assertions.ts'
 import {
   backends,
   call,
@@ -126,15 +127,17 @@ for (const backend of backends()) {
       const before = Date.now()
       const delivery = await sendTest(ctx, merchant)
       assert.deepEqual(Object.keys(delivery).sort(), DELIVERY_KEYS)
-      assert.equal(delivery.event, 'webhook.test')
-      assert.equal(delivery.url, `${receiver.url}/hooks?via=test`)
-      assert.equal(delivery.status, 'succeeded')
-      assert.equal(delivery.attempts, 1)
-      assert.equal(delivery.response_status, 200)
-      assert.equal(delivery.response_body, 'ok')
-      assert.equal(delivery.error, null)
-      assert.equal(delivery.is_test, true)
-      assert.equal(delivery.next_attempt_at, null)
+      assertFields(delivery, {
+        event: 'webhook.test',
+        url: `${receiver.url}/hooks?via=test`,
+        status: 'succeeded',
+        attempts: 1,
+        response_status: 200,
+        response_body: 'ok',
+        error: null,
+        is_test: true,
+        next_attempt_at: null,
+      })
       assert.match(delivery.last_attempt_at, TIMESTAMP)
       assert.match(delivery.created_at, TIMESTAMP)
       assert.ok(Number.isInteger(delivery.duration_ms) && delivery.duration_ms >= 0)
@@ -434,6 +437,24 @@ for (const backend of backends()) {
       assert.equal(more.length, 0)
       return row
     }
+    /** A new transaction of `merchant` (`overrides` on its body), reported paid, and its one delivery row. */
+    const paidDelivery = async (merchant: TestMerchant, overrides: Record<string, unknown> = {}) => {
+      const tx = await createTx(ctx, overrides, { merchant })
+      await simulate(ctx, tx.uuid, 'paid', { merchant })
+      return { tx, row: await deliveryOf(tx.uuid) }
+    }
+    /** The delivery as the API shows it, once it has `status` (and passes `also`). */
+    const deliveryWhen = (
+      uuid: string,
+      merchant: TestMerchant,
+      status: string,
+      // biome-ignore lint/suspicious/noExplicitAny: the delivery is read as the API's JSON.
+      also: (delivery: any) => boolean = () => true,
+    ) =>
+      eventually(async () => {
+        const d = await getDelivery(ctx, uuid, merchant)
+        return d.status === status && also(d) ? d : null
+      })
 
     it('a test delivery answered 500 is not retried', async () => {
       const merchant = await ctx.newMerchant()
@@ -465,13 +486,8 @@ for (const backend of backends()) {
       await withReceiver(undefined, async (receiver) => {
         const { secret } = await putConfig(ctx, { url: `${receiver.url}/hooks` }, { merchant })
         ctx.secrets.push(secret)
-        const tx = await createTx(ctx, {}, { merchant })
-        await simulate(ctx, tx.uuid, 'paid', { merchant })
-        const row = await deliveryOf(tx.uuid)
-        const done = await eventually(async () => {
-          const d = await getDelivery(ctx, row.uuid, merchant)
-          return d.status === 'succeeded' ? d : null
-        })
+        const { tx, row } = await paidDelivery(merchant)
+        const done = await deliveryWhen(row.uuid, merchant, 'succeeded')
         assert.equal(done.attempts, 1)
         const [first] = receivedFor(receiver, row.event_id) as [Received]
 
@@ -491,10 +507,7 @@ for (const backend of backends()) {
         assert.equal(again.body, first.body)
         assert.equal(again.headers['webhook-id'], first.headers['webhook-id'])
         assert.doesNotThrow(() => verify(secret, again))
-        const after = await eventually(async () => {
-          const d = await getDelivery(ctx, row.uuid, merchant)
-          return d.status === 'succeeded' && d.attempts === 2 ? d : null
-        })
+        const after = await deliveryWhen(row.uuid, merchant, 'succeeded', (d) => d.attempts === 2)
         assert.equal(after.response_status, 200)
         assert.equal((await attemptRows(ctx, row.uuid)).length, 2)
         // Still one delivery: redeliver makes an attempt, not a copy.
@@ -509,17 +522,10 @@ for (const backend of backends()) {
         () => ({ status: up ? 200 : 500 }),
         async (receiver) => {
           await putConfig(ctx, { url: `${receiver.url}/hooks` }, { merchant })
-          const tx = await createTx(ctx, {}, { merchant })
-          await simulate(ctx, tx.uuid, 'paid', { merchant })
-          const row = await deliveryOf(tx.uuid)
+          const { row } = await paidDelivery(merchant)
           // The fast schedule has three retries: four attempts in all, then failed.
-          const failed = await eventually(async () => {
-            const d = await getDelivery(ctx, row.uuid, merchant)
-            return d.status === 'failed' ? d : null
-          })
-          assert.equal(failed.attempts, 4)
-          assert.equal(failed.response_status, 500)
-          assert.equal(failed.next_attempt_at, null)
+          const failed = await deliveryWhen(row.uuid, merchant, 'failed')
+          assertFields(failed, { attempts: 4, response_status: 500, next_attempt_at: null })
           assert.equal(receivedFor(receiver, row.event_id).length, 4)
 
           up = true
@@ -527,10 +533,7 @@ for (const backend of backends()) {
             as: { merchant },
           })
           assert.equal(res.statusCode, 202, res.body)
-          const after = await eventually(async () => {
-            const d = await getDelivery(ctx, row.uuid, merchant)
-            return d.status === 'succeeded' ? d : null
-          })
+          const after = await deliveryWhen(row.uuid, merchant, 'succeeded')
           assert.equal(after.attempts, 5)
           assert.equal(after.response_status, 200)
           assert.equal(after.error, null)
@@ -545,10 +548,8 @@ for (const backend of backends()) {
       const other = await ctx.newMerchant()
       await withReceiver(undefined, async (receiver) => {
         await putConfig(ctx, { url: `${receiver.url}/hooks` }, { merchant })
-        const tx = await createTx(ctx, {}, { merchant })
-        await simulate(ctx, tx.uuid, 'paid', { merchant })
-        const row = await deliveryOf(tx.uuid)
-        await eventually(async () => (await getDelivery(ctx, row.uuid, merchant)).status === 'succeeded')
+        const { row } = await paidDelivery(merchant)
+        await deliveryWhen(row.uuid, merchant, 'succeeded')
 
         const cases: [string, TestMerchant, 'test' | 'live'][] = [
           ['01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10', merchant, 'test'],
@@ -580,16 +581,9 @@ for (const backend of backends()) {
         () => ({ status: 410, body: 'gone' }),
         async (receiver) => {
           await putConfig(ctx, { url: `${receiver.url}/hooks` }, { merchant })
-          const tx = await createTx(ctx, {}, { merchant })
-          await simulate(ctx, tx.uuid, 'paid', { merchant })
-          const row = await deliveryOf(tx.uuid)
-          const failed = await eventually(async () => {
-            const d = await getDelivery(ctx, row.uuid, merchant)
-            return d.status === 'failed' ? d : null
-          })
-          assert.equal(failed.attempts, 1)
-          assert.equal(failed.response_status, 410)
-          assert.equal(failed.next_attempt_at, null)
+          const { row } = await paidDelivery(merchant)
+          const failed = await deliveryWhen(row.uuid, merchant, 'failed')
+          assertFields(failed, { attempts: 1, response_status: 410, next_attempt_at: null })
 
           const config = (
             await call(ctx, 'GET', '/integration/webhook', undefined, { as: { merchant } })
@@ -621,13 +615,8 @@ for (const backend of backends()) {
         () => ({ status: 410 }),
         async (receiver) => {
           await putConfig(ctx, { url: 'https://shop.example/hooks' }, { merchant })
-          const tx = await createTx(ctx, { callback_url: `${receiver.url}/cb` }, { merchant })
-          await simulate(ctx, tx.uuid, 'paid', { merchant })
-          const row = await deliveryOf(tx.uuid)
-          const failed = await eventually(async () => {
-            const d = await getDelivery(ctx, row.uuid, merchant)
-            return d.status === 'failed' ? d : null
-          })
+          const { row } = await paidDelivery(merchant, { callback_url: `${receiver.url}/cb` })
+          const failed = await deliveryWhen(row.uuid, merchant, 'failed')
           assert.equal(failed.attempts, 1)
           const config = (
             await call(ctx, 'GET', '/integration/webhook', undefined, { as: { merchant } })

@@ -5,6 +5,7 @@ import { Webhook } from 'standardwebhooks'
 import type { WebhookAttemptsTable, WebhookDelivery } from '../../../src/db/types.ts'
 import { createSender } from '../../../src/modules/webhooks/delivery.ts'
 import { startWorkers } from '../../../src/workers/index.ts'
+import { assertFields } from '../../helpers/assertions.ts'
 import {
   backends,
   call,
@@ -156,12 +157,14 @@ for (const backend of backends()) {
       const delivery = await t.settled(tx.uuid, 'succeeded')
 
       const view = (await call(ctx, 'GET', `/integration/webhook/deliveries/${delivery.uuid}`)).json()
-      assert.equal(view.status, 'succeeded')
-      assert.equal(view.attempts, 2)
-      assert.equal(view.response_status, 200)
-      assert.equal(view.response_body, 'ok')
-      assert.equal(view.error, null)
-      assert.equal(view.next_attempt_at, null)
+      assertFields(view, {
+        status: 'succeeded',
+        attempts: 2,
+        response_status: 200,
+        response_body: 'ok',
+        error: null,
+        next_attempt_at: null,
+      })
 
       const attempts = await t.attemptsOf(delivery.uuid)
       assert.deepEqual(

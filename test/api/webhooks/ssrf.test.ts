@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { newId } from '../../../src/lib/ids.ts'
-import { backends, call, eventually, newTransaction } from '../../helpers/harness.ts'
+import { backends, call, eventually, newTransaction, postTransaction } from '../../helpers/harness.ts'
 import { suiteContext, suiteReceiver, suiteWorkers } from '../../helpers/suite.ts'
 import { attemptRows } from './helpers.ts'
 
@@ -84,12 +84,7 @@ for (const backend of backends()) {
         const lookup = await call(ctx, 'GET', `/integration/transactions/by-external-id/${body.external_id}`)
         assert.equal(lookup.statusCode, 404)
       }
-      const ok = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ callback_url: 'http://8.8.8.8/cb' }),
-      )
+      const ok = await postTransaction(ctx, { callback_url: 'http://8.8.8.8/cb' })
       assert.equal(ok.statusCode, 201, ok.body)
     })
 
@@ -171,20 +166,10 @@ for (const backend of backends()) {
     })
 
     it('an http callback_url is 422', async () => {
-      const http = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ callback_url: 'http://8.8.8.8/cb' }),
-      )
+      const http = await postTransaction(ctx, { callback_url: 'http://8.8.8.8/cb' })
       assert.equal(http.statusCode, 422, http.body)
       assert.deepEqual(http.json().error.errors, { callback_url: ['must use https'] })
-      const https = await call(
-        ctx,
-        'POST',
-        '/integration/transactions',
-        newTransaction({ callback_url: 'https://8.8.8.8/cb' }),
-      )
+      const https = await postTransaction(ctx, { callback_url: 'https://8.8.8.8/cb' })
       assert.equal(https.statusCode, 201, https.body)
     })
   })
