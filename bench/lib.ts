@@ -6,6 +6,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { loadavg, totalmem } from 'node:os'
+import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { createServices, type Services } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
@@ -14,6 +15,24 @@ import { freePort } from '../test/helpers/program.ts'
 
 /** A port nobody listens on right now: the tests' own helper. */
 export { freePort }
+
+/**
+ * The command line of a bench, each option named with its default: a string default makes a string option, a
+ * boolean one a flag. Unknown options are an error, as with `parseArgs`.
+ */
+export function benchOptions<const Defaults extends Record<string, string | boolean>>(
+  defaults: Defaults,
+): { [Name in keyof Defaults]: Defaults[Name] extends boolean ? boolean : string } {
+  const options = Object.fromEntries(
+    Object.entries(defaults).map(([name, value]) => [
+      name,
+      typeof value === 'boolean'
+        ? { type: 'boolean' as const, default: value }
+        : { type: 'string' as const, default: value },
+    ]),
+  )
+  return parseArgs({ options }).values as never
+}
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits

@@ -24,7 +24,6 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { encodeCursor, filterDigest } from '../../src/http/pagination.ts'
@@ -32,6 +31,7 @@ import {
   benchDatabase,
   benchEnv,
   benchMerchant,
+  benchOptions,
   cpuSeconds,
   fmt,
   postgresCpuSeconds,
@@ -49,21 +49,19 @@ import {
   writeResult,
 } from '../lib.ts'
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '20' },
-    warmup: { type: 'string', default: '3' },
-    connections: { type: 'string', default: '50' },
-    'list-connections': { type: 'string', default: '10' },
-    rows: { type: 'string', default: '1000000' },
-    only: { type: 'string', default: 'create,get,list' },
-    'max-load': { type: 'string', default: '1.5' },
-    'load-wait': { type: 'string', default: '600' },
-    profile: { type: 'boolean', default: false },
-    'keep-database': { type: 'boolean', default: false },
-    source: { type: 'boolean', default: false },
-    'node-flags': { type: 'string', default: '' },
-  },
+const values = benchOptions({
+  duration: '20',
+  warmup: '3',
+  connections: '50',
+  'list-connections': '10',
+  rows: '1000000',
+  only: 'create,get,list',
+  'max-load': '1.5',
+  'load-wait': '600',
+  profile: false,
+  'keep-database': false,
+  source: false,
+  'node-flags': '',
 })
 const DURATION = Number(values.duration)
 const WARMUP = Number(values.warmup)

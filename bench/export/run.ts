@@ -17,13 +17,13 @@
  */
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { parseArgs } from 'node:util'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
 import {
   benchDatabase,
   benchEnv,
+  benchOptions,
   round,
   rssMiB,
   sampleRss,
@@ -32,14 +32,12 @@ import {
   writeResult,
 } from '../lib.ts'
 
-const { values } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '1000000' },
-    runs: { type: 'string', default: '2' },
-    starts: { type: 'string', default: '3' },
-    'node-flags': { type: 'string', default: '' },
-    'keep-database': { type: 'boolean', default: false },
-  },
+const values = benchOptions({
+  rows: '1000000',
+  runs: '2',
+  starts: '3',
+  'node-flags': '',
+  'keep-database': false,
 })
 const ROWS = Number(values.rows)
 const RUNS = Number(values.runs)

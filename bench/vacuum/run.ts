@@ -15,15 +15,12 @@
  * It prints its report and records it in bench/results/<date>T<time>-vacuum.md (bench/lib.ts, writeResult).
  */
 import { randomBytes } from 'node:crypto'
-import { parseArgs } from 'node:util'
 import pg from 'pg'
-import { benchDatabase, benchEnv, benchMerchant, fmt, writeResult } from '../lib.ts'
+import { benchDatabase, benchEnv, benchMerchant, benchOptions, fmt, writeResult } from '../lib.ts'
 
-const { values } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '1060000' },
-    batch: { type: 'string', default: '10000' },
-  },
+const values = benchOptions({
+  rows: '1060000',
+  batch: '10000',
 })
 const ROWS = Number(values.rows)
 const BATCH = Number(values.batch)

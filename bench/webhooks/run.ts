@@ -13,19 +13,16 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { parseArgs } from 'node:util'
 import { createServices } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { connectPostgres, migrateToLatest } from '../../src/db/index.ts'
-import { benchDatabase, round, serveArgs, writeResult } from '../lib.ts'
+import { benchDatabase, benchOptions, round, serveArgs, writeResult } from '../lib.ts'
 
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '5000' },
-    workers: { type: 'string', default: '1' },
-    'latency-samples': { type: 'string', default: '200' },
-    source: { type: 'boolean', default: false },
-  },
+const values = benchOptions({
+  events: '5000',
+  workers: '1',
+  'latency-samples': '200',
+  source: false,
 })
 const EVENTS = Number(values.events)
 const WORKERS = Number(values.workers)
