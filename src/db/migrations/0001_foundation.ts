@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, createOwnedTable, withTimestamps } from './tables.ts'
+import { requiredColumns } from './columns.ts'
+import { createIndex, createOwnedTable, TIMESTAMP, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db)
@@ -66,21 +67,25 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('external_id', 'text', (c) => c.notNull())
     .addColumn('amount', 'bigint', (c) => c.notNull().check(sql`amount > 0`))
-    .addColumn('gross_amount', 'bigint', (c) => c.notNull())
-    .addColumn('net_amount', 'bigint', (c) => c.notNull())
-    .addColumn('fee_amount', 'bigint', (c) => c.notNull())
-    .addColumn('fee_bps', 'integer', (c) => c.notNull())
-    .addColumn('fee_payer', 'text', (c) => c.notNull())
-    .addColumn('merchant_fee_share_bps', 'integer', (c) => c.notNull())
-    .addColumn('merchant_fee_merchant_amount', 'bigint', (c) => c.notNull())
-    .addColumn('merchant_fee_customer_amount', 'bigint', (c) => c.notNull())
-    .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('settlement_currency', 'text', (c) => c.notNull())
-    .addColumn('settlement_amount', 'bigint', (c) => c.notNull())
-    .addColumn('fx_rate', 'text', (c) => c.notNull())
-    .addColumn('fx_rate_updated_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('payment_method', 'text', (c) => c.notNull())
-    .addColumn('status', 'text', (c) => c.notNull())
+    .$call(
+      requiredColumns({
+        gross_amount: 'bigint',
+        net_amount: 'bigint',
+        fee_amount: 'bigint',
+        fee_bps: 'integer',
+        fee_payer: 'text',
+        merchant_fee_share_bps: 'integer',
+        merchant_fee_merchant_amount: 'bigint',
+        merchant_fee_customer_amount: 'bigint',
+        currency: 'text',
+        settlement_currency: 'text',
+        settlement_amount: 'bigint',
+        fx_rate: 'text',
+        fx_rate_updated_at: TIMESTAMP,
+        payment_method: 'text',
+        status: 'text',
+      }),
+    )
     .addColumn('description', 'text')
     .addColumn('metadata', 'jsonb')
     .addColumn('callback_url', 'text')
@@ -122,13 +127,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   await db.schema
     .createTable('idempotency_keys')
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull())
-    .addColumn('mode', 'text', (c) => c.notNull())
-    .addColumn('key', 'text', (c) => c.notNull())
-    .addColumn('fingerprint', 'text', (c) => c.notNull())
-    .addColumn('state', 'text', (c) => c.notNull())
-    .addColumn('owner', 'text', (c) => c.notNull())
-    .addColumn('locked_until', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(
+      requiredColumns({
+        merchant_uuid: 'uuid',
+        mode: 'text',
+        key: 'text',
+        fingerprint: 'text',
+        state: 'text',
+        owner: 'text',
+        locked_until: TIMESTAMP,
+      }),
+    )
     .addColumn('response_status', 'integer')
     .addColumn('response_headers', 'jsonb')
     .addColumn('response_body', 'text')

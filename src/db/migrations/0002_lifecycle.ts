@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, createOwnedTable, createProviderLog, withTimestamps } from './tables.ts'
+import { requiredColumns } from './columns.ts'
+import { createIndex, createOwnedTable, createProviderLog, TIMESTAMP, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // Every provider callback as received, and what it did: applied, or recorded as a duplicate or a stale one.
@@ -11,12 +12,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   // The transactional outbox: one row per event, written in the transaction of the change that caused it.
   await createOwnedTable(db, 'events')
-    .addColumn('event', 'text', (c) => c.notNull())
-    .addColumn('aggregate_type', 'text', (c) => c.notNull())
-    .addColumn('aggregate_uuid', 'uuid', (c) => c.notNull())
-    .addColumn('aggregate_version', 'integer', (c) => c.notNull())
-    .addColumn('body', 'text', (c) => c.notNull())
-    .addColumn('occurred_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(
+      requiredColumns({
+        event: 'text',
+        aggregate_type: 'text',
+        aggregate_uuid: 'uuid',
+        aggregate_version: 'integer',
+        body: 'text',
+        occurred_at: TIMESTAMP,
+      }),
+    )
     .addUniqueConstraint('events_aggregate_version_key', [
       'aggregate_type',
       'aggregate_uuid',
@@ -77,10 +82,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .createTable('webhook_attempts')
     .addColumn('uuid', 'uuid', (c) => c.primaryKey())
     .addColumn('delivery_uuid', 'uuid', (c) => c.notNull().references('webhook_deliveries.uuid'))
-    .addColumn('attempt', 'integer', (c) => c.notNull())
-    .addColumn('worker', 'text', (c) => c.notNull())
-    .addColumn('started_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('duration_ms', 'integer', (c) => c.notNull())
+    .$call(
+      requiredColumns({
+        attempt: 'integer',
+        worker: 'text',
+        started_at: TIMESTAMP,
+        duration_ms: 'integer',
+      }),
+    )
     .addColumn('response_status', 'integer')
     .addColumn('response_body', 'text')
     .addColumn('error', 'text')

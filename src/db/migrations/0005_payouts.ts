@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, createOwnedTable, createProviderLog, withTimestamps } from './tables.ts'
+import { requiredColumns } from './columns.ts'
+import { createIndex, createOwnedTable, createProviderLog, TIMESTAMP, withTimestamps } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // What a payout costs the merchant on top of its amount: a share in basis points and a fixed part in USDT.
@@ -11,16 +12,20 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 
   // A quote holds its figures (rate, amounts, fee) for 60 s; a payout that names it pays at those figures.
   await createOwnedTable(db, 'payout_quotes')
-    .addColumn('amount', 'bigint', (c) => c.notNull())
-    .addColumn('currency', 'text', (c) => c.notNull())
-    .addColumn('method', 'text', (c) => c.notNull())
-    .addColumn('fx_rate', 'text', (c) => c.notNull())
-    .addColumn('fx_rate_updated_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('amount_usdt_micro', 'bigint', (c) => c.notNull())
-    .addColumn('fee_usdt_micro', 'bigint', (c) => c.notNull())
-    .addColumn('payout_usdt_amount_micro', 'bigint', (c) => c.notNull())
-    .addColumn('expires_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('created_at', sql`timestamptz(3)`, (c) => c.notNull())
+    .$call(
+      requiredColumns({
+        amount: 'bigint',
+        currency: 'text',
+        method: 'text',
+        fx_rate: 'text',
+        fx_rate_updated_at: TIMESTAMP,
+        amount_usdt_micro: 'bigint',
+        fee_usdt_micro: 'bigint',
+        payout_usdt_amount_micro: 'bigint',
+        expires_at: TIMESTAMP,
+        created_at: TIMESTAMP,
+      }),
+    )
     .execute()
   await createIndex(db, 'payout_quotes_expiry_idx', 'payout_quotes', ['expires_at'])
 
@@ -34,10 +39,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('card_brand', 'text')
     .addColumn('wallet_uuid', 'uuid')
     .addColumn('quote_uuid', 'uuid')
-    .addColumn('fx_rate', 'text', (c) => c.notNull())
-    .addColumn('fx_rate_updated_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addColumn('amount_usdt_micro', 'bigint', (c) => c.notNull())
-    .addColumn('fee_usdt_micro', 'bigint', (c) => c.notNull())
+    .$call(
+      requiredColumns({
+        fx_rate: 'text',
+        fx_rate_updated_at: TIMESTAMP,
+        amount_usdt_micro: 'bigint',
+        fee_usdt_micro: 'bigint',
+      }),
+    )
     /** What the merchant's USDT balance gives: reserved at creation, then paid out or released. */
     .addColumn('payout_usdt_amount_micro', 'bigint', (c) =>
       c.notNull().check(sql`payout_usdt_amount_micro > 0`),
