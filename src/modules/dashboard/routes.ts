@@ -203,27 +203,33 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
     async (request) => sessionView(sessionOf(request)),
   )
 
-  app.delete(
-    `${PREFIX}/session`,
-    signInRoute({
-      session: { whileEnrolling: true },
+  // Signing out: this session, or every session of its user.
+  for (const { path, operationId, summary, ended, end } of [
+    {
+      path: 'session',
       operationId: 'signOut',
       summary: 'Sign out',
-      response: { 204: noContent('Signed out: the session has ended and its cookie is cleared.') },
-    }),
-    signOut('logout'),
-  )
-
-  app.delete(
-    `${PREFIX}/sessions`,
-    signInRoute({
-      session: { whileEnrolling: true },
+      ended: 'Signed out: the session has ended and its cookie is cleared.',
+      end: 'logout',
+    },
+    {
+      path: 'sessions',
       operationId: 'signOutEverywhere',
       summary: 'Sign out on every device',
-      response: { 204: noContent("Every session of the user has ended; this one's cookie is cleared.") },
-    }),
-    signOut('logoutEverywhere'),
-  )
+      ended: "Every session of the user has ended; this one's cookie is cleared.",
+      end: 'logoutEverywhere',
+    },
+  ] as const)
+    app.delete(
+      `${PREFIX}/${path}`,
+      signInRoute({
+        session: { whileEnrolling: true },
+        operationId,
+        summary,
+        response: { 204: noContent(ended) },
+      }),
+      signOut(end),
+    )
 
   app.post(
     `${PREFIX}/invitations/accept`,
