@@ -102,6 +102,24 @@ export interface ConnectorCallbackSecretsTable {
   retires_at: Timestamp | null
 }
 
+export interface ConnectorRoutesTable {
+  uuid: string
+  /** Null: the operator's default for every merchant without a route of its own. */
+  merchant_uuid: string | null
+  mode: Mode
+  subject: 'payment' | 'payout'
+  /** A payment method, or a payout method. */
+  method: string
+  /** Payments of this currency only; null: any. */
+  currency: string | null
+  /** Payouts to this network only (USDT wallets); null: any. */
+  network: string | null
+  /** Tried in this order, from 0. */
+  position: number
+  account_uuid: string
+  created_at: Timestamp
+}
+
 export type CallbackVerificationResult = 'verified' | 'unsigned' | 'stale' | 'mismatch'
 export type ConnectorCallbackResult = 'applied' | 'duplicate' | 'unmatched' | 'refused' | 'malformed'
 
@@ -185,6 +203,7 @@ export interface Database {
   connector_accounts: ConnectorAccountsTable
   connector_callback_secrets: ConnectorCallbackSecretsTable
   connector_callbacks: ConnectorCallbacksTable
+  connector_routes: ConnectorRoutesTable
   transactions: TransactionsTable
   idempotency_keys: IdempotencyKeysTable
   provider_callbacks: ProviderCallbacksTable

@@ -360,6 +360,7 @@ for (const backend of backends()) {
         'connector_accounts',
         'connector_callback_secrets',
         'connector_callbacks',
+        'connector_routes',
       ])
       // One name per account, and only the two modes and statuses.
       const at = new Date('2026-12-01T00:00:00.000Z')

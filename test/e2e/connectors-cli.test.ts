@@ -116,4 +116,35 @@ describe('connectors commands', () => {
       await handle.close()
     }
   })
+
+  it('sets a route, lists it, refuses one to an account of the other mode, and clears it', async () => {
+    const set = await connectors(
+      ...['route', 'set', '--mode', 'live', '--payment', 'card', '--currency', 'RUB'],
+      'acquirer-live',
+    )
+    assert.equal(set.code, 0, set.output)
+    assert.match(set.output, /^live {2}payment card RUB {2}every merchant {2}→ acquirer-live$/m)
+    assert.match(
+      (await connectors('routes')).output,
+      /^live {2}payment card RUB {2}every merchant {2}→ acquirer-live$/m,
+    )
+    const wrongMode = await connectors('route', 'set', '--mode', 'test', '--payment', 'card', 'acquirer-live')
+    assert.equal(wrongMode.code, 2)
+    assert.match(wrongMode.output, /acquirer-live serves live mode, not test/)
+    const neither = await connectors('route', 'clear', '--mode', 'live')
+    assert.equal(neither.code, 2)
+    assert.match(neither.output, /name one of --payment or --payout/)
+    const cleared = await connectors(
+      'route',
+      'clear',
+      '--mode',
+      'live',
+      '--payment',
+      'card',
+      '--currency',
+      'RUB',
+    )
+    assert.match(cleared.output, /route removed/)
+    assert.equal((await connectors('routes')).output.trim(), '')
+  })
 })

@@ -10,6 +10,10 @@ import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
  * The secrets a provider signs its callbacks with are rows of their own, so that a rotation keeps the old one
  * valid for an overlap: a secret is accepted until its `retires_at` (none while it is the current one).
  *
+ * `connector_routes` says which accounts take a merchant's payments of a method (and currency), or its payouts of a
+ * method (and network), in which order; a route without a merchant is the operator's default for every merchant
+ * without one of its own (docs/OPERATIONS.md, Routes).
+ *
  * `connector_callbacks` keeps every callback an account's endpoint received, as received (headers without
  * credentials, the body), with whether its signature verified and what it did (docs/OPERATIONS.md, The callback
  * log).
@@ -39,6 +43,31 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     'created_at',
   ])
   await db.schema
+    .createTable('connector_routes')
+    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
+    .addColumn('merchant_uuid', 'uuid', (c) => c.references('merchants.uuid'))
+    .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode IN ('test', 'live')`))
+    .addColumn('subject', 'text', (c) => c.notNull().check(sql`subject IN ('payment', 'payout')`))
+    .addColumn('method', 'text', (c) => c.notNull())
+    .addColumn('currency', 'text')
+    .addColumn('network', 'text')
+    .addColumn('position', 'integer', (c) => c.notNull())
+    .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
+    .addColumn('created_at', TIMESTAMP, (c) => c.notNull())
+    .execute()
+  // One account per place in a route, and each account once in it.
+  for (const [name, last] of [
+    ['connector_routes_position', 'position'],
+    ['connector_routes_account', 'account_uuid'],
+  ] as const)
+    await db.schema
+      .createIndex(name)
+      .on('connector_routes')
+      .columns(['merchant_uuid', 'mode', 'subject', 'method', 'currency', 'network', last])
+      .unique()
+      .nullsNotDistinct()
+      .execute()
+  await db.schema
     .createTable('connector_callbacks')
     .addColumn('uuid', 'uuid', (c) => c.primaryKey())
     .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
@@ -59,6 +88,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('connector_routes').execute()
   await db.schema.dropTable('connector_callbacks').execute()
   await db.schema.dropTable('connector_callback_secrets').execute()
   await db.schema.dropTable('connector_accounts').execute()

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { CONNECTOR_KIND_NAMES, CONNECTOR_KINDS } from '../../connectors/kinds.ts'
-import { MODES, type Mode } from '../../db/enums.ts'
-import type { AccountView, ProviderService } from './service.ts'
+import { MODES, type Mode, PAYMENT_METHODS, PAYOUT_METHODS } from '../../db/enums.ts'
+import { validationError } from '../../http/errors.ts'
+import type { AccountView, ProviderService, RouteKey, RouteView } from './service.ts'
 
 /** How the operator's commands reach the services: open the database, run, print, turn refusals into messages. */
 export interface CommandContext {
@@ -271,4 +272,64 @@ export function registerConnectorCommands(program: Command, context: CommandCont
         out(c.body)
       }),
     )
+
+  registerRouteCommands(connectors, context)
 }
+
+interface RouteOptions {
+  mode: Mode
+  merchant?: string
+  payment?: string
+  payout?: string
+  currency?: string
+  network?: string
+}
+
+/** `connectors route set|clear` and `connectors routes`: which accounts take which payments and payouts. */
+function registerRouteCommands(connectors: Command, { withProviders, out }: CommandContext): void {
+  const keyOptions = (command: Command) =>
+    command
+      .addOption(new Option('--mode <mode>', 'which mode').choices([...MODES]).makeOptionMandatory())
+      .option('--merchant <uuid>', "one merchant's route (default: the operator's, for every merchant)")
+      .addOption(new Option('--payment <method>', 'payments of this method').choices([...PAYMENT_METHODS]))
+      .addOption(new Option('--payout <method>', 'payouts of this method').choices([...PAYOUT_METHODS]))
+      .option('--currency <code>', 'payments in this currency only')
+      .option('--network <network>', 'USDT wallet payouts to this network only')
+  const keyOf = (opts: RouteOptions): RouteKey => {
+    if (!opts.payment === !opts.payout) throw validationError('route', 'name one of --payment or --payout')
+    return {
+      merchantUuid: opts.merchant ?? null,
+      mode: opts.mode,
+      subject: opts.payment ? 'payment' : 'payout',
+      method: (opts.payment ?? opts.payout) as string,
+      currency: opts.currency ?? null,
+      network: opts.network ?? null,
+    }
+  }
+  const route = connectors.command('route').description('Set or clear a route')
+  keyOptions(
+    route
+      .command('set <accounts...>')
+      .description('Send the payments (or payouts) of a method to these accounts, tried in this order'),
+  ).action((accounts: string[], opts: RouteOptions) =>
+    withProviders(async (providers) => out(routeLine(await providers.routes.set(keyOf(opts), accounts)))),
+  )
+  keyOptions(route.command('clear').description('Remove a route')).action((opts: RouteOptions) =>
+    withProviders(async (providers) => {
+      out((await providers.routes.clear(keyOf(opts))) ? 'route removed' : 'no such route')
+    }),
+  )
+  connectors
+    .command('routes')
+    .description("List the routes (with --merchant: that merchant's and the operator's defaults)")
+    .option('--merchant <uuid>', 'one merchant')
+    .action((opts: { merchant?: string }) =>
+      withProviders(async (providers) => {
+        for (const view of await providers.routes.list({ merchantUuid: opts.merchant })) out(routeLine(view))
+      }),
+    )
+}
+
+const routeLine = (r: RouteView) =>
+  `${r.mode}  ${r.subject} ${r.method}${r.currency ? ` ${r.currency}` : ''}${r.network ? ` ${r.network}` : ''}  ` +
+  `${r.merchant_uuid ? `merchant ${r.merchant_uuid}` : 'every merchant'}  → ${r.accounts.join(', ')}`

@@ -1,12 +1,14 @@
 import { createAccountOperations, type ProviderDeps } from './accounts.ts'
 import { createCallbackReceiver } from './callbacks.ts'
+import { createRouting } from './routing.ts'
 
 export type { AccountView, CallbackSecretView } from './accounts.ts'
+export type { RoutedAccount, RouteKey, RouteView } from './routing.ts'
 
 export type ProviderService = ReturnType<typeof createProviderService>
 
 /** The provider side: connector accounts (and, as they come, routes, inbound callbacks and status sync). */
 export function createProviderService(deps: ProviderDeps) {
   const accounts = createAccountOperations(deps)
-  return { accounts, callbacks: createCallbackReceiver(deps, accounts) }
+  return { accounts, callbacks: createCallbackReceiver(deps, accounts), routes: createRouting(deps) }
 }
