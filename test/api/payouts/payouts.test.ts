@@ -701,6 +701,15 @@ for (const backend of backends()) {
         assert.equal(p.status, 'processing')
         return { m, p }
       }
+      /** The payout of `processing(name)` once the sandbox sent `outcome`: 200, in that status at version 3. */
+      const settled = async (name: string, outcome: 'completed' | 'failed') => {
+        const { m, p } = await processing(name)
+        const res = await h.simulate(m, p.uuid, outcome)
+        assert.equal(res.statusCode, 200, res.body)
+        const payout = res.json()
+        assert.deepEqual([payout.status, payout.aggregate_version], [outcome, 3])
+        return { m, p, payout }
+      }
 
       /**
        * What a payout that went processing, then `final`, then heard `final` again and the other outcome late
@@ -722,11 +731,7 @@ for (const backend of backends()) {
       }
 
       it('completed: the reservation leaves the balance; a repeat and a late failure change nothing', async () => {
-        const { m, p } = await processing('Completed')
-        const res = await h.simulate(m, p.uuid, 'completed')
-        assert.equal(res.statusCode, 200, res.body)
-        const done = res.json()
-        assert.deepEqual([done.status, done.aggregate_version], ['completed', 3])
+        const { m, p, payout: done } = await settled('Completed', 'completed')
         assert.ok(isIso(done.completed_at))
         assert.deepEqual([done.failed_at, done.failure_reason], [null, null])
         assert.deepEqual((await h.getPayout(m, p.uuid)).json(), done)
@@ -745,11 +750,7 @@ for (const backend of backends()) {
       })
 
       it('failed: the reservation returns to available; a repeat and a late completion change nothing', async () => {
-        const { m, p } = await processing('Failed')
-        const res = await h.simulate(m, p.uuid, 'failed')
-        assert.equal(res.statusCode, 200, res.body)
-        const failed = res.json()
-        assert.deepEqual([failed.status, failed.aggregate_version], ['failed', 3])
+        const { m, p, payout: failed } = await settled('Failed', 'failed')
         assert.equal(typeof failed.failure_reason, 'string')
         assert.ok(failed.failure_reason.length > 0)
         assert.ok(isIso(failed.failed_at))
