@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { buildApp, createLogger, createServices, type Services } from '../../src/app.ts'
 import { type Db, migrateToLatest } from '../../src/db/index.ts'
 import { fingerprint, fingerprintKey } from '../../src/http/idempotency.ts'
+import { deferred } from '../helpers/deferred.ts'
 import {
   backends,
   call,
@@ -362,14 +363,8 @@ for (const backend of backends()) {
     })
 
     it('a second request while the first still runs gets 409 idempotency_request_in_progress, Retry-After: 1', async () => {
-      let signalEntered!: () => void
-      const entered = new Promise<void>((resolve) => {
-        signalEntered = resolve
-      })
-      let release!: () => void
-      const gate = new Promise<void>((resolve) => {
-        release = resolve
-      })
+      const { promise: entered, resolve: signalEntered } = deferred()
+      const { promise: gate, resolve: release } = deferred()
       interceptor = async (...args) => {
         signalEntered()
         await gate

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { before, beforeEach, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import type { Db } from '../../src/db/index.ts'
+import { deferred } from '../helpers/deferred.ts'
 import { backends, suiteDatabase } from '../helpers/harness.ts'
 
 /** Lets every other ready promise and I/O callback run, so concurrent transactions get a chance to interleave. */
@@ -85,14 +86,8 @@ for (const backend of backends()) {
     })
 
     it('an open transaction is invisible to a concurrent reader, and its rollback undoes only itself', async () => {
-      let signalInserted!: () => void
-      const inserted = new Promise<void>((resolve) => {
-        signalInserted = resolve
-      })
-      let release!: () => void
-      const gate = new Promise<void>((resolve) => {
-        release = resolve
-      })
+      const { promise: inserted, resolve: signalInserted } = deferred()
+      const { promise: gate, resolve: release } = deferred()
       const failing = db.transaction().execute(async (trx) => {
         await sql`INSERT INTO items (owner, n) VALUES (100, 1)`.execute(trx)
         await sql`UPDATE counters SET value = 999 WHERE id = 1`.execute(trx)

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict'
 import { createTransaction, SECURITY_ROUTES } from '../api/security/routes.ts'
 import { call, type TestContext } from '../helpers/harness.ts'
+import { QUERY_PARAMETERS } from '../helpers/query-parameters.ts'
 import { isPlainObject } from './json.ts'
 
 export interface Target {
@@ -26,21 +27,6 @@ const OPTIONAL_FIELDS: Record<string, string[]> = {
   'POST /integration/payouts': ['quote_id', 'metadata', 'callback_url'],
   'PUT /integration/webhook': ['enabled'],
   'POST /integration/webhook/secret/rotate': ['overlap_seconds'],
-}
-const QUERY_FIELDS: Record<string, string[]> = {
-  'GET /integration/transactions': [
-    'cursor',
-    'per_page',
-    'status',
-    'payment_method',
-    'currency',
-    'date_from',
-    'date_to',
-    'search',
-  ],
-  'GET /integration/payouts': ['cursor', 'per_page', 'status', 'method', 'currency'],
-  'GET /integration/webhook/deliveries': ['cursor', 'per_page', 'status', 'event'],
-  'GET /integration/payouts/quote': ['amount', 'currency', 'method'],
 }
 
 export interface FuzzContext {
@@ -72,7 +58,7 @@ function targetOf(
     segments,
     params,
     query,
-    queryFields: QUERY_FIELDS[name] ?? [],
+    queryFields: QUERY_PARAMETERS[name] ?? [],
     bodyFields: [
       ...new Set([...Object.keys(isPlainObject(base) ? base : {}), ...(OPTIONAL_FIELDS[name] ?? [])]),
     ],

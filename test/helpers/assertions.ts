@@ -12,3 +12,11 @@ export function assertFields(
   const picked = Object.fromEntries(Object.keys(expected).map((key) => [key, actual[key]]))
   assert.deepEqual(picked, expected, message)
 }
+
+/** The `meta` of a list whose rows all fit on one page of the default size: no cursor either way. */
+export const onePageMeta = (path: string) => ({
+  per_page: 25,
+  next_cursor: null,
+  prev_cursor: null,
+  path: `http://gateway.test${path}`,
+})

@@ -69,3 +69,31 @@ export function assertSameRows(csv: { header: string[]; rows: string[][] }, json
     assert.deepEqual(row, expected, `row ${i} (${String(json[i]?.uuid)})`)
   })
 }
+
+/**
+ * Exports `url` as CSV and reads every page of its JSON list, both `as` the caller; checks the CSV's header is
+ * `columns` (the columns docs/API.md lists for the export, in its order), the list holds `count` rows, and the
+ * CSV rows are the list's rows, each as `toRow` makes it. Gives both back.
+ */
+export async function assertExportOfList(
+  ctx: TestContext,
+  url: string,
+  {
+    as,
+    columns,
+    count,
+    toRow = (row) => row,
+  }: {
+    as: CallOptions['as']
+    columns: string
+    count: number
+    toRow?: (row: Record<string, unknown>) => Record<string, unknown>
+  },
+) {
+  const json = (await allPages(ctx, url, { as })).map(toRow)
+  const csv = await getCsv(ctx, url, { as })
+  assert.equal(csv.header.join(','), columns)
+  assert.equal(json.length, count)
+  assertSameRows(csv, json)
+  return { csv, json }
+}

@@ -61,3 +61,19 @@ export async function call(
   Object.assign(headers, options.headers)
   return ctx.app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) })
 }
+
+/** A refund of `amountMinor` of a transaction, asked for by `merchant`, signed, under `idempotencyKey`. */
+export const postRefund = (
+  ctx: TestContext,
+  merchant: TestMerchant,
+  transactionUuid: string,
+  amountMinor: number,
+  idempotencyKey: string,
+) =>
+  call(
+    ctx,
+    'POST',
+    '/integration/refunds',
+    { transaction_uuid: transactionUuid, amount_minor: amountMinor },
+    { as: { merchant }, auth: 'signature', idempotencyKey },
+  )

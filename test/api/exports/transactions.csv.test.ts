@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { parse } from 'csv-parse/sync'
-import { allPages, assertSameRows, getCsv } from '../../helpers/csv.ts'
+import { allPages, assertExportOfList, assertSameRows, getCsv } from '../../helpers/csv.ts'
 import { backends, call, newTransaction, transactionRow } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
 const HOSTILE = ['=HYPERLINK("http://evil.test","x")', '+1+2', '-2+3', '@SUM(A1:A2)', '\tTAB', '\rCR']
+
+/** The columns docs/API.md lists for this export, in its order (new ones only ever at the end). */
+const TRANSACTION_COLUMNS =
+  'uuid,external_id,type,mode,status,payment_method,amount,gross_amount,net_amount,fee_amount,fee_payer,currency,settlement_amount,settlement_currency,fx_rate,description,metadata,created_at,updated_at,paid_at,expires_at,settle_available_at,aggregate_version'
 
 for (const backend of backends()) {
   describe(`transactions CSV export (${backend})`, () => {
@@ -23,15 +27,11 @@ for (const backend of backends()) {
         }),
       )
       await ctx.db.insertInto('transactions').values(rows).execute()
-      const json = await allPages(ctx, '/integration/transactions', { as: { merchant } })
-      const csv = await getCsv(ctx, '/integration/transactions', { as: { merchant } })
-      // The columns docs/API.md lists for this export, in its order (new ones only ever at the end).
-      assert.equal(
-        csv.header.join(','),
-        'uuid,external_id,type,mode,status,payment_method,amount,gross_amount,net_amount,fee_amount,fee_payer,currency,settlement_amount,settlement_currency,fx_rate,description,metadata,created_at,updated_at,paid_at,expires_at,settle_available_at,aggregate_version',
-      )
-      assert.equal(json.length, 230)
-      assertSameRows(csv, json)
+      const { csv } = await assertExportOfList(ctx, '/integration/transactions', {
+        as: { merchant },
+        columns: TRANSACTION_COLUMNS,
+        count: 230,
+      })
       // Quoting is RFC 4180: the embedded quote is doubled, the field with a newline is quoted.
       assert.ok(csv.body.includes('"Order 0, ""quoted"", with a\nnewline"'))
     })

@@ -9,6 +9,7 @@ import {
   createTestContext,
   newTransaction,
   paidTransaction,
+  postRefund,
   type SandboxOutcome,
 } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
@@ -335,18 +336,7 @@ for (const backend of backends()) {
         assert.equal(res.statusCode, 200, res.body)
         paid.push(res.json() as { uuid: string; amount: number; settlement_amount: number })
       }
-      const refund = (uuid: string, amount: number, key: string) =>
-        call(
-          ctx,
-          'POST',
-          '/integration/refunds',
-          { transaction_uuid: uuid, amount_minor: amount },
-          {
-            as: { merchant: m },
-            auth: 'signature',
-            idempotencyKey: key,
-          },
-        )
+      const refund = (uuid: string, amount: number, key: string) => postRefund(ctx, m, uuid, amount, key)
       const available = async () =>
         (await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant: m } })).json().data[0]
           .available as number

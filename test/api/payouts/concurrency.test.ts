@@ -6,6 +6,7 @@ import {
   call,
   extId,
   paidTransaction as paidInSandbox,
+  postRefund,
   type TestMerchant,
 } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
@@ -75,13 +76,7 @@ for (const backend of backends()) {
       )
     }
     const refund = (merchant: TestMerchant, transactionUuid: string, amountMinor: number) =>
-      call(
-        ctx,
-        'POST',
-        '/integration/refunds',
-        { transaction_uuid: transactionUuid, amount_minor: amountMinor },
-        { as: { merchant }, auth: 'signature', idempotencyKey: idem('rf') },
-      )
+      postRefund(ctx, merchant, transactionUuid, amountMinor, idem('rf'))
 
     /**
      * Runs `burst` while another connection keeps reading the merchant's accounts: no committed balance the

@@ -4,6 +4,7 @@ import { before, describe, it } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import type { Mode } from '../../../src/db/types.ts'
+import { onePageMeta } from '../../helpers/assertions.ts'
 import { acceptUnavailable, assertError } from '../../helpers/errors.ts'
 import {
   backends,
@@ -39,6 +40,11 @@ const cardTo = (number: string, holder = 'JANE DOE') => ({ card_number: number, 
 
 /** 1000.00 USD at USD 1 with no pay-in fee settles 1000 USDT, available at once in test mode. */
 const FUNDED_MICRO = 1_000_000_000
+
+/** Merchant terms: a 150 bps FX markup and a 250 bps + 0.5 USDT payout fee. */
+const MARKUP_150_FEE_250_BPS_HALF_USDT = { fxMarkupBps: 150, payoutFeeBps: 250, payoutFixedFeeMicro: 500_000 }
+/** Merchant terms: a 1% + 0.25 USDT payout fee. */
+const FEE_100_BPS_QUARTER_USDT = { payoutFeeBps: 100, payoutFixedFeeMicro: 250_000 }
 
 let keyCounter = 0
 const idem = () => `payout-${Date.now()}-${keyCounter++}`
@@ -166,11 +172,7 @@ for (const backend of backends()) {
     describe('quote', () => {
       it('RUB at 92.15 with a 150 bps markup and a 250 bps + 0.5 USDT fee; the figures hold 60 s', async () => {
         const m = await ctx.newMerchant('Quote')
-        await ctx.services.merchants.updateMerchant(m.uuid, {
-          fxMarkupBps: 150,
-          payoutFeeBps: 250,
-          payoutFixedFeeMicro: 500_000,
-        })
+        await ctx.services.merchants.updateMerchant(m.uuid, MARKUP_150_FEE_250_BPS_HALF_USDT)
         const sentAt = Date.now()
         const res = await h.quote(m, { amount: 1_000_000, currency: 'RUB', method: 'card' })
         const receivedAt = Date.now()
@@ -296,10 +298,7 @@ for (const backend of backends()) {
     describe('create', () => {
       it('without a quote: 201 processing at version 2, Location, and the total reserved from available', async () => {
         const m = await h.funded('Create')
-        await ctx.services.merchants.updateMerchant(m.uuid, {
-          payoutFeeBps: 100,
-          payoutFixedFeeMicro: 250_000,
-        })
+        await ctx.services.merchants.updateMerchant(m.uuid, FEE_100_BPS_QUARTER_USDT)
         const body = newPayout({ amount: 10000, metadata: { order: '1001' } })
         const res = await h.create(m, body)
         assert.equal(res.statusCode, 201, res.body)
@@ -350,11 +349,7 @@ for (const backend of backends()) {
 
       it('with quote_id: the quote figures, even after the market rate moved', async () => {
         const m = await h.funded('Quoted')
-        await ctx.services.merchants.updateMerchant(m.uuid, {
-          fxMarkupBps: 150,
-          payoutFeeBps: 250,
-          payoutFixedFeeMicro: 500_000,
-        })
+        await ctx.services.merchants.updateMerchant(m.uuid, MARKUP_150_FEE_250_BPS_HALF_USDT)
         const q = (await h.quote(m, { amount: 1_000_000, currency: 'RUB', method: 'usdt_wallet' })).json()
         try {
           await ctx.services.rates.setMarketRate('RUB', '100')
@@ -701,13 +696,19 @@ for (const backend of backends()) {
       /** A merchant with one 101.25 USDT payout processing (1% + 0.25 USDT fee on 100 USD). */
       const processing = async (name: string) => {
         const m = await h.funded(name)
-        await ctx.services.merchants.updateMerchant(m.uuid, {
-          payoutFeeBps: 100,
-          payoutFixedFeeMicro: 250_000,
-        })
+        await ctx.services.merchants.updateMerchant(m.uuid, FEE_100_BPS_QUARTER_USDT)
         const p = await h.created(m, { amount: 10000 })
         assert.equal(p.status, 'processing')
         return { m, p }
+      }
+      /** The payout of `processing(name)` once the sandbox sent `outcome`: 200, in that status at version 3. */
+      const settled = async (name: string, outcome: 'completed' | 'failed') => {
+        const { m, p } = await processing(name)
+        const res = await h.simulate(m, p.uuid, outcome)
+        assert.equal(res.statusCode, 200, res.body)
+        const payout = res.json()
+        assert.deepEqual([payout.status, payout.aggregate_version], [outcome, 3])
+        return { m, p, payout }
       }
 
       /**
@@ -730,11 +731,7 @@ for (const backend of backends()) {
       }
 
       it('completed: the reservation leaves the balance; a repeat and a late failure change nothing', async () => {
-        const { m, p } = await processing('Completed')
-        const res = await h.simulate(m, p.uuid, 'completed')
-        assert.equal(res.statusCode, 200, res.body)
-        const done = res.json()
-        assert.deepEqual([done.status, done.aggregate_version], ['completed', 3])
+        const { m, p, payout: done } = await settled('Completed', 'completed')
         assert.ok(isIso(done.completed_at))
         assert.deepEqual([done.failed_at, done.failure_reason], [null, null])
         assert.deepEqual((await h.getPayout(m, p.uuid)).json(), done)
@@ -753,11 +750,7 @@ for (const backend of backends()) {
       })
 
       it('failed: the reservation returns to available; a repeat and a late completion change nothing', async () => {
-        const { m, p } = await processing('Failed')
-        const res = await h.simulate(m, p.uuid, 'failed')
-        assert.equal(res.statusCode, 200, res.body)
-        const failed = res.json()
-        assert.deepEqual([failed.status, failed.aggregate_version], ['failed', 3])
+        const { m, p, payout: failed } = await settled('Failed', 'failed')
         assert.equal(typeof failed.failure_reason, 'string')
         assert.ok(failed.failure_reason.length > 0)
         assert.ok(isIso(failed.failed_at))
@@ -827,12 +820,7 @@ for (const backend of backends()) {
 
         const all = await list('')
         assert.deepEqual(uuids(all), [p5.uuid, p4.uuid, p3.uuid, p2.uuid, p1.uuid])
-        assert.deepEqual(all.meta, {
-          per_page: 25,
-          next_cursor: null,
-          prev_cursor: null,
-          path: 'http://gateway.test/integration/payouts',
-        })
+        assert.deepEqual(all.meta, onePageMeta('/integration/payouts'))
         assert.deepEqual(all.data[0], (await h.getPayout(m, p5.uuid)).json())
         assert.ok(!uuids(all).includes(theirs.uuid) && !uuids(all).includes(live.uuid))
         assert.deepEqual(uuids(await list('', 'live')), [live.uuid])
