@@ -1,5 +1,6 @@
+import type { Selectable } from 'kysely'
 import { PAYMENT_METHODS, PAYOUT_METHODS } from '../../db/enums.ts'
-import type { Mode } from '../../db/types.ts'
+import type { ConnectorRoutesTable, Mode } from '../../db/types.ts'
 import { validationError } from '../../http/errors.ts'
 import { isUuid, newId } from '../../lib/ids.ts'
 import { isKnownCurrency } from '../../lib/money.ts'
@@ -22,16 +23,11 @@ export interface RouteKey {
   network?: string | null
 }
 
-export interface RouteView {
-  merchant_uuid: string | null
-  mode: Mode
-  subject: 'payment' | 'payout'
-  method: string
-  currency: string | null
-  network: string | null
-  /** The accounts' names, in the order they are tried. */
-  accounts: string[]
-}
+/** A route: its key's columns, and the accounts' names in the order they are tried. */
+export type RouteView = Pick<
+  Selectable<ConnectorRoutesTable>,
+  'merchant_uuid' | 'mode' | 'subject' | 'method' | 'currency' | 'network'
+> & { accounts: string[] }
 
 /** The account a route hands to, as the hand-over needs it. */
 export interface RoutedAccount {
@@ -97,13 +93,8 @@ export function createRouting(deps: ProviderDeps) {
           .insertInto('connector_routes')
           .values(
             accounts.map((name, position) => ({
+              ...viewKey(key),
               uuid: newId(),
-              merchant_uuid: key.merchantUuid,
-              mode: key.mode,
-              subject: key.subject,
-              method: key.method,
-              currency: key.currency,
-              network: key.network,
               position,
               account_uuid: rows.find((row) => row.name === name)?.uuid as string,
               created_at: at,
