@@ -58,6 +58,8 @@ export interface Config {
    * deletes them; at least 30, the API's promise to merchants.
    */
   eventRetentionDays: number
+  /** How many days the callback log keeps a provider's callback before housekeeping deletes it; at least 7. */
+  callbackRetentionDays: number
   /**
    * Which peers' X-Forwarded-For is believed for the client's address (Fastify's `trustProxy`): false (none,
    * the default), the addresses and CIDR ranges of the proxies, or a count of proxy hops (as a function).
@@ -126,15 +128,18 @@ function parseWhole(name: string, value: string | undefined, fallback: number): 
 
 /** The least retention of events: merchants are promised 30 days to catch up (docs/API.md §22). */
 const MIN_EVENT_RETENTION_DAYS = 30
+/** The least retention of providers' callbacks: a week, to look into what a provider sent. */
+const MIN_CALLBACK_RETENTION_DAYS = 7
+const DEFAULT_CALLBACK_RETENTION_DAYS = 90
 /** About a century: beyond it a cut-off date would leave the range of a timestamp. */
-const MAX_EVENT_RETENTION_DAYS = 36_500
+const MAX_RETENTION_DAYS = 36_500
 
-function parseRetentionDays(value: string | undefined): number {
-  if (value === undefined || value === '') return MIN_EVENT_RETENTION_DAYS
+function parseRetentionDays(name: string, value: string | undefined, min: number, fallback: number): number {
+  if (value === undefined || value === '') return fallback
   const n = Number(value)
-  if (!/^\d+$/.test(value.trim()) || n < MIN_EVENT_RETENTION_DAYS || n > MAX_EVENT_RETENTION_DAYS)
+  if (!/^\d+$/.test(value.trim()) || n < min || n > MAX_RETENTION_DAYS)
     throw new ConfigError(
-      `EVENT_RETENTION_DAYS must be a whole number of days from ${MIN_EVENT_RETENTION_DAYS} to ${MAX_EVENT_RETENTION_DAYS}, got "${value}"`,
+      `${name} must be a whole number of days from ${min} to ${MAX_RETENTION_DAYS}, got "${value}"`,
     )
   return n
 }
@@ -340,7 +345,18 @@ export function loadConfig(env: Env = process.env): Config {
     },
     idempotencyLeaseMs: parsePositive('IDEMPOTENCY_LEASE_MS', env.IDEMPOTENCY_LEASE_MS, 60_000),
     providerRecheckMs: parsePositive('PROVIDER_RECHECK_MS', env.PROVIDER_RECHECK_MS, 60_000),
-    eventRetentionDays: parseRetentionDays(env.EVENT_RETENTION_DAYS),
+    eventRetentionDays: parseRetentionDays(
+      'EVENT_RETENTION_DAYS',
+      env.EVENT_RETENTION_DAYS,
+      MIN_EVENT_RETENTION_DAYS,
+      MIN_EVENT_RETENTION_DAYS,
+    ),
+    callbackRetentionDays: parseRetentionDays(
+      'PROVIDER_CALLBACK_RETENTION_DAYS',
+      env.PROVIDER_CALLBACK_RETENTION_DAYS,
+      MIN_CALLBACK_RETENTION_DAYS,
+      DEFAULT_CALLBACK_RETENTION_DAYS,
+    ),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     hstsMaxAgeSeconds:
       production &&

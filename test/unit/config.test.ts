@@ -180,6 +180,19 @@ describe('loadConfig', () => {
       )
   })
 
+  it('PROVIDER_CALLBACK_RETENTION_DAYS defaults to 90, from 7 days to a century', () => {
+    assert.equal(loadConfig(PRODUCTION).callbackRetentionDays, 90)
+    assert.equal(
+      loadConfig({ ...PRODUCTION, PROVIDER_CALLBACK_RETENTION_DAYS: '7' }).callbackRetentionDays,
+      7,
+    )
+    for (const bad of ['6', '0', 'a week', '36501'])
+      refused(
+        { ...DEVELOPMENT, PROVIDER_CALLBACK_RETENTION_DAYS: bad },
+        /PROVIDER_CALLBACK_RETENTION_DAYS must be a whole number of days from 7 to 36500/,
+      )
+  })
+
   it('dashboard sessions: 30 min idle and 12 h absolute by default, each from 1 min to 30 days, idle within absolute', () => {
     const defaults = loadConfig(DEVELOPMENT).dashboard
     assert.equal(defaults.sessionIdleSeconds, 1800)

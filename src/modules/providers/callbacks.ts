@@ -74,6 +74,33 @@ export function createCallbackReceiver(
           .executeTakeFirst(),
       ),
 
+    /**
+     * Deletes the callbacks received more than PROVIDER_CALLBACK_RETENTION_DAYS ago, in batches of `batch`, each
+     * its own statement; any number of workers may run it at once. Returns how many it deleted.
+     */
+    async purge(now = new Date(), batch = 1000): Promise<number> {
+      const before = new Date(now.getTime() - deps.config.callbackRetentionDays * 86_400_000)
+      let purged = 0
+      for (;;) {
+        const { numDeletedRows } = await deps.db
+          .deleteFrom('connector_callbacks')
+          .where(
+            'uuid',
+            'in',
+            deps.db
+              .selectFrom('connector_callbacks')
+              .select('uuid')
+              .where('received_at', '<', before)
+              .limit(batch)
+              .forUpdate()
+              .skipLocked(),
+          )
+          .executeTakeFirst()
+        purged += Number(numDeletedRows)
+        if (Number(numDeletedRows) < batch) return purged
+      }
+    },
+
     async receive(received: ReceivedCallback): Promise<CallbackReceipt> {
       const account = await foundByUuid('connector account', received.accountUuid, (uuid) =>
         deps.db.selectFrom('connector_accounts').selectAll().where('uuid', '=', uuid).executeTakeFirst(),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { newCallbackSecret, signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
+import { runMaintenance } from '../../../src/workers/maintenance.ts'
 import { backends } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
 import { suiteContext } from '../../helpers/suite.ts'
@@ -214,6 +215,31 @@ for (const backend of backends()) {
       }
       assert.ok(statuses.has(413) && statuses.has(401) && statuses.has(400), [...statuses].join(','))
       assert.deepEqual(await state(), before)
+    })
+
+    it('forgets callbacks past their retention at housekeeping, and only those', async () => {
+      const all = await ctx.db.selectFrom('connector_callbacks').select(['uuid', 'received_at']).execute()
+      assert.ok(all.length > 2)
+      const [old, edge] = all
+      const DAY = 86_400_000
+      const now = new Date()
+      await ctx.db
+        .updateTable('connector_callbacks')
+        .set({ received_at: new Date(now.getTime() - 91 * DAY) })
+        .where('uuid', '=', old?.uuid as string)
+        .execute()
+      await ctx.db
+        .updateTable('connector_callbacks')
+        .set({ received_at: new Date(now.getTime() - 89 * DAY) })
+        .where('uuid', '=', edge?.uuid as string)
+        .execute()
+      await runMaintenance(ctx.db, ctx.app.log, ctx.services)
+      const left = new Set(
+        (await ctx.db.selectFrom('connector_callbacks').select('uuid').execute()).map((row) => row.uuid),
+      )
+      assert.equal(left.has(old?.uuid as string), false)
+      assert.equal(left.has(edge?.uuid as string), true)
+      assert.equal(left.size, all.length - 1)
     })
   })
 }
