@@ -49,6 +49,13 @@ export const deliveryOutcomes = new Counter({
   registers: [registry],
 })
 
+export const providerCallbacks = new Counter({
+  name: 'provider_callbacks_total',
+  help: "Providers' callbacks received, by connector account and what they did",
+  labelNames: ['account', 'result'] as const,
+  registers: [registry],
+})
+
 export const jobRuns = histogram(
   'worker_job_run_seconds',
   'How long one run of a worker job took',

@@ -4,6 +4,7 @@ import { CONNECTOR_KINDS, type ConnectorKind } from '../../connectors/kinds.ts'
 import type { CallbackVerificationResult, ConnectorCallbackResult } from '../../db/types.ts'
 import { AppError, foundByUuid } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
+import { providerCallbacks } from '../../lib/metrics.ts'
 import type { createAccountOperations, ProviderDeps } from './accounts.ts'
 
 /** Headers that carry credentials: never kept in the callback log. */
@@ -140,6 +141,7 @@ export function createCallbackReceiver(
           detail: storable(detail),
         })
         .execute()
+      providerCallbacks.inc({ account: account.name, result })
       return { uuid, result, detail }
     },
   }

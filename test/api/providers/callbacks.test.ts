@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { newCallbackSecret, signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
+import { registry } from '../../../src/lib/metrics.ts'
 import { runMaintenance } from '../../../src/workers/maintenance.ts'
 import { backends } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
@@ -105,6 +106,11 @@ for (const backend of backends()) {
         const row = await logged(res.json().error.details.callback_id)
         assert.deepEqual([row.verification, row.result], [verification, 'refused'], what)
       }
+      const refusedCount = async () =>
+        (await registry.getSingleMetric('provider_callbacks_total')?.get())?.values.find(
+          (v) => v.labels.account === 'acquirer' && v.labels.result === 'refused',
+        )?.value ?? 0
+      assert.ok((await refusedCount()) >= cases.length)
       // The other account verifies its own.
       assert.equal((await post(other.uuid, body, signed(body, [other.secret]))).statusCode, 200)
       assert.deepEqual(await state(), before)
