@@ -158,9 +158,7 @@ export function registerConnectorCommands(program: Command, context: CommandCont
 
   connectors
     .command('show <name>')
-    .description(
-      'Show a connector account: its settings, which secrets it holds, and its callback secrets’ dates',
-    )
+    .description('Show an account: its settings, which secrets are set, its callback secrets’ dates')
     .action((name: string) =>
       withProviders(async (providers) => {
         const { account, callbackSecrets } = await providers.accounts.show(name)
