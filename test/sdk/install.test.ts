@@ -12,7 +12,7 @@ import { ROOT } from '../helpers/program.ts'
 /**
  * The SDK as a merchant installs it, away from this repository: `npm pack ./sdk`, then `npm install` of the
  * tarball into an empty folder outside it (nothing of the root node_modules within reach), as sdk/README.md
- * says. The packed dist/ is the one `npm test` built; the install takes eventsource-parser from npm's cache.
+ * says. The packed dist/ is the one `npm test` built; eventsource-parser is packed beside it from node_modules.
  */
 
 const run = promisify(execFile)
@@ -59,11 +59,22 @@ before(async () => {
     join(folder, 'package.json'),
     JSON.stringify({ name: 'shop', private: true, type: 'module' }),
   )
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', tarball], {
-    cwd: folder,
-    env: cleanEnv(),
-    timeout: DEADLINE_MS,
-  })
+  // Its one dependency, packed from the copy the lockfile installed: the install needs no registry and no cache
+  // (an empty one of its own), so it never waits on the network.
+  const dependency = await run(
+    'npm',
+    ['pack', '--json', '--ignore-scripts', './node_modules/eventsource-parser', '--pack-destination', folder],
+    { cwd: ROOT, env: cleanEnv(), timeout: DEADLINE_MS },
+  )
+  const [{ filename: dependencyFile }] = JSON.parse(dependency.stdout) as [{ filename: string }]
+  await run(
+    'npm',
+    [
+      ...['install', '--offline', '--cache', join(folder, '.npm-cache'), '--no-audit', '--no-fund'],
+      ...['--ignore-scripts', tarball, join(folder, dependencyFile)],
+    ],
+    { cwd: folder, env: cleanEnv(), timeout: DEADLINE_MS },
+  )
 })
 
 after(async () => {
