@@ -1,17 +1,16 @@
 #!/usr/bin/env node
 import './lib/heap.ts'
-import { randomBytes } from 'node:crypto'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { buildApp, createLogger, createServices, logDestination, type Services } from './app.ts'
 import { type Config, ConfigError, loadConfig, parseDuration } from './config.ts'
 import { USER_ROLES, type UserRole } from './db/enums.ts'
 import { connect, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.ts'
 import type { Mode } from './db/types.ts'
-import { buildEmulator } from './emulator/server.ts'
+import { registerEmulatorCommand } from './emulator/cli.ts'
 import { AppError } from './http/errors.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
-import { readSecretSource, registerConnectorCommands } from './modules/providers/cli.ts'
+import { registerConnectorCommands } from './modules/providers/cli.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
 import { CLI } from './modules/users/deps.ts'
@@ -481,29 +480,7 @@ users
     }),
   )
 
-program
-  .command('provider-emulator')
-  .description('Run the provider emulator: the acquirer side of docs/CONNECTORS.md, to rehearse against')
-  .option('--port <port>', 'its port', integer('--port', 1, 65535), 4100)
-  .option('--host <host>', 'the address it listens on', '127.0.0.1')
-  .option('--public-url <url>', 'where it is reached (default http://<host>:<port>)')
-  .option(
-    '--api-key <env:VAR|file:PATH>',
-    'the API key accounts call it with (default: one is made and printed)',
-  )
-  .action(async (opts: { port: number; host: string; publicUrl?: string; apiKey?: string }) => {
-    const apiKey = opts.apiKey
-      ? readSecretSource(opts.apiKey)
-      : `sk_emulator_${randomBytes(16).toString('hex')}`
-    const publicUrl = (opts.publicUrl ?? `http://${opts.host}:${opts.port}`).replace(/\/+$/, '')
-    const emulator = buildEmulator({ apiKey, publicUrl })
-    await emulator.listen({ port: opts.port, host: opts.host })
-    out(`provider emulator listening on ${publicUrl} (API under ${publicUrl}/v1)`)
-    if (!opts.apiKey) out(`  API key: ${apiKey}`)
-    const stop = () => void emulator.close().then(() => process.exit(0))
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+registerEmulatorCommand(program, out)
 
 registerConnectorCommands(program, {
   withProviders: (work) => withServices((services) => asUserError(() => work(services.providers))),

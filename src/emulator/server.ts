@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import escapeHtml from 'escape-html'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import { signCallback } from '../connectors/http-acquirer/signature.ts'
 import { constantTimeEqual } from '../lib/crypto.ts'
 
 /**
@@ -13,7 +15,15 @@ export interface EmulatorOptions {
   apiKey: string
   /** Where the emulator is reached, for the payment page's address it answers. */
   publicUrl: string
+  /** Where its callbacks go (an account's callback URL at the gateway), signed with `callbackSecret`. */
+  callbackUrl?: string
+  callbackSecret?: string
+  /** The pauses before a callback's second, third, … attempt; it gives up after the last. */
+  callbackRetryMs?: number[]
 }
+
+/** The code the payment page's challenge step accepts (any other fails the payment). */
+export const CHALLENGE_CODE = '1234'
 
 interface Payment {
   reference: string
@@ -56,6 +66,45 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
   const payouts = new Map<string, Payout>()
   /** What each Idempotency-Key was answered, by the path it was sent to: the same answer again. */
   const answered = new Map<string, { status: number; body: unknown }>()
+
+  const retries = options.callbackRetryMs ?? [500, 1000, 2000, 4000]
+  /** Every callback sent, with the status each attempt was answered (0: no answer). */
+  const sent: { type: string; reference: string; attempts: number[] }[] = []
+
+  /** Posts a signed callback, and again after each pause while it is not answered 2xx. */
+  async function notify(type: string, data: { reference: string; amount: number; currency?: string }) {
+    if (!options.callbackUrl || !options.callbackSecret) return
+    const record = { type, reference: data.reference, attempts: [] as number[] }
+    sent.push(record)
+    const body = JSON.stringify({ id: reference('evt'), type, data })
+    for (let attempt = 0; attempt <= retries.length; attempt++) {
+      const headers = signCallback([options.callbackSecret], reference('msg'), new Date(), body)
+      const status = await fetch(options.callbackUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      }).then(
+        (res) => res.status,
+        () => 0,
+      )
+      record.attempts.push(status)
+      if (status >= 200 && status < 300) return
+      const pause = retries[attempt]
+      if (pause === undefined) return
+      await new Promise((resolve) => setTimeout(resolve, pause))
+    }
+  }
+
+  function decidePayment(payment: Payment, status: 'succeeded' | 'failed' | 'expired') {
+    if (payment.status !== 'pending') return
+    payment.status = status
+    void notify(`payment.${status}`, {
+      reference: payment.reference,
+      amount: payment.amount,
+      currency: payment.currency,
+    })
+  }
 
   const refuse = (reply: FastifyReply, status: number, code: string, message: string) =>
     reply.code(status).send({ error: { code, message } })
@@ -140,6 +189,11 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
         amount: body.amount,
       }
       refunds.set(refund.reference, refund)
+      void notify('refund.succeeded', {
+        reference: refund.reference,
+        amount: refund.amount,
+        currency: payment.currency,
+      })
       return {
         status: 201,
         body: { reference: refund.reference, status: refund.status, amount: refund.amount },
@@ -188,7 +242,7 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
       if (!payment) return refuse(reply, 404, 'not_found', 'No such payment.')
       if (status !== 'succeeded' && status !== 'failed' && status !== 'expired')
         return refuse(reply, 400, 'invalid_request', 'status: succeeded, failed or expired.')
-      if (payment.status === 'pending') payment.status = status
+      decidePayment(payment, status)
       return view(payment)
     },
   )
@@ -200,12 +254,66 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
       if (!payout) return refuse(reply, 404, 'not_found', 'No such payout.')
       if (status !== 'completed' && status !== 'failed')
         return refuse(reply, 400, 'invalid_request', 'status: completed or failed.')
-      if (payout.status === 'processing') payout.status = status
+      if (payout.status === 'processing') {
+        payout.status = status
+        void notify(`payout.${status}`, {
+          reference: payout.reference,
+          amount: payout.amount,
+          currency: payout.currency,
+        })
+      }
       return payoutView(payout)
     },
   )
 
+  app.get('/admin/callbacks', async () => sent)
+
+  // The customer's payment page: a challenge step, then pay or decline, then back to the merchant's return URL.
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'string' },
+    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
+  )
+  app.get<{ Params: { reference: string } }>('/pay/:reference', async (request, reply) => {
+    const payment = payments.get(request.params.reference)
+    if (!payment)
+      return reply
+        .code(404)
+        .type('text/html')
+        .send('<!doctype html><title>Not found</title><p>No such payment.')
+    return reply.type('text/html').send(paymentPage(payment))
+  })
+  app.post<{ Params: { reference: string }; Body: { code?: string; action?: string } }>(
+    '/pay/:reference',
+    async (request, reply) => {
+      const payment = payments.get(request.params.reference)
+      if (!payment)
+        return reply
+          .code(404)
+          .type('text/html')
+          .send('<!doctype html><title>Not found</title><p>No such payment.')
+      const paid = request.body?.action === 'pay' && request.body?.code === CHALLENGE_CODE
+      decidePayment(payment, paid ? 'succeeded' : 'failed')
+      return payment.return_url
+        ? reply.redirect(payment.return_url, 303)
+        : reply.type('text/html').send(paymentPage(payment))
+    },
+  )
+
   return app
+}
+
+function paymentPage(p: Payment): string {
+  const amount = `${escapeHtml(String(p.amount))} ${escapeHtml(p.currency)} (minor units)`
+  const form =
+    p.status === 'pending'
+      ? `<form method="post"><p><label for="code">Confirmation code (${CHALLENGE_CODE} passes)</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code"></p>
+<p><button name="action" value="pay">Pay</button> <button name="action" value="decline">Decline</button></p></form>`
+      : `<p>This payment is ${escapeHtml(p.status)}.</p>`
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>Emulated acquirer: payment ${escapeHtml(p.reference)}</title></head>
+<body><main><h1>Emulated acquirer</h1><p>Payment ${escapeHtml(p.reference)} for ${amount}</p>${form}</main></body></html>`
 }
 
 const view = (p: Payment) => ({

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs'
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { CONNECTOR_KIND_NAMES, CONNECTOR_KINDS } from '../../connectors/kinds.ts'
 import { MODES, type Mode, PAYMENT_METHODS, PAYOUT_METHODS } from '../../db/enums.ts'
 import { validationError } from '../../http/errors.ts'
+import { readSecretSource } from '../../lib/secret-source.ts'
 import type { AccountView, ProviderService, RouteKey, RouteView } from './service.ts'
 
 /** How the operator's commands reach the services: open the database, run, print, turn refusals into messages. */
@@ -21,27 +21,6 @@ const pairs =
     if (eq < 1) throw new InvalidArgumentError(`a ${what} is name=value`)
     return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
   }
-
-/**
- * A secret named on the command line by where to read it, never by its value (which would stay in the shell's
- * history and in the process list): `env:VARIABLE` or `file:PATH` (one line; a trailing newline is dropped).
- */
-export function readSecretSource(source: string, env: NodeJS.ProcessEnv = process.env): string {
-  if (source.startsWith('env:')) {
-    const value = env[source.slice(4)]
-    if (value === undefined || value === '')
-      throw new InvalidArgumentError(`the environment variable ${source.slice(4)} is not set`)
-    return value
-  }
-  if (source.startsWith('file:')) {
-    try {
-      return readFileSync(source.slice(5), 'utf8').replace(/\r?\n$/, '')
-    } catch (error) {
-      throw new InvalidArgumentError(`cannot read ${source.slice(5)}: ${(error as Error).message}`)
-    }
-  }
-  throw new InvalidArgumentError('a secret is given as env:VARIABLE or file:PATH, never as its value')
-}
 
 const secretPairs = (value: string, previous: Record<string, string>) => {
   const eq = value.indexOf('=')
