@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { type Command, InvalidArgumentError } from 'commander'
 import { readSecretSource } from '../lib/secret-source.ts'
-import { buildEmulator } from './server.ts'
+import { buildEmulator, parseFaults } from './server.ts'
 
 const port = (value: string) => {
   const n = Number(value)
@@ -16,6 +16,8 @@ interface EmulatorCommandOptions {
   apiKey?: string
   callbackUrl?: string
   callbackSecret?: string
+  fault: Record<string, string>
+  seed: number
 }
 
 /** `merchant-gateway provider-emulator`: the emulator as a program of its own (docs/CONNECTORS.md). */
@@ -29,6 +31,17 @@ export function registerEmulatorCommand(program: Command, out: (line: string) =>
     .option('--api-key <env:VAR|file:PATH>', 'the API key accounts call it with (default: made and printed)')
     .option('--callback-url <url>', "where it posts its callbacks: the account's callback URL at the gateway")
     .option('--callback-secret <env:VAR|file:PATH>', "the account's callback secret, to sign them with")
+    .option(
+      '--fault <name=value>',
+      'a fault to start with (repeatable), e.g. error_rate=0.2 or drop_callbacks=true; PUT /admin/faults changes them',
+      (value: string, previous: Record<string, string>) => {
+        const eq = value.indexOf('=')
+        if (eq < 1) throw new InvalidArgumentError('a fault is name=value')
+        return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
+      },
+      {},
+    )
+    .option('--seed <n>', 'seeds the rate faults, so that a run can be replayed', (v: string) => Number(v), 1)
     .action(async (opts: EmulatorCommandOptions) => {
       if (!opts.callbackUrl !== !opts.callbackSecret)
         throw new InvalidArgumentError('--callback-url and --callback-secret go together.')
@@ -36,7 +49,15 @@ export function registerEmulatorCommand(program: Command, out: (line: string) =>
         ? readSecretSource(opts.apiKey)
         : `sk_emulator_${randomBytes(16).toString('hex')}`
       const publicUrl = (opts.publicUrl ?? `http://${opts.host}:${opts.port}`).replace(/\/+$/, '')
+      let faults: ReturnType<typeof parseFaults>
+      try {
+        faults = parseFaults(opts.fault)
+      } catch (error) {
+        throw new InvalidArgumentError((error as Error).message)
+      }
       const emulator = buildEmulator({
+        faults,
+        seed: opts.seed,
         apiKey,
         publicUrl,
         callbackUrl: opts.callbackUrl,

@@ -20,6 +20,80 @@ export interface EmulatorOptions {
   callbackSecret?: string
   /** The pauses before a callback's second, third, … attempt; it gives up after the last. */
   callbackRetryMs?: number[]
+  /** The faults it starts with (the admin API changes them): none by default. */
+  faults?: Partial<EmulatorFaults>
+  /** Seeds the draws of the rate faults, so that a run can be replayed. */
+  seed?: number
+}
+
+/** What the emulator does wrong on purpose (docs/CONNECTORS.md, The provider emulator). */
+export interface EmulatorFaults {
+  /** Milliseconds added before every API answer. */
+  latency_ms: number
+  /** The share of API requests answered 503 (0 to 1). */
+  error_rate: number
+  /** The share of API requests never answered: the caller's time-out ends them. */
+  timeout_rate: number
+  /** How many more times each callback is sent, whole, after the first. */
+  duplicate_callbacks: number
+  /** Callbacks are not sent at all: only a status call finds the outcome. */
+  drop_callbacks: boolean
+  /** Callbacks held back until this many wait, then sent newest first (0: as they come). */
+  reorder_callbacks: number
+  /** Callbacks are signed with a secret nobody has. */
+  wrong_signature: boolean
+  /** Added to the amount a payment's callback and status report, as an acquirer that took another amount. */
+  amount_delta: number
+  /** What a refund comes to. */
+  refunds: 'succeed' | 'pending' | 'fail'
+}
+
+export const NO_FAULTS: EmulatorFaults = {
+  latency_ms: 0,
+  error_rate: 0,
+  timeout_rate: 0,
+  duplicate_callbacks: 0,
+  drop_callbacks: false,
+  reorder_callbacks: 0,
+  wrong_signature: false,
+  amount_delta: 0,
+  refunds: 'succeed',
+}
+
+/** mulberry32: a small seeded generator, so that a run of rate faults can be replayed. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** Faults from the operator's `name=value` strings or a JSON object, each checked against NO_FAULTS' type. */
+export function parseFaults(given: Record<string, unknown>): Partial<EmulatorFaults> {
+  const faults: Record<string, unknown> = {}
+  for (const [name, raw] of Object.entries(given)) {
+    if (!Object.hasOwn(NO_FAULTS, name)) throw new Error(`no fault named ${name}`)
+    const model = NO_FAULTS[name as keyof EmulatorFaults]
+    const value =
+      typeof model === 'number'
+        ? Number(raw)
+        : typeof model === 'boolean'
+          ? raw === true || raw === 'true'
+          : raw
+    if (name === 'amount_delta' && !Number.isInteger(value)) throw new Error('amount_delta is a whole number')
+    else if (name.endsWith('_rate') && !((value as number) >= 0 && (value as number) <= 1))
+      throw new Error(`${name} is a share from 0 to 1`)
+    else if (typeof model === 'number' && name !== 'amount_delta' && !((value as number) >= 0))
+      throw new Error(`${name} is a number of at least 0`)
+    if (name === 'refunds' && !['succeed', 'pending', 'fail'].includes(String(value)))
+      throw new Error('refunds is succeed, pending or fail')
+    faults[name] = value
+  }
+  return faults as Partial<EmulatorFaults>
 }
 
 /** The code the payment page's challenge step accepts (any other fails the payment). */
@@ -68,18 +142,40 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
   const answered = new Map<string, { status: number; body: unknown }>()
 
   const retries = options.callbackRetryMs ?? [500, 1000, 2000, 4000]
+  let faults: EmulatorFaults = { ...NO_FAULTS, ...options.faults }
+  const draw = seeded(options.seed ?? 1)
+  const strangerSecret = `whsec_${randomBytes(32).toString('base64')}`
+  /** Callbacks held back by `reorder_callbacks`. */
+  let held: (() => Promise<void>)[] = []
   /** Every callback sent, with the status each attempt was answered (0: no answer). */
   const sent: { type: string; reference: string; attempts: number[] }[] = []
 
   /** Posts a signed callback, and again after each pause while it is not answered 2xx. */
   async function notify(type: string, data: { reference: string; amount: number; currency?: string }) {
-    if (!options.callbackUrl || !options.callbackSecret) return
-    const record = { type, reference: data.reference, attempts: [] as number[] }
-    sent.push(record)
+    if (!options.callbackUrl || !options.callbackSecret || faults.drop_callbacks) return
     const body = JSON.stringify({ id: reference('evt'), type, data })
+    const sends = Array.from(
+      { length: 1 + faults.duplicate_callbacks },
+      () => () => send(type, data.reference, body),
+    )
+    if (faults.reorder_callbacks > 0) {
+      held.push(...sends)
+      if (held.length < faults.reorder_callbacks) return
+      const due = held.reverse()
+      held = []
+      for (const next of due) await next()
+      return
+    }
+    for (const next of sends) await next()
+  }
+
+  async function send(type: string, subject: string, body: string) {
+    const record = { type, reference: subject, attempts: [] as number[] }
+    sent.push(record)
     for (let attempt = 0; attempt <= retries.length; attempt++) {
-      const headers = signCallback([options.callbackSecret], reference('msg'), new Date(), body)
-      const status = await fetch(options.callbackUrl, {
+      const signingSecret = faults.wrong_signature ? strangerSecret : (options.callbackSecret as string)
+      const headers = signCallback([signingSecret], reference('msg'), new Date(), body)
+      const status = await fetch(options.callbackUrl as string, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...headers },
         body,
@@ -101,7 +197,7 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     payment.status = status
     void notify(`payment.${status}`, {
       reference: payment.reference,
-      amount: payment.amount,
+      amount: payment.amount + faults.amount_delta,
       currency: payment.currency,
     })
   }
@@ -114,6 +210,13 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''
     if (!constantTimeEqual(given, options.apiKey))
       return refuse(reply, 401, 'unauthorized', 'Unknown API key.')
+    if (faults.latency_ms > 0) await new Promise((resolve) => setTimeout(resolve, faults.latency_ms))
+    if (draw() < faults.timeout_rate) {
+      // Never answered: the caller's time-out ends it, and the socket closes.
+      await new Promise<void>((resolve) => request.raw.socket.once('close', () => resolve()))
+      return reply.hijack()
+    }
+    if (draw() < faults.error_rate) return refuse(reply, 503, 'unavailable', 'Injected failure.')
   })
 
   /** Runs `create` once per Idempotency-Key and path; a repeat gets the first answer. */
@@ -167,7 +270,11 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
 
   app.get<{ Params: { reference: string } }>('/v1/payments/:reference', async (request, reply) => {
     const payment = payments.get(request.params.reference)
-    return payment ? view(payment) : refuse(reply, 404, 'not_found', 'No such payment.')
+    if (!payment) return refuse(reply, 404, 'not_found', 'No such payment.')
+    return {
+      ...view(payment),
+      amount: payment.amount + (payment.status === 'succeeded' ? faults.amount_delta : 0),
+    }
   })
 
   app.post<{ Params: { reference: string } }>('/v1/payments/:reference/refunds', (request, reply) =>
@@ -185,15 +292,17 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
         reference: reference('re'),
         payment: payment.reference,
         refund_id: body.refund_id,
-        status: 'succeeded',
+        status: faults.refunds === 'succeed' ? 'succeeded' : faults.refunds === 'fail' ? 'failed' : 'pending',
         amount: body.amount,
       }
+      if (refund.status === 'failed') payment.refunded -= body.amount
       refunds.set(refund.reference, refund)
-      void notify('refund.succeeded', {
-        reference: refund.reference,
-        amount: refund.amount,
-        currency: payment.currency,
-      })
+      if (refund.status !== 'pending')
+        void notify(`refund.${refund.status}`, {
+          reference: refund.reference,
+          amount: refund.amount,
+          currency: payment.currency,
+        })
       return {
         status: 201,
         body: { reference: refund.reference, status: refund.status, amount: refund.amount },
@@ -267,6 +376,15 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
   )
 
   app.get('/admin/callbacks', async () => sent)
+  app.get('/admin/faults', async () => faults)
+  app.put<{ Body: Record<string, unknown> }>('/admin/faults', async (request, reply) => {
+    try {
+      faults = { ...NO_FAULTS, ...parseFaults(request.body ?? {}) }
+    } catch (error) {
+      return refuse(reply, 400, 'invalid_request', (error as Error).message)
+    }
+    return faults
+  })
 
   // The customer's payment page: a challenge step, then pay or decline, then back to the merchant's return URL.
   app.addContentTypeParser(

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { type AcquirerAnswer, AcquirerClient } from '../../src/connectors/http-acquirer/client.ts'
-import { buildEmulator } from '../../src/emulator/server.ts'
+import { buildEmulator, parseFaults } from '../../src/emulator/server.ts'
 import { eventually } from '../helpers/harness.ts'
 import { freePort, programEnv, spawnProgram } from '../helpers/program.ts'
 
@@ -153,5 +153,71 @@ describe('acquirer client and provider emulator', () => {
       program.child.kill('SIGTERM')
       assert.equal(await program.exited, 0)
     }
+  })
+
+  describe('the emulator with faults', () => {
+    const faulty = async (faults: Record<string, unknown>) => {
+      const emulator = buildEmulator({
+        apiKey: 'k',
+        publicUrl: 'http://emulator.test',
+        faults: parseFaults(faults),
+      })
+      await emulator.listen({ port: 0, host: '127.0.0.1' })
+      const url = `http://127.0.0.1:${(emulator.server.address() as AddressInfo).port}`
+      return { emulator, client: new AcquirerClient({ base_url: `${url}/v1`, timeout_ms: 300 }, 'k'), url }
+    }
+
+    it('answers 503, answers late, or never answers, as set', async () => {
+      for (const [faults, reason] of [
+        [{ error_rate: 1 }, /answered 503/],
+        [{ timeout_rate: 1 }, /timed out/],
+        [{ latency_ms: 1000 }, /timed out/],
+      ] as const) {
+        const { emulator, client } = await faulty(faults)
+        const answer = await client.createPayment({ ...order, order_id: 'ord-fault', method: 'card' })
+        assert.ok(!answer.ok && !answer.refused, JSON.stringify(answer))
+        assert.match(answer.reason, reason)
+        await client.close()
+        await emulator.close()
+      }
+    })
+
+    it('leaves refunds pending or fails them, and reports another amount than was asked', async () => {
+      const { emulator, client, url } = await faulty({ refunds: 'pending', amount_delta: -100 })
+      const payment = body(await client.createPayment({ ...order, order_id: 'ord-f2', method: 'card' }))
+      await fetch(`${url}/admin/payments/${payment.reference}/decide`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ status: 'succeeded' }),
+      })
+      assert.equal(body(await client.payment(payment.reference)).amount, order.amount - 100)
+      assert.equal(
+        body(await client.refund(payment.reference, { refund_id: 'r-p', amount: 10 })).status,
+        'pending',
+      )
+      const changed = await fetch(`${url}/admin/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ refunds: 'fail' }),
+      })
+      assert.equal(((await changed.json()) as { amount_delta: number }).amount_delta, 0)
+      assert.equal(
+        body(await client.refund(payment.reference, { refund_id: 'r-f', amount: 10 })).status,
+        'failed',
+      )
+      const refused = await fetch(`${url}/admin/faults`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ error_rate: -1 }),
+      })
+      assert.equal(refused.status, 400)
+      await client.close()
+      await emulator.close()
+    })
+
+    it('refuses a fault it does not know', () => {
+      assert.throws(() => parseFaults({ chaos: 'yes' }), /no fault named chaos/)
+      assert.throws(() => parseFaults({ refunds: 'sometimes' }), /refunds is succeed, pending or fail/)
+    })
   })
 })

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { AcquirerClient } from '../../../src/connectors/http-acquirer/client.ts'
 import { newCallbackSecret } from '../../../src/connectors/http-acquirer/signature.ts'
-import { buildEmulator, CHALLENGE_CODE } from '../../../src/emulator/server.ts'
+import { buildEmulator, CHALLENGE_CODE, parseFaults } from '../../../src/emulator/server.ts'
 import { backends, eventually } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
@@ -18,8 +18,9 @@ for (const backend of backends()) {
     let secret: string
 
     /** An emulator posting to the account's URL, signing with `signWith`; its base URL and a client of it. */
-    const startEmulator = async (signWith: string) => {
+    const startEmulator = async (signWith: string, faults: Record<string, unknown> = {}) => {
       const emulator = buildEmulator({
+        faults: parseFaults(faults),
         apiKey: 'sk_emulator',
         publicUrl: 'http://emulator.test',
         callbackUrl,
@@ -36,7 +37,38 @@ for (const backend of backends()) {
         .selectFrom('connector_callbacks')
         .select(['verification', 'result', 'event_type'])
         .where('provider_reference', '=', reference)
+        .orderBy('received_at')
         .execute()
+    /** A card payment handed to the emulator, then decided by its admin API. */
+    const decidedPayment = async (
+      emulator: Awaited<ReturnType<typeof startEmulator>>,
+      orderId: string,
+      status: string,
+    ) => {
+      const answer = await emulator.client.createPayment({
+        order_id: orderId,
+        amount: 5000,
+        currency: 'USD',
+        method: 'card',
+        return_url: 'https://gateway.test/pay/t',
+      })
+      assert.ok(answer.ok)
+      await fetch(`${emulator.base}/admin/payments/${answer.body.reference}/decide`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ status }),
+      })
+      return answer.body.reference
+    }
+    /** What the emulator sent, once `count` callbacks have ended (answered 2xx or given up). */
+    const sentBy = (base: string, count: number) =>
+      eventually(async () => {
+        const sent = (await (await fetch(`${base}/admin/callbacks`)).json()) as {
+          reference: string
+          attempts: number[]
+        }[]
+        return sent.length >= count && sent.every((c) => c.attempts.length > 0) ? sent : null
+      })
 
     before(async () => {
       await ctx.app.listen({ port: 0, host: '127.0.0.1' })
@@ -137,6 +169,50 @@ for (const backend of backends()) {
       assert.equal(rows.length, 3)
       assert.ok(rows.every((row) => row.verification === 'mismatch' && row.result === 'refused'))
       await client.close()
+    })
+
+    it('a callback sent three times is kept three times, each verified', async () => {
+      const emulator = await startEmulator(secret, { duplicate_callbacks: 2 })
+      const reference = await decidedPayment(emulator, 'ord-dup', 'succeeded')
+      await sentBy(emulator.base, 3)
+      const rows = await logOf(reference)
+      assert.equal(rows.length, 3)
+      assert.ok(rows.every((row) => row.verification === 'verified'))
+      await emulator.client.close()
+    })
+
+    it('a dropped callback never arrives: only a status call finds the outcome', async () => {
+      const emulator = await startEmulator(secret, { drop_callbacks: true })
+      const reference = await decidedPayment(emulator, 'ord-drop', 'failed')
+      const status = await emulator.client.payment(reference)
+      assert.ok(status.ok && status.body.status === 'failed')
+      assert.deepEqual(await (await fetch(`${emulator.base}/admin/callbacks`)).json(), [])
+      assert.deepEqual(await logOf(reference), [])
+      await emulator.client.close()
+    })
+
+    it('callbacks held back and sent newest first arrive out of order', async () => {
+      const emulator = await startEmulator(secret, { reorder_callbacks: 2 })
+      const first = await decidedPayment(emulator, 'ord-first', 'succeeded')
+      const second = await decidedPayment(emulator, 'ord-second', 'succeeded')
+      const sent = await sentBy(emulator.base, 2)
+      assert.deepEqual(
+        sent.map((c) => c.reference),
+        [second, first],
+      )
+      await emulator.client.close()
+    })
+
+    it('a callback signed wrongly on purpose is refused, however many times it is sent', async () => {
+      const emulator = await startEmulator(secret, { wrong_signature: true })
+      const reference = await decidedPayment(emulator, 'ord-wrong-signature', 'succeeded')
+      const attempts = await eventually(async () => {
+        const [sent] = await sentBy(emulator.base, 1)
+        return sent?.attempts.length === 3 ? sent.attempts : null
+      })
+      assert.deepEqual(attempts, [401, 401, 401])
+      assert.ok((await logOf(reference)).every((row) => row.result === 'refused'))
+      await emulator.client.close()
     })
   })
 }
