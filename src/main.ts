@@ -8,6 +8,7 @@ import { connect, EmbeddedDatabaseBusyError, migrateToLatest } from './db/index.
 import type { Mode } from './db/types.ts'
 import { registerEmulatorCommand } from './emulator/cli.ts'
 import { AppError } from './http/errors.ts'
+import { namedValues } from './lib/cli-values.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
 import { registerConnectorCommands } from './modules/providers/cli.ts'
@@ -378,11 +379,7 @@ requisites
   .requiredOption(
     '--field <name=value>',
     'a field shown to the customer (repeatable)',
-    (value: string, previous: Record<string, string>) => {
-      const eq = value.indexOf('=')
-      if (eq < 1) throw new InvalidArgumentError('a field is name=value')
-      return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
-    },
+    namedValues('field'),
     {},
   )
   .action((opts: { method: string; field: Record<string, string> }) =>

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { type Command, InvalidArgumentError } from 'commander'
-import { readSecretSource } from '../lib/secret-source.ts'
+import { namedValues, readSecretSource } from '../lib/cli-values.ts'
 import { buildEmulator, parseFaults } from './server.ts'
 
 const port = (value: string) => {
@@ -34,11 +34,7 @@ export function registerEmulatorCommand(program: Command, out: (line: string) =>
     .option(
       '--fault <name=value>',
       'a fault to start with (repeatable), e.g. error_rate=0.2 or drop_callbacks=true; PUT /admin/faults changes them',
-      (value: string, previous: Record<string, string>) => {
-        const eq = value.indexOf('=')
-        if (eq < 1) throw new InvalidArgumentError('a fault is name=value')
-        return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
-      },
+      namedValues('fault'),
       {},
     )
     .option('--seed <n>', 'seeds the rate faults, so that a run can be replayed', (v: string) => Number(v), 1)

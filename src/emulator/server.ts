@@ -3,6 +3,7 @@ import escapeHtml from 'escape-html'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { signCallback } from '../connectors/http-acquirer/signature.ts'
 import { constantTimeEqual } from '../lib/crypto.ts'
+import { seededRandom } from '../lib/random.ts'
 
 /**
  * The provider emulator: the acquirer's side of docs/CONNECTORS.md, in one process with its own small store, for
@@ -58,18 +59,6 @@ export const NO_FAULTS: EmulatorFaults = {
   wrong_signature: false,
   amount_delta: 0,
   refunds: 'succeed',
-}
-
-/** mulberry32: a small seeded generator, so that a run of rate faults can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 /** Faults from the operator's `name=value` strings or a JSON object, each checked against NO_FAULTS' type. */
@@ -143,7 +132,7 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
 
   const retries = options.callbackRetryMs ?? [500, 1000, 2000, 4000]
   let faults: EmulatorFaults = { ...NO_FAULTS, ...options.faults }
-  const draw = seeded(options.seed ?? 1)
+  const draw = seededRandom(options.seed ?? 1)
   const strangerSecret = `whsec_${randomBytes(32).toString('base64')}`
   /** Callbacks held back by `reorder_callbacks`. */
   let held: (() => Promise<void>)[] = []
@@ -235,21 +224,27 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
   }
 
   const positive = (value: unknown): value is number => Number.isInteger(value) && (value as number) > 0
+  /** An answer of `once`: a refusal. */
+  const refusal = (status: number, code: string, message: string) => ({
+    status,
+    body: { error: { code, message } },
+  })
+  /** A create's own id (named `idField`), amount and currency, or null when one is missing or wrong. */
+  const basics = (body: Record<string, unknown>, idField: string) =>
+    typeof body[idField] === 'string' && positive(body.amount) && typeof body.currency === 'string'
+      ? { id: body[idField] as string, money: { amount: body.amount, currency: body.currency } }
+      : null
 
   app.post('/v1/payments', (request, reply) =>
     once(request, reply, () => {
-      const body = (request.body ?? {}) as Partial<Payment>
-      if (typeof body.order_id !== 'string' || !positive(body.amount) || typeof body.currency !== 'string')
-        return {
-          status: 400,
-          body: { error: { code: 'invalid_request', message: 'order_id, amount, currency.' } },
-        }
+      const body = (request.body ?? {}) as Record<string, unknown>
+      const given = basics(body, 'order_id')
+      if (!given) return refusal(400, 'invalid_request', 'order_id, amount, currency.')
       const payment: Payment = {
         reference: reference('pay'),
-        order_id: body.order_id,
+        order_id: given.id,
         status: 'pending',
-        amount: body.amount,
-        currency: body.currency,
+        ...given.money,
         method: String(body.method ?? 'card'),
         return_url: String(body.return_url ?? ''),
         refunded: 0,
@@ -281,12 +276,11 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     once(request, reply, () => {
       const payment = payments.get(request.params.reference)
       const body = (request.body ?? {}) as Partial<Refund>
-      if (!payment)
-        return { status: 404, body: { error: { code: 'not_found', message: 'No such payment.' } } }
+      if (!payment) return refusal(404, 'not_found', 'No such payment.')
       if (typeof body.refund_id !== 'string' || !positive(body.amount))
-        return { status: 400, body: { error: { code: 'invalid_request', message: 'refund_id, amount.' } } }
+        return refusal(400, 'invalid_request', 'refund_id, amount.')
       if (payment.status !== 'succeeded' || payment.refunded + body.amount > payment.amount)
-        return { status: 422, body: { error: { code: 'declined', message: 'Not refundable.' } } }
+        return refusal(422, 'declined', 'Not refundable.')
       payment.refunded += body.amount
       const refund: Refund = {
         reference: reference('re'),
@@ -319,18 +313,13 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
 
   app.post('/v1/payouts', (request, reply) =>
     once(request, reply, () => {
-      const body = (request.body ?? {}) as Partial<Payout>
-      if (typeof body.payout_id !== 'string' || !positive(body.amount) || typeof body.currency !== 'string')
-        return {
-          status: 400,
-          body: { error: { code: 'invalid_request', message: 'payout_id, amount, currency.' } },
-        }
+      const given = basics((request.body ?? {}) as Record<string, unknown>, 'payout_id')
+      if (!given) return refusal(400, 'invalid_request', 'payout_id, amount, currency.')
       const payout: Payout = {
         reference: reference('po'),
-        payout_id: body.payout_id,
+        payout_id: given.id,
         status: 'processing',
-        amount: body.amount,
-        currency: body.currency,
+        ...given.money,
       }
       payouts.set(payout.reference, payout)
       return { status: 201, body: payoutView(payout) }
@@ -392,24 +381,17 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     { parseAs: 'string' },
     (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
   )
+  const noSuchPage = (reply: FastifyReply) =>
+    reply.code(404).type('text/html').send('<!doctype html><title>Not found</title><p>No such payment.')
   app.get<{ Params: { reference: string } }>('/pay/:reference', async (request, reply) => {
     const payment = payments.get(request.params.reference)
-    if (!payment)
-      return reply
-        .code(404)
-        .type('text/html')
-        .send('<!doctype html><title>Not found</title><p>No such payment.')
-    return reply.type('text/html').send(paymentPage(payment))
+    return payment ? reply.type('text/html').send(paymentPage(payment)) : noSuchPage(reply)
   })
   app.post<{ Params: { reference: string }; Body: { code?: string; action?: string } }>(
     '/pay/:reference',
     async (request, reply) => {
       const payment = payments.get(request.params.reference)
-      if (!payment)
-        return reply
-          .code(404)
-          .type('text/html')
-          .send('<!doctype html><title>Not found</title><p>No such payment.')
+      if (!payment) return noSuchPage(reply)
       const paid = request.body?.action === 'pay' && request.body?.code === CHALLENGE_CODE
       decidePayment(payment, paid ? 'succeeded' : 'failed')
       return payment.return_url

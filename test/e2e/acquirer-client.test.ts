@@ -195,21 +195,19 @@ describe('acquirer client and provider emulator', () => {
         body(await client.refund(payment.reference, { refund_id: 'r-p', amount: 10 })).status,
         'pending',
       )
-      const changed = await fetch(`${url}/admin/faults`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ refunds: 'fail' }),
-      })
+      const setFaults = (faults: Record<string, unknown>) =>
+        fetch(`${url}/admin/faults`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(faults),
+        })
+      const changed = await setFaults({ refunds: 'fail' })
       assert.equal(((await changed.json()) as { amount_delta: number }).amount_delta, 0)
       assert.equal(
         body(await client.refund(payment.reference, { refund_id: 'r-f', amount: 10 })).status,
         'failed',
       )
-      const refused = await fetch(`${url}/admin/faults`, {
-        method: 'PUT',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ error_rate: -1 }),
-      })
+      const refused = await setFaults({ error_rate: -1 })
       assert.equal(refused.status, 400)
       await client.close()
       await emulator.close()

@@ -1,8 +1,8 @@
-import { type Command, InvalidArgumentError, Option } from 'commander'
+import { type Command, Option } from 'commander'
 import { CONNECTOR_KIND_NAMES, CONNECTOR_KINDS } from '../../connectors/kinds.ts'
 import { MODES, type Mode, PAYMENT_METHODS, PAYOUT_METHODS } from '../../db/enums.ts'
 import { validationError } from '../../http/errors.ts'
-import { readSecretSource } from '../../lib/secret-source.ts'
+import { namedValues, readSecretSource } from '../../lib/cli-values.ts'
 import type { AccountView, ProviderService, RouteKey, RouteView } from './service.ts'
 
 /** How the operator's commands reach the services: open the database, run, print, turn refusals into messages. */
@@ -13,24 +13,15 @@ export interface CommandContext {
   parseCount(name: string, value: string, max: number): number
 }
 
-/** `name=value`, repeatable, into an object. */
-const pairs =
-  (what: string) =>
-  (value: string, previous: Record<string, string>): Record<string, string> => {
-    const eq = value.indexOf('=')
-    if (eq < 1) throw new InvalidArgumentError(`a ${what} is name=value`)
-    return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
-  }
-
+/** `name=env:VAR` or `name=file:PATH`, repeatable: the secrets read from there. */
 const secretPairs = (value: string, previous: Record<string, string>) => {
-  const eq = value.indexOf('=')
-  if (eq < 1) throw new InvalidArgumentError('a secret is name=env:VARIABLE or name=file:PATH')
-  return { ...previous, [value.slice(0, eq)]: readSecretSource(value.slice(eq + 1)) }
+  const [name, source] = Object.entries(namedValues('secret')(value, {}))[0] as [string, string]
+  return { ...previous, [name]: readSecretSource(source) }
 }
 
 const settingOption = () =>
   new Option('--setting <name=value>', 'a setting of the kind (repeatable); `connectors kinds` lists them')
-    .argParser(pairs('setting'))
+    .argParser(namedValues('setting'))
     .default({})
 const secretOption = () =>
   new Option('--secret <name=env:VAR|name=file:PATH>', 'a secret of the kind, read from there (repeatable)')

@@ -39,19 +39,22 @@ for (const backend of backends()) {
         .where('provider_reference', '=', reference)
         .orderBy('received_at')
         .execute()
+    /** A card payment of 50.00 USD handed to the emulator by `client`. */
+    const cardPayment = (client: AcquirerClient, orderId: string, returnUrl: string) =>
+      client.createPayment({
+        order_id: orderId,
+        amount: 5000,
+        currency: 'USD',
+        method: 'card',
+        return_url: returnUrl,
+      })
     /** A card payment handed to the emulator, then decided by its admin API. */
     const decidedPayment = async (
       emulator: Awaited<ReturnType<typeof startEmulator>>,
       orderId: string,
       status: string,
     ) => {
-      const answer = await emulator.client.createPayment({
-        order_id: orderId,
-        amount: 5000,
-        currency: 'USD',
-        method: 'card',
-        return_url: 'https://gateway.test/pay/t',
-      })
+      const answer = await cardPayment(emulator.client, orderId, 'https://gateway.test/pay/t')
       assert.ok(answer.ok)
       await fetch(`${emulator.base}/admin/payments/${answer.body.reference}/decide`, {
         method: 'POST',
@@ -88,13 +91,7 @@ for (const backend of backends()) {
 
     it('a customer who passes the challenge and pays: the payment page sends them back, and the callback verifies', async () => {
       const { base, client } = await startEmulator(secret)
-      const answer = await client.createPayment({
-        order_id: 'ord-page',
-        amount: 150000,
-        currency: 'RUB',
-        method: 'card',
-        return_url: 'https://gateway.test/pay/token',
-      })
+      const answer = await cardPayment(client, 'ord-page', 'https://gateway.test/pay/token')
       assert.ok(answer.ok)
       const { reference } = answer.body
       const page = await fetch(`${base}/pay/${reference}`)
@@ -121,13 +118,7 @@ for (const backend of backends()) {
 
     it('a wrong challenge code fails the payment, and says so by callback', async () => {
       const { base, client } = await startEmulator(secret)
-      const answer = await client.createPayment({
-        order_id: 'ord-wrong-code',
-        amount: 990,
-        currency: 'EUR',
-        method: 'card',
-        return_url: 'https://gateway.test/pay/t2',
-      })
+      const answer = await cardPayment(client, 'ord-wrong-code', 'https://gateway.test/pay/t2')
       assert.ok(answer.ok)
       await fetch(`${base}/pay/${answer.body.reference}`, {
         method: 'POST',

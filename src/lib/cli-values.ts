@@ -21,3 +21,12 @@ export function readSecretSource(source: string, env: NodeJS.ProcessEnv = proces
   }
   throw new InvalidArgumentError('a secret is given as env:VARIABLE or file:PATH, never as its value')
 }
+
+/** A repeatable `name=value` option's parser (commander's `argParser`): the values so far, with this one. */
+export const namedValues =
+  (what: string) =>
+  (value: string, previous: Record<string, string>): Record<string, string> => {
+    const eq = value.indexOf('=')
+    if (eq < 1) throw new InvalidArgumentError(`a ${what} is name=value`)
+    return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) }
+  }
