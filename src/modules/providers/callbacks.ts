@@ -6,6 +6,7 @@ import { AppError, foundByUuid } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
 import { providerCallbacks } from '../../lib/metrics.ts'
 import type { createAccountOperations, ProviderDeps } from './accounts.ts'
+import * as repo from './repository.ts'
 
 /** Headers that carry credentials: never kept in the callback log. */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key'])
@@ -104,7 +105,7 @@ export function createCallbackReceiver(
 
     async receive(received: ReceivedCallback): Promise<CallbackReceipt> {
       const account = await foundByUuid('connector account', received.accountUuid, (uuid) =>
-        deps.db.selectFrom('connector_accounts').selectAll().where('uuid', '=', uuid).executeTakeFirst(),
+        repo.findAccountByUuid(deps.db, uuid),
       )
       if (!CONNECTOR_KINDS[account.kind as ConnectorKind].signedCallbacks)
         throw new AppError('not_found', `A ${account.kind} account takes no callbacks over HTTP.`)
@@ -142,6 +143,17 @@ export function createCallbackReceiver(
         })
         .execute()
       providerCallbacks.inc({ account: account.name, result })
+      // Kept first, then answered: a refusal names the log entry that holds what was sent.
+      if (result === 'refused')
+        throw new AppError(
+          verification === 'stale' ? 'signature_expired' : 'signature_invalid',
+          'The callback signature did not verify; nothing changed.',
+          { callback_id: uuid },
+        )
+      if (result === 'malformed')
+        throw new AppError('malformed_request', `The callback could not be read: ${detail}.`, {
+          callback_id: uuid,
+        })
       return { uuid, result, detail }
     },
   }

@@ -5,6 +5,9 @@ import type { ConnectorAccountsTable } from '../../db/types.ts'
 export const insertAccount = (db: Executor, row: Insertable<ConnectorAccountsTable>) =>
   db.insertInto('connector_accounts').values(row).returningAll().executeTakeFirstOrThrow()
 
+export const findAccountByUuid = (db: Executor, uuid: string) =>
+  db.selectFrom('connector_accounts').selectAll().where('uuid', '=', uuid).executeTakeFirst()
+
 export const findAccountByName = (db: Executor, name: string) =>
   db.selectFrom('connector_accounts').selectAll().where('name', '=', name).executeTakeFirst()
 

@@ -1,6 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { BODY_LIMIT } from '../../http/body-parser.ts'
-import { AppError } from '../../http/errors.ts'
 import type { ProviderService } from './service.ts'
 
 /**
@@ -29,16 +28,6 @@ export const providerRoutes: FastifyPluginAsync<{ providers: ProviderService }> 
         headers: request.headers,
         body: raw.toString('utf8'),
       })
-      if (receipt.result === 'refused')
-        throw new AppError(
-          receipt.detail.includes('(stale)') ? 'signature_expired' : 'signature_invalid',
-          'The callback signature did not verify; nothing changed.',
-          { callback_id: receipt.uuid },
-        )
-      if (receipt.result === 'malformed')
-        throw new AppError('malformed_request', `The callback could not be read: ${receipt.detail}.`, {
-          callback_id: receipt.uuid,
-        })
       return { received: true, callback_id: receipt.uuid, result: receipt.result }
     },
   )
