@@ -105,6 +105,11 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const requisites = createRequisiteService({ db })
   const webhooks = createWebhookService({ db, config, sender, dispatch: options.dispatch })
   const ledger = createLedgerService({ db, config })
+  const providers = createProviderService({
+    db,
+    config,
+    payments: () => ({ apply: (trx, uuid, report) => transactions.applyReport(trx, uuid, report) }),
+  })
   const transactions = createTransactionService({
     db,
     config,
@@ -114,6 +119,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     webhooks,
     ledger,
     connectors: { [simulator.name]: simulator },
+    providers,
   })
   // A worker's claim on a refund or payout it asks the provider about: a worker killed mid-claim leaves it
   // in flight this long, so no longer than the recheck itself (and at most 30 s, above a provider's timeout).
@@ -142,7 +148,6 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const sandbox = createSandboxService({ config, simulator, transactions, payouts })
   const checkout = createCheckoutService({ transactions, merchants, sandbox })
   const users = createUserService({ db, config, merchants })
-  const providers = createProviderService({ db, config })
   return {
     merchants,
     rates,
@@ -156,7 +161,9 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     checkout,
     users,
     providers,
-    close: () => sender.close(),
+    close: async () => {
+      await Promise.all([sender.close(), providers.accounts.closeConnectors()])
+    },
   }
 }
 

@@ -61,6 +61,12 @@ export interface Config {
   /** How many days the callback log keeps a provider's callback before housekeeping deletes it; at least 7. */
   callbackRetentionDays: number
   /**
+   * When status sync asks a provider about a payment it holds, in milliseconds after each previous ask
+   * (PROVIDER_SYNC_SCHEDULE, seconds separated by commas); after the last, again at the last interval until the
+   * payment expires plus PROVIDER_SYNC_GRACE_SECONDS.
+   */
+  providerSync: { scheduleMs: number[]; graceMs: number }
+  /**
    * Which peers' X-Forwarded-For is believed for the client's address (Fastify's `trustProxy`): false (none,
    * the default), the addresses and CIDR ranges of the proxies, or a count of proxy hops (as a function).
    */
@@ -116,6 +122,17 @@ function parsePositive(name: string, value: string | undefined, fallback: number
 }
 
 export class ConfigError extends Error {}
+
+/** Positive numbers of seconds separated by commas, as milliseconds. */
+function parseSyncSchedule(name: string, value: string | undefined, fallback: number[]): number[] {
+  if (value === undefined || value.trim() === '') return fallback.map((s) => s * 1000)
+  return value.split(',').map((part) => {
+    const seconds = Number(part.trim())
+    if (part.trim() === '' || !Number.isFinite(seconds) || seconds <= 0)
+      throw new ConfigError(`${name} must be positive numbers of seconds separated by commas, got "${value}"`)
+    return seconds * 1000
+  })
+}
 
 /** A whole number of at least 1. */
 function parseWhole(name: string, value: string | undefined, fallback: number): number {
@@ -357,6 +374,14 @@ export function loadConfig(env: Env = process.env): Config {
       MIN_CALLBACK_RETENTION_DAYS,
       DEFAULT_CALLBACK_RETENTION_DAYS,
     ),
+    providerSync: {
+      scheduleMs: parseSyncSchedule(
+        'PROVIDER_SYNC_SCHEDULE',
+        env.PROVIDER_SYNC_SCHEDULE,
+        [60, 300, 900, 3600],
+      ),
+      graceMs: parsePositive('PROVIDER_SYNC_GRACE_SECONDS', env.PROVIDER_SYNC_GRACE_SECONDS, 3600) * 1000,
+    },
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     hstsMaxAgeSeconds:
       production &&

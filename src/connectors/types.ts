@@ -70,3 +70,58 @@ export interface ProviderRefundResult {
   reference: string | null
   message: string
 }
+
+/**
+ * What a provider answered when handed a payment, refund or payout: it took it, it refused it (final at this
+ * provider), or it gave no usable answer (a time-out, a 5xx), after which it may or may not have it.
+ */
+export type HandOverAnswer<T> =
+  | ({ kind: 'accepted' } & T)
+  | { kind: 'refused'; code: string; message: string }
+  | { kind: 'no_answer'; reason: string }
+
+/** A payment as it is handed to a provider. `paymentUuid` is the idempotency key of the hand-over. */
+export interface PaymentOrder {
+  paymentUuid: string
+  amount: number
+  currency: string
+  method: string
+  /** Where the provider's payment page sends the customer back: the hosted page. */
+  returnUrl: string
+  description: string | null
+}
+
+/** The provider's payment, as it answered when it took it. */
+export interface ProviderPayment {
+  reference: string
+  /** The provider's payment page, for a card payment. */
+  redirectUrl: string | null
+  /** Where the customer sends the money, for a host-to-host method. */
+  requisites: Record<string, string> | null
+}
+
+/** How a payment stands at its provider; `unknown` when the provider never received it. */
+export type ProviderPaymentStatus =
+  | {
+      kind: 'known'
+      status: 'pending' | ProviderOutcome
+      amount: number
+      currency: string
+    }
+  | { kind: 'unknown' }
+  | { kind: 'no_answer'; reason: string }
+
+/**
+ * One configured connector account's way to its provider (docs/CONNECTORS.md, Writing a connector kind). Every
+ * call that hands something over is idempotent on the gateway's id: made again after a lost answer, it answers
+ * the same object and never makes a second one.
+ */
+export interface AccountConnector {
+  readonly kind: string
+  /** Hands a payment over; a repeat with the same `paymentUuid` answers the same payment. */
+  createPayment(order: PaymentOrder): Promise<HandOverAnswer<ProviderPayment>>
+  /** How the payment with the provider's `reference` stands. */
+  paymentStatus(reference: string): Promise<ProviderPaymentStatus>
+  /** Lets go of the connections it holds. */
+  close(): Promise<void>
+}

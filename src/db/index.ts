@@ -23,6 +23,7 @@ import * as deliveryBodyFromEvent from './migrations/0015_delivery_body_from_eve
 import * as transactionExternalIdIndex from './migrations/0016_transaction_external_id_index.ts'
 import * as transactionStatistics from './migrations/0017_transaction_statistics.ts'
 import * as connectorAccounts from './migrations/0018_connector_accounts.ts'
+import * as paymentHandovers from './migrations/0019_payment_handovers.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -425,6 +426,7 @@ export const migrator = (db: Db) =>
         '0016_transaction_external_id_index': transactionExternalIdIndex,
         '0017_transaction_statistics': transactionStatistics,
         '0018_connector_accounts': connectorAccounts,
+        '0019_payment_handovers': paymentHandovers,
       }),
     },
   })

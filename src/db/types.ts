@@ -121,7 +121,14 @@ export interface ConnectorRoutesTable {
 }
 
 export type CallbackVerificationResult = 'verified' | 'unsigned' | 'stale' | 'mismatch'
-export type ConnectorCallbackResult = 'applied' | 'duplicate' | 'unmatched' | 'refused' | 'malformed'
+export type ConnectorCallbackResult =
+  | 'applied'
+  | 'duplicate'
+  | 'stale'
+  | 'review'
+  | 'unmatched'
+  | 'refused'
+  | 'malformed'
 
 export interface ConnectorCallbacksTable {
   uuid: string
@@ -136,6 +143,54 @@ export interface ConnectorCallbacksTable {
   result: ConnectorCallbackResult
   /** What it changed, or why it changed nothing. */
   detail: string
+}
+
+export type PaymentAttemptResult = 'started' | 'accepted' | 'refused' | 'no_answer'
+
+export interface PaymentAttemptsTable {
+  uuid: string
+  transaction_uuid: string
+  /** The place in the route, from 0. */
+  position: number
+  account_uuid: string
+  result: PaymentAttemptResult
+  provider_reference: string | null
+  /** The provider's refusal, or why it gave no answer. */
+  detail: string
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** handing_over: the provider is being (or was, before a crash) asked; handed_over: it has the payment. */
+export type HandoverState = 'handing_over' | 'handed_over' | 'failed' | 'final'
+
+export interface PaymentHandoversTable {
+  transaction_uuid: string
+  account_uuid: string
+  state: HandoverState
+  provider_reference: string | null
+  /** The provider's payment page, where the hosted page sends the customer. */
+  redirect_url: string | null
+  /** When status sync next asks the provider; null: it never will. */
+  sync_due_at: Timestamp | null
+  sync_count: Generated<number>
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+export interface PaymentReviewsTable {
+  uuid: string
+  transaction_uuid: string
+  account_uuid: string
+  /** What the provider said happened (paid). */
+  outcome: string
+  reported_amount: number
+  reported_currency: string
+  status: 'open' | 'accepted' | 'refunded'
+  /** How the operator resolved it. */
+  resolution: string | null
+  created_at: Timestamp
+  updated_at: Timestamp
 }
 
 export interface TransactionsTable {
@@ -204,6 +259,9 @@ export interface Database {
   connector_callback_secrets: ConnectorCallbackSecretsTable
   connector_callbacks: ConnectorCallbacksTable
   connector_routes: ConnectorRoutesTable
+  payment_attempts: PaymentAttemptsTable
+  payment_handovers: PaymentHandoversTable
+  payment_reviews: PaymentReviewsTable
   transactions: TransactionsTable
   idempotency_keys: IdempotencyKeysTable
   provider_callbacks: ProviderCallbacksTable

@@ -16,7 +16,7 @@ export interface WorkerOptions {
 
 /**
  * Everything a `--role worker` process runs: the outbox dispatcher, the expiry, settlement, payout and refund
- * recovery jobs, and housekeeping. The dispatcher and housekeeping query `handle.background`, the workers' own
+ * recovery jobs, status sync of payments handed to providers, and housekeeping. The dispatcher and housekeeping query `handle.background`, the workers' own
  * connections; `services` should be built on it too (`createServices(handle.background, config)`), so that no
  * job waits behind requests for a connection.
  */
@@ -56,6 +56,12 @@ export function startWorkers(
     startBatchJob({
       name: 'refunds',
       step: (n) => refunds.checkDue(n),
+      log,
+      intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
+    }),
+    startBatchJob({
+      name: 'status-sync',
+      step: (n) => transactions.syncHandedOver(n),
       log,
       intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
     }),

@@ -388,7 +388,64 @@ for (const backend of backends()) {
         )
       assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0018_connector_accounts'])
       assert.deepEqual(await tables(), [])
-      assert.deepEqual(await migrateToLatest(db), ['0018_connector_accounts'])
+      assert.deepEqual(await migrateToLatest(db), ['0018_connector_accounts', '0019_payment_handovers'])
+    })
+
+    it('0019 adds hand-overs, attempts and reviews, and the callback results stale and review', async () => {
+      const { db } = fresh.handle
+      const tables = async () => {
+        const { rows } = await sql<{ name: string }>`
+          SELECT table_name AS name FROM information_schema.tables
+          WHERE table_schema = current_schema() AND table_name LIKE 'payment\_%' ORDER BY table_name`.execute(
+          db,
+        )
+        return rows.map((r) => r.name)
+      }
+      await migrateTo(db, '0018_connector_accounts')
+      const at = new Date('2026-12-01T00:00:00.000Z')
+      const accountUuid = '00000000-0000-4000-8000-000000000190'
+      await db
+        .insertInto('connector_accounts')
+        .values({
+          uuid: accountUuid,
+          name: 'acquirer-0019',
+          kind: 'http-acquirer',
+          mode: 'live',
+          status: 'enabled',
+          settings: '{}',
+          created_at: at,
+          updated_at: at,
+        })
+        .execute()
+      const callback = (uuid: string, result: string) =>
+        db
+          .insertInto('connector_callbacks')
+          .values({
+            uuid,
+            account_uuid: accountUuid,
+            received_at: at,
+            headers: '{}',
+            body: '{}',
+            verification: 'verified',
+            result,
+            detail: '',
+          } as never)
+          .execute()
+      await assert.rejects(callback('00000000-0000-4000-8000-000000000191', 'review'))
+      assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), ['0019_payment_handovers'])
+      assert.deepEqual(await tables(), ['payment_attempts', 'payment_handovers', 'payment_reviews'])
+      await callback('00000000-0000-4000-8000-000000000192', 'review')
+      await callback('00000000-0000-4000-8000-000000000193', 'applied')
+      await assert.rejects(callback('00000000-0000-4000-8000-000000000194', 'ignored'))
+      assert.deepEqual(await migrateTo(db, '0018_connector_accounts'), ['0019_payment_handovers'])
+      assert.deepEqual(await tables(), [])
+      const kept = await db
+        .selectFrom('connector_callbacks')
+        .select('result')
+        .where('account_uuid', '=', accountUuid)
+        .execute()
+      assert.deepEqual(kept, [{ result: 'applied' }])
+      assert.deepEqual(await migrateToLatest(db), ['0019_payment_handovers'])
     })
   })
 }

@@ -16,7 +16,7 @@ import { startReceiver } from './receiver.ts'
 /** What ends before the context of a suite is closed, last made first ended. */
 const teardowns = new WeakMap<TestContext, (() => unknown)[]>()
 
-function beforeClose(ctx: TestContext, end: () => unknown) {
+export function beforeClose(ctx: TestContext, end: () => unknown) {
   const steps = teardowns.get(ctx)
   if (!steps) throw new Error('not a context made by suiteContext()')
   steps.push(end)

@@ -2,6 +2,8 @@ import { Value } from 'typebox/value'
 import type { Config } from '../../config.ts'
 import { isCallbackSecret, newCallbackSecret } from '../../connectors/http-acquirer/signature.ts'
 import { CONNECTOR_KINDS, type ConnectorKind, isConnectorKind } from '../../connectors/kinds.ts'
+import { buildConnector } from '../../connectors/registry.ts'
+import type { AccountConnector, ProviderOutcome } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { Mode } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
@@ -19,6 +21,24 @@ import * as repo from './repository.ts'
 export interface ProviderDeps {
   db: Db
   config: Config
+  /** How a provider's report reaches the payment it is about (the transactions module's handler). */
+  payments?: () => PaymentReports
+}
+
+/** A provider's report on a payment, applied in the caller's transaction by the payment's own handler. */
+export interface PaymentReports {
+  apply(
+    trx: Executor,
+    transactionUuid: string,
+    report: {
+      outcome: ProviderOutcome
+      amount: number | null
+      currency: string | null
+      connector: string
+      reference: string | null
+      accountUuid: string
+    },
+  ): Promise<{ result: 'applied' | 'duplicate' | 'stale' | 'review'; row: { status: string } }>
 }
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/
@@ -82,6 +102,9 @@ export function createAccountOperations(deps: ProviderDeps) {
     created_at: row.created_at,
     updated_at: row.updated_at,
   })
+
+  // One connector per account, kept while the account is unchanged: its connections stay open between calls.
+  const built = new Map<string, { version: number; connector: AccountConnector }>()
 
   async function found(db: Executor, name: string, lock = false) {
     const row = await (lock ? repo.lockAccountByName(db, name) : repo.findAccountByName(db, name))
@@ -217,6 +240,31 @@ export function createAccountOperations(deps: ProviderDeps) {
     async callbackSecrets(accountUuid: string, at = new Date()): Promise<string[]> {
       const rows = await repo.acceptedCallbackSecrets(deps.db, accountUuid, at)
       return rows.map((row) => open(row.secret_sealed))
+    },
+
+    /** The account and its connector, built from its settings and opened secrets (kept until it changes). */
+    async connector(accountUuid: string) {
+      const row = await repo.findAccountByUuid(deps.db, accountUuid)
+      if (!row) throw notFound('connector account')
+      const version = row.updated_at.getTime()
+      let entry = built.get(row.uuid)
+      if (!entry || entry.version !== version) {
+        void entry?.connector.close()
+        const secrets = row.secrets_sealed ? JSON.parse(open(row.secrets_sealed)) : {}
+        entry = { version, connector: buildConnector(row.kind as ConnectorKind, row.settings, secrets) }
+        built.set(row.uuid, entry)
+      }
+      return {
+        account: { uuid: row.uuid, name: row.name, kind: row.kind, status: row.status },
+        connector: entry.connector,
+      }
+    },
+
+    /** Closes the connections of every connector built so far. */
+    async closeConnectors(): Promise<void> {
+      const entries = [...built.values()]
+      built.clear()
+      await Promise.all(entries.map((entry) => entry.connector.close()))
     },
 
     /** The account's secrets, opened, for its connector's calls to the provider. */

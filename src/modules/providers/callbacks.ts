@@ -1,12 +1,28 @@
-import { parseAcquirerCallback } from '../../connectors/http-acquirer/callbacks.ts'
+import { type AcquirerCallback, parseAcquirerCallback } from '../../connectors/http-acquirer/callbacks.ts'
 import { verifyCallback } from '../../connectors/http-acquirer/signature.ts'
 import { CONNECTOR_KINDS, type ConnectorKind } from '../../connectors/kinds.ts'
+import type { Executor } from '../../db/index.ts'
 import type { CallbackVerificationResult, ConnectorCallbackResult } from '../../db/types.ts'
 import { AppError, foundByUuid } from '../../http/errors.ts'
 import { newId } from '../../lib/ids.ts'
 import { providerCallbacks } from '../../lib/metrics.ts'
 import type { createAccountOperations, ProviderDeps } from './accounts.ts'
+import type { createHandoverRecords } from './handovers.ts'
 import * as repo from './repository.ts'
+
+const PAYMENT_OUTCOMES = { succeeded: 'paid', failed: 'failed', expired: 'expired' } as const
+
+/** What the callback log says a verified callback did. */
+const DETAILS: Record<
+  'applied' | 'duplicate' | 'stale' | 'review',
+  (payment: string, outcome: string, callback: AcquirerCallback) => string
+> = {
+  applied: (payment, outcome) => `payment ${payment} is now ${outcome}`,
+  duplicate: (payment, outcome) => `payment ${payment} was already ${outcome}: nothing changed`,
+  stale: (payment, outcome) => `payment ${payment} is past ${outcome}: recorded, not applied`,
+  review: (payment, _outcome, callback) =>
+    `payment ${payment} is under review: the provider reports ${callback.data.amount} ${callback.data.currency}`,
+}
 
 /** Headers that carry credentials: never kept in the callback log. */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key'])
@@ -33,7 +49,68 @@ export interface CallbackReceipt {
 export function createCallbackReceiver(
   deps: ProviderDeps,
   accounts: ReturnType<typeof createAccountOperations>,
+  handovers: ReturnType<typeof createHandoverRecords>,
 ) {
+  // Status asks a bad signature may cause, per account: at most one a second (a hint is no proof).
+  const hinted = new Map<string, number>()
+
+  /**
+   * A callback whose signature did not verify, about a payment handed to the account: the provider is asked for
+   * the payment's status instead (status sync, now), at most once a second per account. What it says is what
+   * counts; the callback itself changes nothing.
+   */
+  async function hint(account: { uuid: string }, callback: AcquirerCallback | null): Promise<string> {
+    if (!callback?.type.startsWith('payment.')) return ''
+    const now = Date.now()
+    if ((hinted.get(account.uuid) ?? 0) > now - 1000) return '; too many such callbacks to ask the provider'
+    const handover = await handovers.findByReference(deps.db, account.uuid, callback.data.reference)
+    if (!handover || handover.sync_due_at === null) return ''
+    hinted.set(account.uuid, now)
+    await handovers.schedule(
+      deps.db,
+      handover.transaction_uuid,
+      new Date(now),
+      handover.sync_count,
+      new Date(now),
+    )
+    return "; the payment's status is asked from the provider instead"
+  }
+
+  /** A verified callback, applied to what it is about in `trx`, and logged there with what it did. */
+  async function applyCallback(
+    trx: Executor,
+    account: { uuid: string; name: string },
+    callback: AcquirerCallback,
+    log: (
+      db: Executor,
+      result: ConnectorCallbackResult,
+      detail: string,
+    ) => Promise<readonly [ConnectorCallbackResult, string]>,
+  ) {
+    const [subject, event] = callback.type.split('.') as [string, string]
+    const handover =
+      subject === 'payment'
+        ? await handovers.findByReference(trx, account.uuid, callback.data.reference)
+        : undefined
+    if (!handover || !deps.payments)
+      return log(
+        trx,
+        'unmatched',
+        `no ${subject} handed to this account has reference ${callback.data.reference}`,
+      )
+    const outcome = PAYMENT_OUTCOMES[event as keyof typeof PAYMENT_OUTCOMES]
+    const { result, row } = await deps.payments().apply(trx, handover.transaction_uuid, {
+      outcome,
+      amount: callback.data.amount ?? null,
+      currency: callback.data.currency ?? null,
+      connector: account.name,
+      reference: callback.id,
+      accountUuid: account.uuid,
+    })
+    if (row.status !== 'pending') await handovers.close(trx, handover.transaction_uuid, 'final', new Date())
+    return log(trx, result, DETAILS[result](handover.transaction_uuid, outcome, callback))
+  }
+
   return {
     /** The log, newest first, filtered by account name, result and the provider's reference. */
     async list(filter: {
@@ -117,31 +194,38 @@ export function createCallbackReceiver(
       const verification: CallbackVerificationResult = check.ok ? 'verified' : check.reason
       const parsed = parseAcquirerCallback(received.body)
       const callback = 'callback' in parsed ? parsed.callback : null
-      const [result, detail]: [ConnectorCallbackResult, string] = !check.ok
-        ? ['refused', `the signature did not verify (${check.reason})`]
-        : !callback
-          ? ['malformed', 'fault' in parsed ? parsed.fault : 'malformed']
-          : [
-              'unmatched',
-              `no ${callback.type.split('.')[0]} handed to this account has reference ${callback.data.reference}`,
-            ]
       const uuid = newId()
-      await deps.db
-        .insertInto('connector_callbacks')
-        .values({
-          uuid,
-          account_uuid: account.uuid,
-          received_at: new Date(),
-          headers: JSON.stringify(keptHeaders(received.headers)),
-          // The signature was checked on the body as received.
-          body: storable(received.body),
-          verification,
-          event_type: callback?.type ?? null,
-          provider_reference: callback ? storable(callback.data.reference) : null,
-          result,
-          detail: storable(detail),
-        })
-        .execute()
+      const log = async (db: Executor, result: ConnectorCallbackResult, detail: string) => {
+        await db
+          .insertInto('connector_callbacks')
+          .values({
+            uuid,
+            account_uuid: account.uuid,
+            received_at: new Date(),
+            headers: JSON.stringify(keptHeaders(received.headers)),
+            // The signature was checked on the body as received.
+            body: storable(received.body),
+            verification,
+            event_type: callback?.type ?? null,
+            provider_reference: callback ? storable(callback.data.reference) : null,
+            result,
+            detail: storable(detail),
+          })
+          .execute()
+        return [result, detail] as const
+      }
+      const [result, detail] =
+        check.ok && callback
+          ? await deps.db.transaction().execute((trx) => applyCallback(trx, account, callback, log))
+          : await log(
+              deps.db,
+              !check.ok ? 'refused' : 'malformed',
+              !check.ok
+                ? `the signature did not verify (${check.reason})${await hint(account, callback)}`
+                : 'fault' in parsed
+                  ? parsed.fault
+                  : 'malformed',
+            )
       providerCallbacks.inc({ account: account.name, result })
       // Kept first, then answered: a refusal names the log entry that holds what was sent.
       if (result === 'refused')

@@ -207,7 +207,7 @@ export function registerConnectorCommands(program: Command, context: CommandCont
       }),
     )
 
-  const results = ['applied', 'duplicate', 'unmatched', 'refused', 'malformed'] as const
+  const results = ['applied', 'duplicate', 'stale', 'review', 'unmatched', 'refused', 'malformed'] as const
   connectors
     .command('callbacks')
     .description('List the callbacks the providers sent, newest first (docs/OPERATIONS.md, The callback log)')

@@ -1,6 +1,6 @@
 import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
-import type { ConnectorAccountsTable } from '../../db/types.ts'
+import type { ConnectorAccountsTable, PaymentAttemptsTable, PaymentHandoversTable } from '../../db/types.ts'
 
 export const insertAccount = (db: Executor, row: Insertable<ConnectorAccountsTable>) =>
   db.insertInto('connector_accounts').values(row).returningAll().executeTakeFirstOrThrow()
@@ -49,4 +49,74 @@ export const acceptedCallbackSecrets = (db: Executor, accountUuid: string, at: D
     .where((eb) => eb.or([eb('retires_at', 'is', null), eb('retires_at', '>', at)]))
     .orderBy('created_at', 'desc')
     .orderBy('uuid', 'desc')
+    .execute()
+
+export const insertAttempt = (db: Executor, row: Insertable<PaymentAttemptsTable>) =>
+  db.insertInto('payment_attempts').values(row).execute()
+
+export const updateAttempt = (db: Executor, uuid: string, change: Updateable<PaymentAttemptsTable>) =>
+  db.updateTable('payment_attempts').set(change).where('uuid', '=', uuid).execute()
+
+export const listAttempts = (db: Executor, transactionUuid: string) =>
+  db
+    .selectFrom('payment_attempts as t')
+    .innerJoin('connector_accounts as a', 'a.uuid', 't.account_uuid')
+    .select([
+      't.position',
+      'a.name as account',
+      't.result',
+      't.provider_reference',
+      't.detail',
+      't.created_at',
+    ])
+    .where('t.transaction_uuid', '=', transactionUuid)
+    .orderBy('t.position')
+    .execute()
+
+export const insertHandover = (db: Executor, row: Insertable<PaymentHandoversTable>) =>
+  db.insertInto('payment_handovers').values(row).execute()
+
+export const updateHandover = (
+  db: Executor,
+  transactionUuid: string,
+  change: Updateable<PaymentHandoversTable>,
+) => db.updateTable('payment_handovers').set(change).where('transaction_uuid', '=', transactionUuid).execute()
+
+export const findHandover = (db: Executor, transactionUuid: string) =>
+  db
+    .selectFrom('payment_handovers')
+    .selectAll()
+    .where('transaction_uuid', '=', transactionUuid)
+    .executeTakeFirst()
+
+/** The hand-over a provider's reference names at an account. */
+export const findHandoverByReference = (db: Executor, accountUuid: string, reference: string) =>
+  db
+    .selectFrom('payment_handovers')
+    .selectAll()
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .executeTakeFirst()
+
+/**
+ * Up to `limit` hand-overs whose status sync is due, claimed: each is pushed `leaseMs` on under the row lock, so
+ * another worker skips it, and a worker killed mid-sync leaves it due again once the lease ends.
+ */
+export const claimDueHandovers = (db: Executor, now: Date, limit: number, leaseMs: number) =>
+  db
+    .updateTable('payment_handovers')
+    .set({ sync_due_at: new Date(now.getTime() + leaseMs) })
+    .where(
+      'transaction_uuid',
+      'in',
+      db
+        .selectFrom('payment_handovers')
+        .select('transaction_uuid')
+        .where('sync_due_at', '<=', now)
+        .orderBy('sync_due_at')
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returningAll()
     .execute()

@@ -153,6 +153,24 @@ export function createRouting(deps: ProviderDeps) {
      */
     async resolve(input: RouteKey & { merchantUuid: string }): Promise<RoutedAccount[]> {
       const narrow = input.subject === 'payment' ? (input.currency ?? null) : (input.network ?? null)
+      const column = input.subject === 'payment' ? 'r.currency' : 'r.network'
+      // Every row of the four keys in one statement; the most specific key that has rows wins.
+      const rows = await db
+        .selectFrom('connector_routes as r')
+        .innerJoin('connector_accounts as a', 'a.uuid', 'r.account_uuid')
+        .select(['r.merchant_uuid', 'r.currency', 'r.network', 'a.uuid', 'a.name', 'a.kind', 'a.status'])
+        .where('r.mode', '=', input.mode)
+        .where('r.subject', '=', input.subject)
+        .where('r.method', '=', input.method)
+        .where((eb) =>
+          eb.or([eb('r.merchant_uuid', '=', input.merchantUuid), eb('r.merchant_uuid', 'is', null)]),
+        )
+        .where((eb) =>
+          narrow === null ? eb(column, 'is', null) : eb.or([eb(column, '=', narrow), eb(column, 'is', null)]),
+        )
+        .where(input.subject === 'payment' ? 'r.network' : 'r.currency', 'is', null)
+        .orderBy('r.position')
+        .execute()
       const candidates: [string | null, string | null][] = [
         [input.merchantUuid, narrow],
         [input.merchantUuid, null],
@@ -160,21 +178,15 @@ export function createRouting(deps: ProviderDeps) {
         [null, null],
       ]
       for (const [merchantUuid, qualifier] of candidates) {
-        const key = {
-          merchantUuid,
-          mode: input.mode,
-          subject: input.subject,
-          method: input.method,
-          currency: input.subject === 'payment' ? qualifier : null,
-          network: input.subject === 'payout' ? qualifier : null,
-        }
-        const rows = await ofKey(key)
-          .innerJoin('connector_accounts as a', 'a.uuid', 'connector_routes.account_uuid')
-          .select(['a.uuid', 'a.name', 'a.kind', 'a.status'])
-          .orderBy('connector_routes.position')
-          .execute()
-        if (rows.length)
-          return rows.filter((row) => row.status === 'enabled').map(({ status: _, ...account }) => account)
+        const of = rows.filter(
+          (row) =>
+            row.merchant_uuid === merchantUuid &&
+            (input.subject === 'payment' ? row.currency : row.network) === qualifier,
+        )
+        if (of.length)
+          return of
+            .filter((row) => row.status === 'enabled')
+            .map(({ uuid, name, kind }) => ({ uuid, name, kind }))
       }
       return []
     },

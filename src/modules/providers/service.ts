@@ -1,8 +1,9 @@
 import { createAccountOperations, type ProviderDeps } from './accounts.ts'
 import { createCallbackReceiver } from './callbacks.ts'
+import { createHandoverRecords } from './handovers.ts'
 import { createRouting } from './routing.ts'
 
-export type { AccountView, CallbackSecretView } from './accounts.ts'
+export type { AccountView, CallbackSecretView, PaymentReports } from './accounts.ts'
 export type { RoutedAccount, RouteKey, RouteView } from './routing.ts'
 
 export type ProviderService = ReturnType<typeof createProviderService>
@@ -10,5 +11,11 @@ export type ProviderService = ReturnType<typeof createProviderService>
 /** The provider side: connector accounts (and, as they come, routes, inbound callbacks and status sync). */
 export function createProviderService(deps: ProviderDeps) {
   const accounts = createAccountOperations(deps)
-  return { accounts, callbacks: createCallbackReceiver(deps, accounts), routes: createRouting(deps) }
+  const handovers = createHandoverRecords(deps)
+  return {
+    accounts,
+    callbacks: createCallbackReceiver(deps, accounts, handovers),
+    routes: createRouting(deps),
+    handovers,
+  }
 }

@@ -7,12 +7,16 @@ import { newId, newPaymentToken } from '../../lib/ids.ts'
 import { computeFees, convertFloor } from '../../lib/money.ts'
 import { isH2hMethod } from '../requisites/service.ts'
 import type { TransactionDeps } from './deps.ts'
+import { HANDOVER_LEASE_MS, handOverPayment } from './handover.ts'
 import * as repo from './repository.ts'
 import { type CreateTransactionInput, PAYMENT_METHODS, type TransactionView } from './schemas.ts'
 import { transactionView } from './view.ts'
 
 export async function createTransaction(
-  deps: Pick<TransactionDeps, 'db' | 'config' | 'merchants' | 'rates' | 'requisites' | 'webhooks'>,
+  deps: Pick<
+    TransactionDeps,
+    'db' | 'config' | 'merchants' | 'rates' | 'requisites' | 'webhooks' | 'ledger' | 'providers'
+  >,
   auth: AuthContext,
   input: CreateTransactionInput,
 ): Promise<TransactionView> {
@@ -39,6 +43,21 @@ export async function createTransaction(
     rate.pay_in_rate,
     merchant.settlement_currency,
   )
+  // The accounts that may take it (docs/API.md, Live payments); none: the in-process simulator, as in test mode,
+  // but for live payments in production, which have no default.
+  const route = await deps.providers.routes.resolve({
+    merchantUuid: merchant.uuid,
+    mode: auth.mode,
+    subject: 'payment',
+    method: paymentMethod,
+    currency: input.currency,
+  })
+  if (route.length === 0 && auth.mode === 'live' && deps.config.appEnv === 'production')
+    throw new AppError(
+      'unsupported_payment_method',
+      `No payment provider takes live ${paymentMethod} payments in ${input.currency} for this merchant yet.`,
+      { reason: 'no_route' },
+    )
   const now = new Date()
   const uuid = newId()
 
@@ -91,6 +110,22 @@ export async function createTransaction(
       }
       throw error
     }
+  }
+  if (route.length > 0) {
+    // Recorded with the payment: the first try, so that a process killed before the provider answers leaves it
+    // to status sync, which makes the same (idempotent) call again.
+    const [row, attempt] = await db.transaction().execute(async (trx) => {
+      const inserted = await insert(trx, null)
+      const first = await deps.providers.handovers.begin(trx, {
+        transactionUuid: inserted.uuid,
+        accountUuid: (route[0] as (typeof route)[number]).uuid,
+        position: 0,
+        at: now,
+        leaseMs: HANDOVER_LEASE_MS,
+      })
+      return [inserted, first] as const
+    })
+    return transactionView(deps, await handOverPayment(deps, row, route, attempt))
   }
   // A card payment is one INSERT (atomic by itself); a host-to-host one also takes its requisites, together.
   const h2hMethod = isH2hMethod(input.payment_method) ? input.payment_method : null

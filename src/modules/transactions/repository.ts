@@ -6,7 +6,13 @@ import type { Executor } from '../../db/index.ts'
 import { pagedList } from '../../db/keyset.ts'
 import { selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
-import type { Database, ProviderCallbacksTable, TransactionRow, TransactionUpdate } from '../../db/types.ts'
+import type {
+  Database,
+  PaymentReviewsTable,
+  ProviderCallbacksTable,
+  TransactionRow,
+  TransactionUpdate,
+} from '../../db/types.ts'
 
 export interface TransactionFilters {
   statuses?: TransactionStatus[]
@@ -181,3 +187,22 @@ export async function dailyPayments(db: Executor, scope: Scope, since: Date): Pr
     volume: Number(row.volume),
   }))
 }
+
+/** Opens a review of what a provider reported, unless the payment has one open already. */
+export const openReview = (db: Executor, row: Insertable<PaymentReviewsTable>) =>
+  db
+    .insertInto('payment_reviews')
+    .values(row)
+    .onConflict((oc) => oc.column('transaction_uuid').where('status', '=', 'open').doNothing())
+    .execute()
+
+export const openReviewOf = (db: Executor, transactionUuid: string) =>
+  db
+    .selectFrom('payment_reviews')
+    .selectAll()
+    .where('transaction_uuid', '=', transactionUuid)
+    .where('status', '=', 'open')
+    .executeTakeFirst()
+
+/** The transaction by its primary key, whoever's it is (a worker's read). */
+export const findAnyByUuid = (db: Executor, uuid: string) => selectOneBy(db, 'transactions', 'uuid', uuid)

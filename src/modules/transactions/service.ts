@@ -18,7 +18,14 @@ import {
 } from './queries.ts'
 import type { CreateTransactionInput, ListTransactionsInput } from './schemas.ts'
 import { settleDueTransactions } from './settlement.ts'
-import { expireOverdueTransactions, markTransactionRefunded, receiveProviderCallback } from './status.ts'
+import {
+  applyProviderReport,
+  expireOverdueTransactions,
+  markTransactionRefunded,
+  type ProviderReport,
+  receiveProviderCallback,
+} from './status.ts'
+import { syncHandedOverPayments } from './sync.ts'
 import { transactionView } from './view.ts'
 
 export type { TransactionDeps } from './deps.ts'
@@ -37,6 +44,11 @@ export function createTransactionService(deps: TransactionDeps) {
     toView: (row: TransactionRow) => transactionView(deps, row),
     receiveProviderCallback: (connectorName: string, body: unknown) =>
       receiveProviderCallback(deps, connectorName, body),
+    /** A report of the provider a payment was handed to, in the caller's transaction. */
+    applyReport: (trx: Executor, uuid: string, report: ProviderReport) =>
+      applyProviderReport(deps, trx, uuid, report),
+    /** Asks providers about payments whose status sync is due; answers how many it asked about. */
+    syncHandedOver: (limit?: number, now?: Date) => syncHandedOverPayments(deps, limit, now),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedTransaction(deps, auth, uuid),
     findByPaymentToken: (token: string) => findTransactionByPaymentToken(deps, token),
     amountOf: (uuid: string) => transactionAmount(deps, uuid),

@@ -2,7 +2,7 @@ import type { ProviderCallback, ProviderOutcome } from '../../connectors/types.t
 import type { Executor } from '../../db/index.ts'
 import type { TransactionRow, TransactionUpdate } from '../../db/types.ts'
 import { AppError, notFound } from '../../http/errors.ts'
-import { isUuid } from '../../lib/ids.ts'
+import { isUuid, newId } from '../../lib/ids.ts'
 import { applyProviderOutcome, changeStatus, type StatusTable } from '../status-change.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -128,4 +128,56 @@ export async function markTransactionRefunded(
     fields: {},
     refundUuid,
   })
+}
+
+/** What a provider reported about a payment it holds: the outcome, and the amount it took when it says so. */
+export interface ProviderReport {
+  outcome: ProviderOutcome
+  amount: number | null
+  currency: string | null
+  /** The connector account's name, and the provider's id for the report (its callback's id). */
+  connector: string
+  reference: string | null
+  accountUuid: string
+}
+
+export type ReportResult = 'applied' | 'duplicate' | 'stale' | 'review'
+
+/**
+ * A provider's report about a payment handed to it (a verified callback, or status sync's answer), in the
+ * caller's transaction: the same outcome handler as every provider's word, but a `paid` for another amount or
+ * currency than the payment's is never applied: it opens a review (docs/API.md, Payments under review), which
+ * the operator resolves.
+ */
+export async function applyProviderReport(
+  deps: Deps,
+  trx: Executor,
+  transactionUuid: string,
+  report: ProviderReport,
+): Promise<{ result: ReportResult; row: TransactionRow }> {
+  const row = await repo.lockByUuid(trx, transactionUuid)
+  if (!row) throw notFound('transaction')
+  const mismatch =
+    report.outcome === 'paid' &&
+    ((report.amount !== null && report.amount !== row.amount) ||
+      (report.currency !== null && report.currency !== row.currency))
+  if (mismatch && transition(row.status as TransactionStatus, 'paid').kind === 'applied') {
+    const at = new Date()
+    await repo.openReview(trx, {
+      uuid: newId(),
+      transaction_uuid: row.uuid,
+      account_uuid: report.accountUuid,
+      outcome: report.outcome,
+      reported_amount: report.amount ?? row.amount,
+      reported_currency: report.currency ?? row.currency,
+      status: 'open',
+      resolution: null,
+      created_at: at,
+      updated_at: at,
+    })
+    return { result: 'review', row }
+  }
+  const kind = transition(row.status as TransactionStatus, report.outcome).kind
+  const applied = await applyTransactionOutcome(deps, trx, row, report.outcome, report)
+  return { result: kind, row: applied.row }
 }

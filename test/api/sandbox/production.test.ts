@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Mode } from '../../../src/db/types.ts'
+import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
 import { suiteContext } from '../../helpers/suite.ts'
@@ -16,6 +17,8 @@ const SIMULATIONS = [
 for (const backend of backends()) {
   describe(`sandbox with APP_ENV=production (${backend})`, () => {
     const ctx = suiteContext(backend, { config: { appEnv: 'production' } })
+    // Production has no default provider for live payments: they go to an acquirer (the emulator).
+    suiteAcquirer(ctx)
 
     const create = async (mode: Mode) => {
       const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(), { as: { mode } })

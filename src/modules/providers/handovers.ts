@@ -1,0 +1,119 @@
+import type { ProviderPayment } from '../../connectors/types.ts'
+import type { Executor } from '../../db/index.ts'
+import { newId } from '../../lib/ids.ts'
+import type { ProviderDeps } from './accounts.ts'
+import * as repo from './repository.ts'
+
+/**
+ * The record of payments handed to providers (docs/OPERATIONS.md, Hand-over and status sync): each try along a
+ * payment's route, the account that has it with the provider's reference, and when status sync asks next. The
+ * hand-over itself is the transactions module's: it calls the connector between these writes.
+ */
+export function createHandoverRecords(deps: ProviderDeps) {
+  return {
+    /**
+     * In the caller's transaction: the try at `position` begins, and the payment is with `accountUuid`. It is due
+     * for status sync after `leaseMs`, so a process killed during the provider call leaves it to a worker.
+     */
+    async begin(
+      trx: Executor,
+      input: { transactionUuid: string; accountUuid: string; position: number; at: Date; leaseMs: number },
+    ): Promise<string> {
+      const uuid = newId()
+      const { transactionUuid, accountUuid, position, at } = input
+      await repo.insertAttempt(trx, {
+        uuid,
+        transaction_uuid: transactionUuid,
+        position,
+        account_uuid: accountUuid,
+        result: 'started',
+        provider_reference: null,
+        detail: 'handing over',
+        created_at: at,
+        updated_at: at,
+      })
+      const due = new Date(at.getTime() + input.leaseMs)
+      if (position === 0)
+        await repo.insertHandover(trx, {
+          transaction_uuid: transactionUuid,
+          account_uuid: accountUuid,
+          state: 'handing_over',
+          provider_reference: null,
+          redirect_url: null,
+          sync_due_at: due,
+          created_at: at,
+          updated_at: at,
+        })
+      else
+        await repo.updateHandover(trx, transactionUuid, {
+          account_uuid: accountUuid,
+          state: 'handing_over',
+          sync_due_at: due,
+          updated_at: at,
+        })
+      return uuid
+    },
+
+    /** In the caller's transaction: the provider took the payment; status sync asks after `syncAt`. */
+    async accepted(
+      trx: Executor,
+      input: {
+        transactionUuid: string
+        attemptUuid: string
+        payment: ProviderPayment
+        at: Date
+        syncAt: Date
+      },
+    ): Promise<void> {
+      const { payment, at } = input
+      await repo.updateAttempt(trx, input.attemptUuid, {
+        result: 'accepted',
+        provider_reference: payment.reference,
+        detail: 'accepted',
+        updated_at: at,
+      })
+      await repo.updateHandover(trx, input.transactionUuid, {
+        state: 'handed_over',
+        provider_reference: payment.reference,
+        redirect_url: payment.redirectUrl,
+        sync_due_at: input.syncAt,
+        sync_count: 0,
+        updated_at: at,
+      })
+    },
+
+    /** The try ended without the provider taking the payment. */
+    tryFailed: (
+      db: Executor,
+      attemptUuid: string,
+      result: 'refused' | 'no_answer',
+      detail: string,
+      at: Date,
+    ) => repo.updateAttempt(db, attemptUuid, { result, detail: detail.slice(0, 500), updated_at: at }),
+
+    /** No account took the payment, or the payment is final: status sync never asks about it again. */
+    close: (db: Executor, transactionUuid: string, state: 'failed' | 'final', at: Date) =>
+      repo.updateHandover(db, transactionUuid, { state, sync_due_at: null, updated_at: at }),
+
+    /** When status sync asks next (null: never), after `count` asks. */
+    schedule: (db: Executor, transactionUuid: string, due: Date | null, count: number, at: Date) =>
+      repo.updateHandover(db, transactionUuid, { sync_due_at: due, sync_count: count, updated_at: at }),
+
+    /** The try a hand-over stopped in (begun, never ended: its process was killed during the call). */
+    startedAttempt: (db: Executor, transactionUuid: string) =>
+      db
+        .selectFrom('payment_attempts')
+        .select(['uuid', 'position'])
+        .where('transaction_uuid', '=', transactionUuid)
+        .where('result', '=', 'started')
+        .orderBy('position', 'desc')
+        .executeTakeFirst(),
+    find: (db: Executor, transactionUuid: string) => repo.findHandover(db, transactionUuid),
+    /** The hand-over `reference` names at the account; none for a reference no provider could have answered. */
+    findByReference: async (db: Executor, accountUuid: string, reference: string) =>
+      reference.includes('\u0000') ? undefined : repo.findHandoverByReference(db, accountUuid, reference),
+    attempts: (transactionUuid: string) => repo.listAttempts(deps.db, transactionUuid),
+    claimDue: (now: Date, limit: number, leaseMs: number) =>
+      repo.claimDueHandovers(deps.db, now, limit, leaseMs),
+  }
+}

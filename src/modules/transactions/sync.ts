@@ -1,0 +1,96 @@
+import type { Selectable } from 'kysely'
+import type { PaymentHandoversTable, TransactionRow } from '../../db/types.ts'
+import type { TransactionDeps } from './deps.ts'
+import { failHandedOver, HANDOVER_LEASE_MS, orderOf, recordAccepted } from './handover.ts'
+import * as repo from './repository.ts'
+import { applyProviderReport } from './status.ts'
+
+type Deps = Pick<TransactionDeps, 'db' | 'config' | 'merchants' | 'ledger' | 'webhooks' | 'providers'>
+type Handover = Selectable<PaymentHandoversTable>
+
+/** Statuses that no provider's word can change any more: status sync stops asking. */
+const SETTLED = new Set(['paid', 'partially_refunded', 'refunded', 'failed'])
+/** How many providers' answers one worker waits on at once. */
+const CONCURRENCY = 16
+
+/**
+ * Status sync (docs/OPERATIONS.md, Hand-over and status sync): up to `limit` payments whose ask is due are claimed
+ * (a lease, so a killed worker's claim comes back) and their providers asked, 16 at a time. What a provider answers
+ * goes through the same handler as its callback. A hand-over a killed process left unfinished is finished with the
+ * same idempotent call. Answers how many it asked about.
+ */
+export async function syncHandedOverPayments(deps: Deps, limit = 100, now = new Date()): Promise<number> {
+  const due = await deps.providers.handovers.claimDue(now, limit, HANDOVER_LEASE_MS)
+  for (let i = 0; i < due.length; i += CONCURRENCY)
+    await Promise.all(due.slice(i, i + CONCURRENCY).map((handover) => syncOne(deps, handover, now)))
+  return due.length
+}
+
+async function syncOne(deps: Deps, handover: Handover, now: Date): Promise<void> {
+  const records = deps.providers.handovers
+  const row = await repo.findAnyByUuid(deps.db, handover.transaction_uuid)
+  if (!row || SETTLED.has(row.status)) {
+    await records.close(deps.db, handover.transaction_uuid, 'final', now)
+    return
+  }
+  const { account, connector } = await deps.providers.accounts.connector(handover.account_uuid)
+  if (handover.state === 'handing_over') {
+    const attempt = await records.startedAttempt(deps.db, row.uuid)
+    if (attempt) {
+      const answer = await connector.createPayment(orderOf(deps, row))
+      if (answer.kind === 'accepted') {
+        await recordAccepted(deps, row, attempt.uuid, answer)
+        return
+      }
+      if (answer.kind === 'refused') {
+        await records.tryFailed(deps.db, attempt.uuid, 'refused', `${answer.code}: ${answer.message}`, now)
+        await failHandedOver(deps, row.uuid, account.name)
+        return
+      }
+    }
+    await scheduleNext(deps, handover, row, now, 'no_answer')
+    return
+  }
+  if (!handover.provider_reference) return scheduleNext(deps, handover, row, now, 'no_answer')
+  const status = await connector.paymentStatus(handover.provider_reference)
+  if (status.kind === 'known' && status.status !== 'pending') {
+    const applied = await deps.db.transaction().execute(async (trx) => {
+      const report = await applyProviderReport(deps, trx, row.uuid, {
+        outcome: status.status as Exclude<typeof status.status, 'pending'>,
+        amount: status.amount,
+        currency: status.currency,
+        connector: account.name,
+        reference: null,
+        accountUuid: account.uuid,
+      })
+      if (SETTLED.has(report.row.status)) await records.close(trx, row.uuid, 'final', now)
+      return report
+    })
+    if (SETTLED.has(applied.row.status)) return
+    return scheduleNext(deps, handover, applied.row, now, status.kind)
+  }
+  return scheduleNext(deps, handover, row, now, status.kind)
+}
+
+/**
+ * The next ask, by the schedule; past the payment's expiry and the grace there is none, and a payment its
+ * provider never heard of fails then.
+ */
+async function scheduleNext(
+  deps: Deps,
+  handover: Handover,
+  row: TransactionRow,
+  now: Date,
+  answer: 'known' | 'unknown' | 'no_answer',
+): Promise<void> {
+  const { scheduleMs, graceMs } = deps.config.providerSync
+  const count = handover.sync_count + 1
+  const interval = scheduleMs[Math.min(count, scheduleMs.length - 1)] as number
+  const next = new Date(now.getTime() + interval)
+  if (next.getTime() <= row.expires_at.getTime() + graceMs) {
+    await deps.providers.handovers.schedule(deps.db, row.uuid, next, count, now)
+    return
+  }
+  if (answer === 'unknown' && row.status === 'pending') await failHandedOver(deps, row.uuid, 'status-sync')
+  else await deps.providers.handovers.close(deps.db, row.uuid, 'final', now)
+}
