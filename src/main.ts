@@ -117,7 +117,14 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
         : createServices(handle.background, config)
   const workers = jobServices ? startWorkers(handle, jobServices, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
-  setMetricSources({ outbox: () => services.webhooks.outboxStats(), pool: () => handle.poolStats() })
+  setMetricSources({
+    outbox: () => services.webhooks.outboxStats(),
+    pool: () => handle.poolStats(),
+    providers: async () => ({
+      syncLagSeconds: await services.providers.handovers.syncLagSeconds(),
+      routesWithoutAccount: await services.providers.routes.withoutAccount(),
+    }),
+  })
   const metricsServer = config.metrics
     ? await startMetricsServer(config.metrics.port, config.metrics.host)
     : null

@@ -73,6 +73,8 @@ export const jobLag = gauge(
 export interface MetricSources {
   outbox(): Promise<{ depth: number; oldestAgeSeconds: number }>
   pool(): { total: number; idle: number; waiting: number; max: number } | null
+  /** How far status sync is behind, and how many route keys no enabled account serves. */
+  providers?(): Promise<{ syncLagSeconds: number; routesWithoutAccount: number }>
 }
 
 let sources: MetricSources | null = null
@@ -103,6 +105,24 @@ gauge(
     const pool = sources?.pool()
     if (!pool) return
     for (const state of ['total', 'idle', 'waiting', 'max'] as const) connections.set({ state }, pool[state])
+  },
+)
+
+gauge(
+  'provider_status_sync_lag_seconds',
+  'How long the most overdue status sync of a payment handed to a provider has been due (0 when none)',
+  [],
+  async (lag) => {
+    if (sources?.providers) lag.set((await sources.providers()).syncLagSeconds)
+  },
+)
+
+gauge(
+  'provider_routes_without_account',
+  'Routes whose connector accounts are all disabled: their payments or payouts are refused',
+  [],
+  async (routes) => {
+    if (sources?.providers) routes.set((await sources.providers()).routesWithoutAccount)
   },
 )
 

@@ -80,9 +80,13 @@ for (const backend of backends()) {
       await providers.routes.set(card(merchant), ['acq-a', 'acq-b'])
       await providers.accounts.setStatus('acq-a', 'disabled')
       assert.deepEqual(await resolved(merchant), ['acq-b'])
+      const before = await providers.routes.withoutAccount()
       await providers.accounts.setStatus('acq-b', 'disabled')
       assert.deepEqual(await resolved(merchant), [])
+      // The operator's alert: the merchant's two card routes (any currency, RUB) are served by nothing now.
+      assert.equal(await providers.routes.withoutAccount(), before + 2)
       await providers.accounts.setStatus('acq-a', 'enabled')
+      assert.equal(await providers.routes.withoutAccount(), before)
       await providers.accounts.setStatus('acq-b', 'enabled')
     })
 

@@ -112,6 +112,16 @@ export function createHandoverRecords(deps: ProviderDeps) {
     /** The hand-over `reference` names at the account; none for a reference no provider could have answered. */
     findByReference: async (db: Executor, accountUuid: string, reference: string) =>
       reference.includes('\u0000') ? undefined : repo.findHandoverByReference(db, accountUuid, reference),
+    /** Seconds since the most overdue status sync was due (0 when none is). */
+    async syncLagSeconds(now = new Date()): Promise<number> {
+      const row = await deps.db
+        .selectFrom('payment_handovers')
+        .select((eb) => eb.fn.min('sync_due_at').as('due'))
+        .where('sync_due_at', '<=', now)
+        .executeTakeFirst()
+      const due = row?.due ? new Date(row.due as Date | string) : null
+      return due ? Math.max(0, (now.getTime() - due.getTime()) / 1000) : 0
+    },
     attempts: (transactionUuid: string) => repo.listAttempts(deps.db, transactionUuid),
     claimDue: (now: Date, limit: number, leaseMs: number) =>
       repo.claimDueHandovers(deps.db, now, limit, leaseMs),

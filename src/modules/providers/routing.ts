@@ -115,6 +115,18 @@ export function createRouting(deps: ProviderDeps) {
       return Number(removed.numDeletedRows) > 0
     },
 
+    /** How many route keys have no enabled account: what they route is refused (live) or left to the simulator. */
+    async withoutAccount(): Promise<number> {
+      const row = await db
+        .selectFrom('connector_routes as r')
+        .innerJoin('connector_accounts as a', 'a.uuid', 'r.account_uuid')
+        .select(['r.merchant_uuid', 'r.mode', 'r.subject', 'r.method', 'r.currency', 'r.network'])
+        .groupBy(['r.merchant_uuid', 'r.mode', 'r.subject', 'r.method', 'r.currency', 'r.network'])
+        .having((eb) => eb.fn.count('a.uuid').filterWhere('a.status', '=', 'enabled'), '=', 0)
+        .execute()
+      return row.length
+    },
+
     /** Every route (or a merchant's and the defaults), each with its accounts in order. */
     async list(filter: { merchantUuid?: string } = {}): Promise<RouteView[]> {
       let query = db
