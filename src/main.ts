@@ -13,6 +13,7 @@ import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
 import { registerConnectorCommands } from './modules/providers/cli.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
+import { registerPaymentCommands } from './modules/transactions/cli.ts'
 import { PAYMENT_METHODS } from './modules/transactions/schemas.ts'
 import { CLI } from './modules/users/deps.ts'
 import { DEMO_OWNER_EMAIL, seedDemo } from './seed.ts'
@@ -497,6 +498,12 @@ registerConnectorCommands(program, {
       throw new UserError((error as Error).message)
     }
   },
+})
+
+registerPaymentCommands(program, {
+  withTransactions: (work) => withServices((services) => asUserError(() => work(services.transactions))),
+  out,
+  parseCount: (name, value, max) => integer(name, 1, max)(value),
 })
 
 class UserError extends Error {}

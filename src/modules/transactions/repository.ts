@@ -188,12 +188,18 @@ export async function dailyPayments(db: Executor, scope: Scope, since: Date): Pr
   }))
 }
 
-/** Opens a review of what a provider reported, unless the payment has one open already. */
+/**
+ * Opens a review of what a provider reported, unless the payment has one open already. The partial index's
+ * predicate is written as a literal: as a parameter, a prepared statement's generic plan (from its sixth run on)
+ * could no longer match it to the index, and PostgreSQL refuses an ON CONFLICT without one.
+ */
 export const openReview = (db: Executor, row: Insertable<PaymentReviewsTable>) =>
   db
     .insertInto('payment_reviews')
     .values(row)
-    .onConflict((oc) => oc.column('transaction_uuid').where('status', '=', 'open').doNothing())
+    .onConflict((oc) =>
+      oc.column('transaction_uuid').where(sql.ref('status'), '=', sql.lit('open')).doNothing(),
+    )
     .execute()
 
 export const openReviewOf = (db: Executor, transactionUuid: string) =>
@@ -206,3 +212,69 @@ export const openReviewOf = (db: Executor, transactionUuid: string) =>
 
 /** The transaction by its primary key, whoever's it is (a worker's read). */
 export const findAnyByUuid = (db: Executor, uuid: string) => selectOneBy(db, 'transactions', 'uuid', uuid)
+
+/** The payment's latest review, locked for the rest of the caller's transaction (who holds the payment's lock). */
+export const lockLatestReview = (db: Executor, transactionUuid: string) =>
+  db
+    .selectFrom('payment_reviews')
+    .selectAll()
+    .where('transaction_uuid', '=', transactionUuid)
+    .orderBy('created_at', 'desc')
+    .orderBy('uuid', 'desc')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst()
+
+/** A review the operator resolved by returning this amount: a provider repeating that report changes nothing. */
+export const findRefundedReview = (db: Executor, transactionUuid: string, amount: number, currency: string) =>
+  db
+    .selectFrom('payment_reviews')
+    .select('uuid')
+    .where('transaction_uuid', '=', transactionUuid)
+    .where('status', '=', 'refunded')
+    .where('reported_amount', '=', amount)
+    .where('reported_currency', '=', currency)
+    .executeTakeFirst()
+
+/** The review leaves `open` for how the operator resolved it. */
+export const resolveReview = (
+  db: Executor,
+  uuid: string,
+  status: 'accepted' | 'refunded',
+  resolution: string,
+  at: Date,
+) =>
+  db
+    .updateTable('payment_reviews')
+    .set({ status, resolution, updated_at: at })
+    .where('uuid', '=', uuid)
+    .where('status', '=', 'open')
+    .executeTakeFirstOrThrow()
+
+/** Reviews with their payments, newest first: the operator's list. */
+export const listReviews = (db: Executor, filter: { open: boolean; limit: number }) => {
+  let query = db
+    .selectFrom('payment_reviews as r')
+    .innerJoin('transactions as t', 't.uuid', 'r.transaction_uuid')
+    .select([
+      'r.uuid',
+      'r.transaction_uuid',
+      'r.account_uuid',
+      'r.status',
+      'r.reported_amount',
+      'r.reported_currency',
+      'r.resolution',
+      'r.created_at',
+      'r.updated_at',
+      't.merchant_uuid',
+      't.mode',
+      't.status as payment_status',
+      't.amount',
+      't.currency',
+    ])
+    .orderBy('r.created_at', 'desc')
+    .orderBy('r.uuid', 'desc')
+    .limit(filter.limit)
+  if (filter.open) query = query.where('r.status', '=', 'open')
+  return query.execute()
+}

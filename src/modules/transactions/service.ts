@@ -16,6 +16,7 @@ import {
   TRANSACTION_LIST,
   transactionAmount,
 } from './queries.ts'
+import { acceptReview, listReviews, refundReview } from './reviews.ts'
 import type { CreateTransactionInput, ListTransactionsInput } from './schemas.ts'
 import { settleDueTransactions } from './settlement.ts'
 import {
@@ -47,6 +48,12 @@ export function createTransactionService(deps: TransactionDeps) {
     /** A report of the provider a payment was handed to, in the caller's transaction. */
     applyReport: (trx: Executor, uuid: string, report: ProviderReport) =>
       applyProviderReport(deps, trx, uuid, report),
+    /** Payments under review (docs/OPERATIONS.md, Payments under review), newest first. */
+    reviews: (filter?: { open?: boolean; limit?: number }) => listReviews(deps, filter),
+    /** The operator accepts the amount the provider received: the payment is paid for it. */
+    acceptReview: (paymentUuid: string, note?: string) => acceptReview(deps, paymentUuid, note),
+    /** The operator has the money returned: the payment ends failed, the review refunded. */
+    refundReview: (paymentUuid: string, note?: string) => refundReview(deps, paymentUuid, note),
     /** Asks providers about payments whose status sync is due; answers how many it asked about. */
     syncHandedOver: (limit?: number, now?: Date) => syncHandedOverPayments(deps, limit, now),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedTransaction(deps, auth, uuid),

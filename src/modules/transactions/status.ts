@@ -162,6 +162,16 @@ export async function applyProviderReport(
     ((report.amount !== null && report.amount !== row.amount) ||
       (report.currency !== null && report.currency !== row.currency))
   if (mismatch && transition(row.status as TransactionStatus, 'paid').kind === 'applied') {
+    // The same report again after the operator had that money returned: the review it opened is resolved.
+    if (
+      await repo.findRefundedReview(
+        trx,
+        row.uuid,
+        report.amount ?? row.amount,
+        report.currency ?? row.currency,
+      )
+    )
+      return { result: 'duplicate', row }
     const at = new Date()
     await repo.openReview(trx, {
       uuid: newId(),
