@@ -146,7 +146,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     },
   })
   const sandbox = createSandboxService({ config, simulator, transactions, payouts })
-  const checkout = createCheckoutService({ transactions, merchants, sandbox })
+  const checkout = createCheckoutService({ db, transactions, merchants, sandbox, providers })
   const users = createUserService({ db, config, merchants })
   return {
     merchants,

@@ -35,6 +35,12 @@ const SECURITY_HEADERS: Record<string, string> = {
 const TokenParams = Type.Object({ token: Type.String() }, { additionalProperties: false })
 const hide = { hide: true }
 
+/** Whether the customer is back from the provider's page: `returned=1` (given twice or more, once suffices). */
+const isReturned = (query: unknown): boolean => {
+  const returned = (query as Record<string, unknown> | undefined)?.returned
+  return returned === '1' || (Array.isArray(returned) && returned.includes('1'))
+}
+
 /** The hosted payment page (docs/API.md, The hosted payment page): no credentials, reached by its own random token. */
 export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutService }> = async (
   app,
@@ -59,6 +65,9 @@ export const checkoutRoutes: FastifyPluginAsyncTypebox<{ checkout: CheckoutServi
 
   app.get('/pay/:token', { schema: { ...hide, params: TokenParams } }, async (request, reply) => {
     const data = await checkout.page(request.params.token)
+    // A live payment a provider took is paid on the provider's page: the customer goes there, and the provider
+    // sends them back with `returned=1` to follow the status here (docs/API.md, Live payments: the provider's page).
+    if (data?.providerPage && !isReturned(request.query)) return reply.redirect(data.providerPage, 303)
     reply.type('text/html; charset=utf-8')
     if (!data) return reply.code(404).send(renderNotFound())
     return reply.send(renderPage(data))

@@ -1,6 +1,8 @@
+import type { Db } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import { currencyExponent, minorToDecimal } from '../../lib/money.ts'
 import type { MerchantService } from '../merchants/service.ts'
+import type { ProviderService } from '../providers/service.ts'
 import type { SandboxService } from '../sandbox/service.ts'
 import type { TransactionService } from '../transactions/service.ts'
 
@@ -53,9 +55,11 @@ export function formatAmount(amountMinor: number, currency: string, locale = 'en
 export type CheckoutService = ReturnType<typeof createCheckoutService>
 
 export interface CheckoutDeps {
+  db: Db
   transactions: TransactionService
   merchants: MerchantService
   sandbox: SandboxService
+  providers: Pick<ProviderService, 'handovers'>
   now: () => Date
 }
 
@@ -98,10 +102,33 @@ async function findByToken(
   return TOKEN.test(token) ? deps.transactions.findByPaymentToken(token) : undefined
 }
 
-/** Everything the page shows, or null for a token that names nothing. */
+/**
+ * Where the customer pays a live payment that a provider took: its payment page (an http or https address only),
+ * while the payment is pending to the customer; null when the page itself is where they pay or wait. A test-mode
+ * payment keeps its page and its simulate buttons, whatever account took it.
+ */
+async function providerPageOf(
+  deps: Pick<CheckoutDeps, 'db' | 'providers'>,
+  row: TransactionRow,
+  status: PageStatus,
+): Promise<string | null> {
+  if (row.mode !== 'live' || status !== 'pending') return null
+  const handover = await deps.providers.handovers.find(deps.db, row.uuid)
+  if (handover?.state !== 'handed_over' || !handover.redirect_url) return null
+  return /^https?:\/\//i.test(handover.redirect_url) && URL.canParse(handover.redirect_url)
+    ? handover.redirect_url
+    : null
+}
+
+/**
+ * Everything the page shows, or null for a token that names nothing. `providerPage` is where the customer goes
+ * to pay instead (docs/API.md, Live payments: the provider's page).
+ */
 export async function checkoutPage(deps: CheckoutDeps, token: string) {
   const row = await findByToken(deps, token)
   if (!row) return null
+  const view = statusView(deps, row)
+  const providerPage = await providerPageOf(deps, row, view.status)
   const merchant = await deps.merchants.getMerchant(row.merchant_uuid)
   return {
     token,
@@ -112,7 +139,8 @@ export async function checkoutPage(deps: CheckoutDeps, token: string) {
     paymentMethod: row.payment_method,
     requisites: row.requisites as Record<string, string> | null,
     testMode: row.mode === 'test',
-    ...statusView(deps, row),
+    providerPage,
+    ...view,
   }
 }
 
