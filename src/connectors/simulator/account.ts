@@ -2,23 +2,46 @@ import type {
   AccountConnector,
   HandOverAnswer,
   PaymentOrder,
+  ProviderOutcome,
   ProviderPayment,
   ProviderPaymentStatus,
 } from '../types.ts'
 
+interface HeldPayment {
+  status: 'pending' | ProviderOutcome
+  amount: number
+  currency: string
+}
+
 /**
  * A `simulator` connector account: it takes every payment at once, with no payment page of its own (the hosted
- * page's sandbox buttons and the sandbox API decide the outcome), and answers `pending` until they do.
+ * page's sandbox buttons and the sandbox API decide the outcome). It remembers what it took for the life of its
+ * process: it answers the status of those, and gives no answer about any other (it may have held it before a
+ * restart), so that status sync never fails a payment on the simulator's word.
  */
 export class SimulatorAccountConnector implements AccountConnector {
   readonly kind = 'simulator'
+  readonly #held = new Map<string, HeldPayment>()
 
   async createPayment(order: PaymentOrder): Promise<HandOverAnswer<ProviderPayment>> {
-    return { kind: 'accepted', reference: `sim_${order.paymentUuid}`, redirectUrl: null, requisites: null }
+    const reference = `sim_${order.paymentUuid}`
+    if (!this.#held.has(reference))
+      this.#held.set(reference, { status: 'pending', amount: order.amount, currency: order.currency })
+    return { kind: 'accepted', reference, redirectUrl: null, requisites: null }
   }
 
-  async paymentStatus(_reference: string): Promise<ProviderPaymentStatus> {
-    return { kind: 'no_answer', reason: 'the simulator reports outcomes through the sandbox only' }
+  async paymentStatus(reference: string): Promise<ProviderPaymentStatus> {
+    const held = this.#held.get(reference)
+    if (!held) return { kind: 'no_answer', reason: 'the simulator holds no such payment in this process' }
+    return { kind: 'known', ...held }
+  }
+
+  /** The sandbox's decision about a payment the simulator holds; false when it holds none by that reference. */
+  decide(reference: string, outcome: ProviderOutcome): boolean {
+    const held = this.#held.get(reference)
+    if (!held) return false
+    if (held.status === 'pending') held.status = outcome
+    return true
   }
 
   close = async () => {}

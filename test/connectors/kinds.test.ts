@@ -1,0 +1,102 @@
+import type { AddressInfo } from 'node:net'
+import { parseAcquirerCallback } from '../../src/connectors/http-acquirer/callbacks.ts'
+import {
+  newCallbackSecret,
+  signCallback,
+  verifyCallback,
+} from '../../src/connectors/http-acquirer/signature.ts'
+import { CONNECTOR_KIND_NAMES, type ConnectorKind } from '../../src/connectors/kinds.ts'
+import { buildConnector } from '../../src/connectors/registry.ts'
+import { SimulatorAccountConnector } from '../../src/connectors/simulator/account.ts'
+import { buildEmulator } from '../../src/emulator/server.ts'
+import { connectorKit, type KitKind } from './kit.ts'
+
+/**
+ * Every connector kind, registered in the kit: a new kind adds its entry here (a record, so the type check fails
+ * until it does).
+ */
+const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
+  simulator: {
+    slow: false,
+    signedCallbacks: false,
+    async start() {
+      const connector = new SimulatorAccountConnector()
+      return {
+        connector,
+        async decide(reference, outcome) {
+          if (!connector.decide(reference, outcome)) throw new Error(`the simulator holds no ${reference}`)
+        },
+        unknownReference: 'sim_never-given',
+        unknownAnswer: 'no_answer',
+        close: () => connector.close(),
+      }
+    },
+  },
+  'http-acquirer': {
+    slow: true,
+    signedCallbacks: true,
+    async start() {
+      const emulator = buildEmulator({ apiKey: 'sk_kit', publicUrl: 'http://emulator.test' })
+      await emulator.listen({ port: 0, host: '127.0.0.1' })
+      const base = `http://127.0.0.1:${(emulator.server.address() as AddressInfo).port}`
+      const connector = buildConnector(
+        'http-acquirer',
+        { base_url: `${base}/v1`, timeout_ms: 2000 },
+        { api_key: 'sk_kit' },
+      )
+      const admin = async (method: string, path: string, body: unknown) => {
+        const res = await fetch(`${base}${path}`, {
+          method,
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`)
+      }
+      const secret = newCallbackSecret()
+      const STATUS = { paid: 'succeeded', failed: 'failed', expired: 'expired' } as const
+      let sequence = 0
+      return {
+        connector,
+        decide: (reference, outcome) =>
+          admin('POST', `/admin/payments/${reference}/decide`, { status: STATUS[outcome] }),
+        unknownReference: 'acq_never-given',
+        unknownAnswer: 'unknown',
+        slow: {
+          start: () => admin('PUT', '/admin/faults', { timeout_rate: 1 }),
+          restore: () => admin('PUT', '/admin/faults', { timeout_rate: 0 }),
+        },
+        callbacks: {
+          signed(reference, outcome, options = {}) {
+            const id = `evt_kit_${++sequence}`
+            const body = JSON.stringify({
+              id,
+              type: `payment.${STATUS[outcome]}`,
+              data: { reference, amount: 150_000, currency: 'RUB' },
+            })
+            return {
+              body,
+              headers: signCallback([options.secret ?? secret], id, options.at ?? new Date(), body),
+            }
+          },
+          verify: (body, headers) => verifyCallback(body, headers, [secret]),
+          read(body) {
+            const parsed = parseAcquirerCallback(body)
+            if (!('callback' in parsed)) return null
+            const [subject, event] = parsed.callback.type.split('.')
+            const outcome = { succeeded: 'paid', failed: 'failed', expired: 'expired' }[event as string]
+            return subject === 'payment' && outcome
+              ? { reference: parsed.callback.data.reference, outcome: outcome as 'paid' }
+              : null
+          },
+          otherSecret: newCallbackSecret(),
+        },
+        async close() {
+          await connector.close()
+          await emulator.close()
+        },
+      }
+    },
+  },
+}
+
+for (const kind of CONNECTOR_KIND_NAMES) connectorKit({ kind, ...KINDS[kind] })
