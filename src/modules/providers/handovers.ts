@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import type { ProviderPayment } from '../../connectors/types.ts'
 import type { Executor } from '../../db/index.ts'
 import { newId } from '../../lib/ids.ts'
@@ -94,6 +95,29 @@ export function createHandoverRecords(deps: ProviderDeps) {
     /** No account took the payment, or the payment is final: status sync never asks about it again. */
     close: (db: Executor, transactionUuid: string, state: 'failed' | 'final', at: Date) =>
       repo.updateHandover(db, transactionUuid, { state, sync_due_at: null, updated_at: at }),
+
+    /**
+     * Status sync's next asks, in one statement: each hand-over still under the claim that ends at `claimedUntil`
+     * (one a callback or a hint has changed since keeps what they set) is asked again at `due`, after `count` asks.
+     */
+    async scheduleMany(
+      db: Executor,
+      entries: { transactionUuid: string; due: Date; count: number }[],
+      claimedUntil: Date,
+      at: Date,
+    ): Promise<void> {
+      if (entries.length === 0) return
+      await sql`UPDATE payment_handovers AS h
+        SET sync_due_at = v.due, sync_count = v.count, updated_at = ${at.toISOString()}::timestamptz
+        FROM unnest(
+          ${`{${entries.map((e) => e.transactionUuid).join(',')}}`}::uuid[],
+          ${`{${entries.map((e) => e.due.toISOString()).join(',')}}`}::timestamptz[],
+          ${`{${entries.map((e) => e.count).join(',')}}`}::int[]
+        ) AS v(uuid, due, count)
+        WHERE h.transaction_uuid = v.uuid AND h.sync_due_at = ${claimedUntil.toISOString()}::timestamptz`.execute(
+        db,
+      )
+    },
 
     /** When status sync asks next (null: never), after `count` asks. */
     schedule: (db: Executor, transactionUuid: string, due: Date | null, count: number, at: Date) =>

@@ -13,43 +13,77 @@ const SETTLED = new Set(['paid', 'partially_refunded', 'refunded', 'failed'])
 /** How many providers' answers one worker waits on at once. */
 const CONCURRENCY = 16
 
+/** What one ask came to: a next ask to schedule with the batch's, or nothing more to do. */
+type Next = { transactionUuid: string; due: Date; count: number } | null
+
 /**
  * Status sync (docs/OPERATIONS.md, Hand-over and status sync): up to `limit` payments whose ask is due are claimed
  * (a lease, so a killed worker's claim comes back) and their providers asked, 16 at a time. What a provider answers
  * goes through the same handler as its callback. A hand-over a killed process left unfinished is finished with the
- * same idempotent call. Answers how many it asked about.
+ * same idempotent call. The batch's payments are read in one statement, and their next asks written in one.
+ * Answers how many it asked about.
  */
 export async function syncHandedOverPayments(deps: Deps, limit = 100, now = new Date()): Promise<number> {
-  const due = await deps.providers.handovers.claimDue(now, limit, HANDOVER_LEASE_MS)
+  const leaseMs = HANDOVER_LEASE_MS
+  const due = await deps.providers.handovers.claimDue(now, limit, leaseMs)
+  if (due.length === 0) return 0
+  const rows = new Map(
+    (
+      await repo.findManyByUuid(
+        deps.db,
+        due.map((h) => h.transaction_uuid),
+      )
+    ).map((row) => [row.uuid, row]),
+  )
+  const connectors = new Map<string, ReturnType<Deps['providers']['accounts']['connector']>>()
+  const connectorOf = (accountUuid: string) => {
+    let connector = connectors.get(accountUuid)
+    if (!connector) {
+      connector = deps.providers.accounts.connector(accountUuid)
+      connectors.set(accountUuid, connector)
+    }
+    return connector
+  }
+  const next: NonNullable<Next>[] = []
   for (let i = 0; i < due.length; i += CONCURRENCY)
-    await Promise.all(due.slice(i, i + CONCURRENCY).map((handover) => syncOne(deps, handover, now)))
+    for (const planned of await Promise.all(
+      due
+        .slice(i, i + CONCURRENCY)
+        .map((handover) => syncOne(deps, handover, rows.get(handover.transaction_uuid), connectorOf, now)),
+    ))
+      if (planned) next.push(planned)
+  await deps.providers.handovers.scheduleMany(deps.db, next, new Date(now.getTime() + leaseMs), now)
   return due.length
 }
 
-async function syncOne(deps: Deps, handover: Handover, now: Date): Promise<void> {
+async function syncOne(
+  deps: Deps,
+  handover: Handover,
+  row: TransactionRow | undefined,
+  connectorOf: (accountUuid: string) => ReturnType<Deps['providers']['accounts']['connector']>,
+  now: Date,
+): Promise<Next> {
   const records = deps.providers.handovers
-  const row = await repo.findAnyByUuid(deps.db, handover.transaction_uuid)
   if (!row || SETTLED.has(row.status)) {
     await records.close(deps.db, handover.transaction_uuid, 'final', now)
-    return
+    return null
   }
-  const { account, connector } = await deps.providers.accounts.connector(handover.account_uuid)
+  const { account, connector } = await connectorOf(handover.account_uuid)
   if (handover.state === 'handing_over') {
     const attempt = await records.startedAttempt(deps.db, row.uuid)
     if (attempt) {
       const answer = await connector.createPayment(orderOf(deps, row))
       if (answer.kind === 'accepted') {
         await recordAccepted(deps, row, attempt.uuid, answer)
-        return
+        return null
       }
       if (answer.kind === 'refused') {
         await records.tryFailed(deps.db, attempt.uuid, 'refused', `${answer.code}: ${answer.message}`, now)
         await failHandedOver(deps, row.uuid, account.name)
-        return
+        return null
       }
     }
-    await scheduleNext(deps, handover, row, now, 'no_answer')
-    return
+    return scheduleNext(deps, handover, row, now, 'no_answer')
   }
   if (!handover.provider_reference) return scheduleNext(deps, handover, row, now, 'no_answer')
   const status = await connector.paymentStatus(handover.provider_reference)
@@ -66,7 +100,7 @@ async function syncOne(deps: Deps, handover: Handover, now: Date): Promise<void>
       if (SETTLED.has(report.row.status)) await records.close(trx, row.uuid, 'final', now)
       return report
     })
-    if (SETTLED.has(applied.row.status)) return
+    if (SETTLED.has(applied.row.status)) return null
     return scheduleNext(deps, handover, applied.row, now, status.kind)
   }
   return scheduleNext(deps, handover, row, now, status.kind)
@@ -82,15 +116,13 @@ async function scheduleNext(
   row: TransactionRow,
   now: Date,
   answer: 'known' | 'unknown' | 'no_answer',
-): Promise<void> {
+): Promise<Next> {
   const { scheduleMs, graceMs } = deps.config.providerSync
   const count = handover.sync_count + 1
   const interval = scheduleMs[Math.min(count, scheduleMs.length - 1)] as number
-  const next = new Date(now.getTime() + interval)
-  if (next.getTime() <= row.expires_at.getTime() + graceMs) {
-    await deps.providers.handovers.schedule(deps.db, row.uuid, next, count, now)
-    return
-  }
+  const due = new Date(now.getTime() + interval)
+  if (due.getTime() <= row.expires_at.getTime() + graceMs) return { transactionUuid: row.uuid, due, count }
   if (answer === 'unknown' && row.status === 'pending') await failHandedOver(deps, row.uuid, 'status-sync')
   else await deps.providers.handovers.close(deps.db, row.uuid, 'final', now)
+  return null
 }
