@@ -108,7 +108,9 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
   const providers = createProviderService({
     db,
     config,
-    payments: () => ({ apply: (trx, uuid, report) => transactions.applyReport(trx, uuid, report) }),
+    payments: () => ({
+      apply: (trx, uuid, report, before) => transactions.applyReport(trx, uuid, report, before),
+    }),
   })
   const transactions = createTransactionService({
     db,

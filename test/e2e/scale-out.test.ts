@@ -469,6 +469,9 @@ describe('scale-out: two API processes and one worker on one PostgreSQL and one 
       )
       for (const state of ['total', 'idle', 'waiting'])
         assert.notEqual(sample(text, 'db_pool_connections', { state }), null, `db_pool_connections ${state}`)
+      // No payment is handed to a provider and no route is set: nothing overdue, nothing unserved.
+      assert.equal(sample(text, 'provider_status_sync_lag_seconds'), 0)
+      assert.equal(sample(text, 'provider_routes_without_account'), 0)
     }
     // An API process runs no jobs and delivers nothing: those series have no samples there.
     assert.equal(sample(apiText, 'worker_job_lag_seconds', { job: 'expiry' }), null)

@@ -38,6 +38,8 @@ export interface PaymentReports {
       reference: string | null
       accountUuid: string
     },
+    /** Runs in `trx` once the result is known, before the payment changes (and its money moves). */
+    before?: (result: 'applied' | 'duplicate' | 'stale' | 'review') => Promise<unknown>,
   ): Promise<{ result: 'applied' | 'duplicate' | 'stale' | 'review'; row: { status: string } }>
 }
 

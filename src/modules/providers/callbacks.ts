@@ -99,16 +99,30 @@ export function createCallbackReceiver(
         `no ${subject} handed to this account has reference ${callback.data.reference}`,
       )
     const outcome = PAYMENT_OUTCOMES[event as keyof typeof PAYMENT_OUTCOMES]
-    const { result, row } = await deps.payments().apply(trx, handover.transaction_uuid, {
-      outcome,
-      amount: callback.data.amount ?? null,
-      currency: callback.data.currency ?? null,
-      connector: account.name,
-      reference: callback.id,
-      accountUuid: account.uuid,
-    })
-    if (row.status !== 'pending') await handovers.close(trx, handover.transaction_uuid, 'final', new Date())
-    return log(trx, result, DETAILS[result](handover.transaction_uuid, outcome, callback))
+    const payment = handover.transaction_uuid
+    let logged: readonly [ConnectorCallbackResult, string] | undefined
+    // Kept before the payment changes, in the same transaction: its money moves last, just before the commit.
+    const record = async (result: keyof typeof DETAILS) => {
+      // An outcome that moved the payment ends status sync's asks: the provider has said.
+      if (result === 'applied') await handovers.close(trx, payment, 'final', new Date())
+      logged = await log(trx, result, DETAILS[result](payment, outcome, callback))
+    }
+    const { result } = await deps.payments().apply(
+      trx,
+      payment,
+      {
+        outcome,
+        amount: callback.data.amount ?? null,
+        currency: callback.data.currency ?? null,
+        connector: account.name,
+        reference: callback.id,
+        accountUuid: account.uuid,
+      },
+      record,
+    )
+    // A review changes nothing of the payment: it is kept without going through `record`.
+    if (!logged) await record(result)
+    return logged as readonly [ConnectorCallbackResult, string]
   }
 
   return {

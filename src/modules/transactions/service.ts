@@ -24,6 +24,7 @@ import {
   expireOverdueTransactions,
   markTransactionRefunded,
   type ProviderReport,
+  type ReportResult,
   receiveProviderCallback,
 } from './status.ts'
 import { syncHandedOverPayments } from './sync.ts'
@@ -46,8 +47,12 @@ export function createTransactionService(deps: TransactionDeps) {
     receiveProviderCallback: (connectorName: string, body: unknown) =>
       receiveProviderCallback(deps, connectorName, body),
     /** A report of the provider a payment was handed to, in the caller's transaction. */
-    applyReport: (trx: Executor, uuid: string, report: ProviderReport) =>
-      applyProviderReport(deps, trx, uuid, report),
+    applyReport: (
+      trx: Executor,
+      uuid: string,
+      report: ProviderReport,
+      before?: (result: ReportResult) => Promise<unknown>,
+    ) => applyProviderReport(deps, trx, uuid, report, before),
     /** Payments under review (docs/OPERATIONS.md, Payments under review), newest first. */
     reviews: (filter?: { open?: boolean; limit?: number }) => listReviews(deps, filter),
     /** The operator accepts the amount the provider received: the payment is paid for it. */

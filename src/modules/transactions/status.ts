@@ -154,6 +154,8 @@ export async function applyProviderReport(
   trx: Executor,
   transactionUuid: string,
   report: ProviderReport,
+  /** Runs in `trx` once the result is known and before anything changes: the caller's own record of it. */
+  before?: (result: ReportResult) => Promise<unknown>,
 ): Promise<{ result: ReportResult; row: TransactionRow }> {
   const row = await repo.lockByUuid(trx, transactionUuid)
   if (!row) throw notFound('transaction')
@@ -188,6 +190,9 @@ export async function applyProviderReport(
     return { result: 'review', row }
   }
   const kind = transition(row.status as TransactionStatus, report.outcome).kind
+  // What the caller records of it goes first: the money moves last, so the merchant's balances are locked for
+  // the shortest time before the commit.
+  await before?.(kind)
   const applied = await applyTransactionOutcome(deps, trx, row, report.outcome, report)
   return { result: kind, row: applied.row }
 }
