@@ -8,10 +8,12 @@ import { applyTransactionOutcome } from './status.ts'
 type Deps = Pick<TransactionDeps, 'db' | 'config' | 'merchants' | 'ledger' | 'webhooks' | 'providers'>
 
 /**
- * How long a try may take before status sync takes the payment over: past the account's time-out, so a live
- * try is never raced, and bounded so that a process killed mid-call leaves the payment waiting that long at most.
+ * How long a try may take before status sync takes the payment over (PROVIDER_HANDOVER_LEASE_MS, 30 s): past the
+ * account's time-out, so a live try is never raced, and bounded so that a process killed mid-call leaves the
+ * payment waiting that long at most.
  */
-export const HANDOVER_LEASE_MS = 30_000
+export const handoverLeaseMs = (deps: Pick<TransactionDeps, 'config'>) =>
+  deps.config.providerSync.handoverLeaseMs
 
 /** Where the provider's payment page sends the customer back: the hosted page, told the customer is back. */
 export const returnUrlOf = (deps: Pick<TransactionDeps, 'config'>, row: TransactionRow) =>
@@ -54,7 +56,7 @@ export async function handOverPayment(
               accountUuid: account.uuid,
               position,
               at: new Date(),
-              leaseMs: HANDOVER_LEASE_MS,
+              leaseMs: handoverLeaseMs(deps),
             }),
           )
     const { connector } = await deps.providers.accounts.connector(account.uuid)

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { PaymentHandoversTable, TransactionRow } from '../../db/types.ts'
 import type { TransactionDeps } from './deps.ts'
-import { failHandedOver, HANDOVER_LEASE_MS, orderOf, recordAccepted } from './handover.ts'
+import { failHandedOver, handoverLeaseMs, orderOf, recordAccepted } from './handover.ts'
 import * as repo from './repository.ts'
 import { applyProviderReport } from './status.ts'
 
@@ -20,7 +20,7 @@ const CONCURRENCY = 16
  * same idempotent call. Answers how many it asked about.
  */
 export async function syncHandedOverPayments(deps: Deps, limit = 100, now = new Date()): Promise<number> {
-  const due = await deps.providers.handovers.claimDue(now, limit, HANDOVER_LEASE_MS)
+  const due = await deps.providers.handovers.claimDue(now, limit, handoverLeaseMs(deps))
   for (let i = 0; i < due.length; i += CONCURRENCY)
     await Promise.all(due.slice(i, i + CONCURRENCY).map((handover) => syncOne(deps, handover, now)))
   return due.length
