@@ -54,7 +54,11 @@ export function createHandoverRecords(deps: ProviderDeps) {
       return uuid
     },
 
-    /** In the caller's transaction: the provider took the payment; status sync asks after `syncAt`. */
+    /**
+     * In the caller's transaction: the provider took the payment on this try; status sync asks after `syncAt`.
+     * The hand-over keeps it only while it still waits on this try's account (a try that outlasted its lease
+     * may answer after status sync or the next account's try has taken over): whether it did.
+     */
     async accepted(
       trx: Executor,
       input: {
@@ -64,7 +68,7 @@ export function createHandoverRecords(deps: ProviderDeps) {
         at: Date
         syncAt: Date
       },
-    ): Promise<void> {
+    ): Promise<boolean> {
       const { payment, at } = input
       await repo.updateAttempt(trx, input.attemptUuid, {
         result: 'accepted',
@@ -72,7 +76,7 @@ export function createHandoverRecords(deps: ProviderDeps) {
         detail: 'accepted',
         updated_at: at,
       })
-      await repo.updateHandover(trx, input.transactionUuid, {
+      const recorded = await repo.recordHandedOver(trx, input.transactionUuid, input.attemptUuid, {
         state: 'handed_over',
         provider_reference: payment.reference,
         redirect_url: payment.redirectUrl,
@@ -80,6 +84,7 @@ export function createHandoverRecords(deps: ProviderDeps) {
         sync_count: 0,
         updated_at: at,
       })
+      return recorded === 1
     },
 
     /** The try ended without the provider taking the payment. */

@@ -82,6 +82,31 @@ export const updateHandover = (
   change: Updateable<PaymentHandoversTable>,
 ) => db.updateTable('payment_handovers').set(change).where('transaction_uuid', '=', transactionUuid).execute()
 
+/**
+ * The try `attemptUuid` took the payment: its hand-over records it, if it still waits on that try's account. A
+ * hand-over that moved on (status sync finished it, or the next account's try began) is left as it is: how many
+ * rows changed (0 or 1).
+ */
+export const recordHandedOver = async (
+  db: Executor,
+  transactionUuid: string,
+  attemptUuid: string,
+  change: Updateable<PaymentHandoversTable>,
+) =>
+  Number(
+    (
+      await db
+        .updateTable('payment_handovers')
+        .set(change)
+        .where('transaction_uuid', '=', transactionUuid)
+        .where('state', '=', 'handing_over')
+        .where('account_uuid', '=', (eb) =>
+          eb.selectFrom('payment_attempts').select('account_uuid').where('uuid', '=', attemptUuid),
+        )
+        .executeTakeFirst()
+    ).numUpdatedRows,
+  )
+
 export const findHandover = (db: Executor, transactionUuid: string) =>
   db
     .selectFrom('payment_handovers')

@@ -82,7 +82,10 @@ export function failHandedOver(deps: Deps, uuid: string, connector: string): Pro
   })
 }
 
-/** The provider took the payment: its reference, page and requisites are kept, and status sync is scheduled. */
+/**
+ * The provider took the payment: its reference, page and requisites are kept, and status sync is scheduled; unless
+ * the hand-over has moved on from this try meanwhile, which then only records what the provider answered.
+ */
 export function recordAccepted(
   deps: Deps,
   row: TransactionRow,
@@ -92,14 +95,14 @@ export function recordAccepted(
   return deps.db.transaction().execute(async (trx) => {
     const at = new Date()
     const first = deps.config.providerSync.scheduleMs[0] ?? 60_000
-    await deps.providers.handovers.accepted(trx, {
+    const kept = await deps.providers.handovers.accepted(trx, {
       transactionUuid: row.uuid,
       attemptUuid: attempt,
       payment,
       at,
       syncAt: new Date(at.getTime() + first),
     })
-    if (!payment.requisites) return row
+    if (!kept || !payment.requisites) return row
     // A host-to-host payment shows the requisites its provider gave.
     return repo.updateTransaction(trx, row.uuid, { requisites: JSON.stringify(payment.requisites) })
   })
