@@ -119,7 +119,6 @@ export async function createTransaction(
       const first = await deps.providers.handovers.begin(trx, {
         transactionUuid: inserted.uuid,
         accountUuid: (route[0] as (typeof route)[number]).uuid,
-        position: 0,
         at: now,
         leaseMs: handoverLeaseMs(deps),
       })

@@ -51,7 +51,7 @@ export async function handOverPayment(
       position === 0
         ? firstAttempt
         : await deps.db.transaction().execute((trx) =>
-            records.begin(trx, {
+            records.next(trx, {
               transactionUuid: row.uuid,
               accountUuid: account.uuid,
               position,
@@ -59,6 +59,8 @@ export async function handOverPayment(
               leaseMs: handoverLeaseMs(deps),
             }),
           )
+    // Status sync finished the hand-over meanwhile: it made the try before again, which outlasted its lease.
+    if (attempt === null) return (await repo.findAnyByUuid(deps.db, row.uuid)) as TransactionRow
     const { connector } = await deps.providers.accounts.connector(account.uuid)
     const answer = await connector.createPayment(order)
     if (answer.kind === 'accepted') return recordAccepted(deps, row, attempt, answer)

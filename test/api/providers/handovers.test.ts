@@ -51,14 +51,8 @@ for (const backend of backends()) {
       }
     }
 
-    it('a first try that answers after the next account took the payment does not take it back', async () => {
-      // The first account never answers the live try (its 1 s time-out ends it); the second answers at once.
-      const first = await acquirer('first', 1000, { timeout_rate: 1 })
-      const second = await acquirer('second', 2000, {})
-      await ctx.services.providers.routes.set(
-        { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
-        ['first', 'second'],
-      )
+    /** A live card payment created (its answer awaited later), once its insert with its first try committed. */
+    async function startPayment() {
       const body = newTransaction()
       const created = call(ctx, 'POST', '/integration/transactions', body, { as: { mode: 'live' } })
       const { uuid } = await eventually(
@@ -71,6 +65,20 @@ for (const backend of backends()) {
         5000,
         5,
       )
+      return { uuid, created }
+    }
+    const route = (accounts: string[]) =>
+      ctx.services.providers.routes.set(
+        { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
+        accounts,
+      )
+
+    it('a first try that answers after the next account took the payment does not take it back', async () => {
+      // The first account never answers the live try (its 1 s time-out ends it); the second answers at once.
+      const first = await acquirer('first', 1000, { timeout_rate: 1 })
+      const second = await acquirer('second', 2000, {})
+      await route(['first', 'second'])
+      const { uuid, created } = await startPayment()
       // Status sync's call to the first account, made while the live try waits, with a time-out raised meanwhile,
       // is answered after 2 s: by then the live try has ended and the second account has the payment.
       await first.setFaults({ latency_ms: 2000 })
@@ -106,6 +114,35 @@ for (const backend of backends()) {
         atSecond.reference,
       )
       assert.equal(found?.transaction_uuid, uuid)
+    })
+
+    it('a live try that ends without an answer after status sync handed the payment over leaves it there', async () => {
+      // The first account never answers the live try (its 1 s time-out ends it); status sync's call of it, made
+      // while the live try waits, is answered in 0.3 s.
+      const first = await acquirer('early-first', 1000, { timeout_rate: 1 })
+      const second = await acquirer('early-second', 2000, {})
+      await route(['early-first', 'early-second'])
+      const { uuid, created } = await startPayment()
+      await first.setFaults({ latency_ms: 300 })
+      assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
+      const answer = await created
+      assert.equal(answer.statusCode, 201, answer.body)
+      assert.equal(answer.json().status, 'pending')
+
+      // The payment stays with the first account, which took it; the second was never asked.
+      const [atFirst] = await first.payments(uuid)
+      assert.ok(atFirst)
+      assert.deepEqual(await second.payments(uuid), [])
+      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
+      assert.deepEqual(
+        [handover?.state, handover?.account_uuid, handover?.provider_reference],
+        ['handed_over', first.uuid, atFirst.reference],
+      )
+      const attempts = await ctx.services.providers.handovers.attempts(uuid)
+      assert.deepEqual(
+        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
+        [[0, 'early-first', 'accepted', atFirst.reference]],
+      )
     })
   })
 }
