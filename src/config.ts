@@ -63,9 +63,10 @@ export interface Config {
   /**
    * When status sync asks a provider about a payment it holds, in milliseconds after each previous ask
    * (PROVIDER_SYNC_SCHEDULE, seconds separated by commas); after the last, again at the last interval until the
-   * payment expires plus PROVIDER_SYNC_GRACE_SECONDS.
+   * payment expires plus PROVIDER_SYNC_GRACE_SECONDS. `handoverLeaseMs` (PROVIDER_HANDOVER_LEASE_MS): how long a
+   * try of a hand-over, or a status ask, may take before status sync takes the payment over.
    */
-  providerSync: { scheduleMs: number[]; graceMs: number }
+  providerSync: { scheduleMs: number[]; graceMs: number; handoverLeaseMs: number }
   /**
    * Which peers' X-Forwarded-For is believed for the client's address (Fastify's `trustProxy`): false (none,
    * the default), the addresses and CIDR ranges of the proxies, or a count of proxy hops (as a function).
@@ -381,6 +382,7 @@ export function loadConfig(env: Env = process.env): Config {
         [60, 300, 900, 3600],
       ),
       graceMs: parsePositive('PROVIDER_SYNC_GRACE_SECONDS', env.PROVIDER_SYNC_GRACE_SECONDS, 3600) * 1000,
+      handoverLeaseMs: parsePositive('PROVIDER_HANDOVER_LEASE_MS', env.PROVIDER_HANDOVER_LEASE_MS, 30_000),
     },
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     hstsMaxAgeSeconds:

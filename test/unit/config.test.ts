@@ -193,6 +193,19 @@ describe('loadConfig', () => {
       )
   })
 
+  it('PROVIDER_HANDOVER_LEASE_MS defaults to 30 s and must be a positive number', () => {
+    assert.equal(loadConfig(PRODUCTION).providerSync.handoverLeaseMs, 30_000)
+    assert.equal(
+      loadConfig({ ...DEVELOPMENT, PROVIDER_HANDOVER_LEASE_MS: '4000' }).providerSync.handoverLeaseMs,
+      4000,
+    )
+    for (const bad of ['0', '-1', 'soon'])
+      refused(
+        { ...DEVELOPMENT, PROVIDER_HANDOVER_LEASE_MS: bad },
+        /PROVIDER_HANDOVER_LEASE_MS must be a positive number/,
+      )
+  })
+
   it('dashboard sessions: 30 min idle and 12 h absolute by default, each from 1 min to 30 days, idle within absolute', () => {
     const defaults = loadConfig(DEVELOPMENT).dashboard
     assert.equal(defaults.sessionIdleSeconds, 1800)

@@ -13,49 +13,51 @@ import * as repo from './repository.ts'
 export function createHandoverRecords(deps: ProviderDeps) {
   return {
     /**
-     * In the caller's transaction: the try at `position` begins, and the payment is with `accountUuid`. It is due
-     * for status sync after `leaseMs`, so a process killed during the provider call leaves it to a worker.
+     * In the caller's transaction (the payment's insert): the first try begins, and the payment is with
+     * `accountUuid`. It is due for status sync after `leaseMs`, so a process killed during the provider call
+     * leaves it to a worker.
      */
     async begin(
       trx: Executor,
-      input: { transactionUuid: string; accountUuid: string; position: number; at: Date; leaseMs: number },
+      input: { transactionUuid: string; accountUuid: string; at: Date; leaseMs: number },
     ): Promise<string> {
-      const uuid = newId()
-      const { transactionUuid, accountUuid, position, at } = input
-      await repo.insertAttempt(trx, {
-        uuid,
+      const { transactionUuid, accountUuid, at } = input
+      await repo.insertHandover(trx, {
         transaction_uuid: transactionUuid,
-        position,
         account_uuid: accountUuid,
-        result: 'started',
+        state: 'handing_over',
         provider_reference: null,
-        detail: 'handing over',
+        redirect_url: null,
+        sync_due_at: new Date(at.getTime() + input.leaseMs),
         created_at: at,
         updated_at: at,
       })
-      const due = new Date(at.getTime() + input.leaseMs)
-      if (position === 0)
-        await repo.insertHandover(trx, {
-          transaction_uuid: transactionUuid,
-          account_uuid: accountUuid,
-          state: 'handing_over',
-          provider_reference: null,
-          redirect_url: null,
-          sync_due_at: due,
-          created_at: at,
-          updated_at: at,
-        })
-      else
-        await repo.updateHandover(trx, transactionUuid, {
-          account_uuid: accountUuid,
-          state: 'handing_over',
-          sync_due_at: due,
-          updated_at: at,
-        })
-      return uuid
+      return insertStartedAttempt(trx, transactionUuid, accountUuid, 0, at)
     },
 
-    /** In the caller's transaction: the provider took the payment; status sync asks after `syncAt`. */
+    /**
+     * In the caller's transaction: the try at `position` begins, and the payment is with `accountUuid`, due for
+     * status sync after `leaseMs`; unless the hand-over no longer waits on a try (status sync finished the one
+     * before, whose call outlasted its lease): then null, and nothing changes.
+     */
+    async next(
+      trx: Executor,
+      input: { transactionUuid: string; accountUuid: string; position: number; at: Date; leaseMs: number },
+    ): Promise<string | null> {
+      const { transactionUuid, accountUuid, position, at } = input
+      const moved = await repo.moveHandover(trx, transactionUuid, {
+        account_uuid: accountUuid,
+        sync_due_at: new Date(at.getTime() + input.leaseMs),
+        updated_at: at,
+      })
+      return moved === 1 ? insertStartedAttempt(trx, transactionUuid, accountUuid, position, at) : null
+    },
+
+    /**
+     * In the caller's transaction: the provider took the payment on this try; status sync asks after `syncAt`.
+     * The hand-over keeps it only while it still waits on this try's account (a try that outlasted its lease
+     * may answer after status sync or the next account's try has taken over): whether it did.
+     */
     async accepted(
       trx: Executor,
       input: {
@@ -65,7 +67,7 @@ export function createHandoverRecords(deps: ProviderDeps) {
         at: Date
         syncAt: Date
       },
-    ): Promise<void> {
+    ): Promise<boolean> {
       const { payment, at } = input
       await repo.updateAttempt(trx, input.attemptUuid, {
         result: 'accepted',
@@ -73,7 +75,7 @@ export function createHandoverRecords(deps: ProviderDeps) {
         detail: 'accepted',
         updated_at: at,
       })
-      await repo.updateHandover(trx, input.transactionUuid, {
+      const recorded = await repo.recordHandedOver(trx, input.transactionUuid, input.attemptUuid, {
         state: 'handed_over',
         provider_reference: payment.reference,
         redirect_url: payment.redirectUrl,
@@ -81,16 +83,20 @@ export function createHandoverRecords(deps: ProviderDeps) {
         sync_count: 0,
         updated_at: at,
       })
+      return recorded === 1
     },
 
-    /** The try ended without the provider taking the payment. */
+    /**
+     * The try ended without the provider taking the payment; a try already ended otherwise (status sync's call
+     * of it was answered) keeps that end.
+     */
     tryFailed: (
       db: Executor,
       attemptUuid: string,
       result: 'refused' | 'no_answer',
       detail: string,
       at: Date,
-    ) => repo.updateAttempt(db, attemptUuid, { result, detail: detail.slice(0, 500), updated_at: at }),
+    ) => repo.endStartedAttempt(db, attemptUuid, { result, detail: detail.slice(0, 500), updated_at: at }),
 
     /** No account took the payment, or the payment is final: status sync never asks about it again. */
     close: (db: Executor, transactionUuid: string, state: 'failed' | 'final', at: Date) =>
@@ -150,4 +156,26 @@ export function createHandoverRecords(deps: ProviderDeps) {
     claimDue: (now: Date, limit: number, leaseMs: number) =>
       repo.claimDueHandovers(deps.db, now, limit, leaseMs),
   }
+}
+
+async function insertStartedAttempt(
+  trx: Executor,
+  transactionUuid: string,
+  accountUuid: string,
+  position: number,
+  at: Date,
+): Promise<string> {
+  const uuid = newId()
+  await repo.insertAttempt(trx, {
+    uuid,
+    transaction_uuid: transactionUuid,
+    position,
+    account_uuid: accountUuid,
+    result: 'started',
+    provider_reference: null,
+    detail: 'handing over',
+    created_at: at,
+    updated_at: at,
+  })
+  return uuid
 }

@@ -57,6 +57,23 @@ export const insertAttempt = (db: Executor, row: Insertable<PaymentAttemptsTable
 export const updateAttempt = (db: Executor, uuid: string, change: Updateable<PaymentAttemptsTable>) =>
   db.updateTable('payment_attempts').set(change).where('uuid', '=', uuid).execute()
 
+/** Ends a try that is still `started`: how many rows changed (0 or 1). */
+export const endStartedAttempt = async (
+  db: Executor,
+  uuid: string,
+  change: Updateable<PaymentAttemptsTable>,
+) =>
+  Number(
+    (
+      await db
+        .updateTable('payment_attempts')
+        .set(change)
+        .where('uuid', '=', uuid)
+        .where('result', '=', 'started')
+        .executeTakeFirst()
+    ).numUpdatedRows,
+  )
+
 export const listAttempts = (db: Executor, transactionUuid: string) =>
   db
     .selectFrom('payment_attempts as t')
@@ -81,6 +98,48 @@ export const updateHandover = (
   transactionUuid: string,
   change: Updateable<PaymentHandoversTable>,
 ) => db.updateTable('payment_handovers').set(change).where('transaction_uuid', '=', transactionUuid).execute()
+
+/**
+ * The try `attemptUuid` took the payment: its hand-over records it, if it still waits on that try's account. A
+ * hand-over that moved on (status sync finished it, or the next account's try began) is left as it is: how many
+ * rows changed (0 or 1).
+ */
+export const recordHandedOver = async (
+  db: Executor,
+  transactionUuid: string,
+  attemptUuid: string,
+  change: Updateable<PaymentHandoversTable>,
+) =>
+  Number(
+    (
+      await db
+        .updateTable('payment_handovers')
+        .set(change)
+        .where('transaction_uuid', '=', transactionUuid)
+        .where('state', '=', 'handing_over')
+        .where('account_uuid', '=', (eb) =>
+          eb.selectFrom('payment_attempts').select('account_uuid').where('uuid', '=', attemptUuid),
+        )
+        .executeTakeFirst()
+    ).numUpdatedRows,
+  )
+
+/** The hand-over goes on to another account's try, if it still waits on one: how many rows changed (0 or 1). */
+export const moveHandover = async (
+  db: Executor,
+  transactionUuid: string,
+  change: Updateable<PaymentHandoversTable>,
+) =>
+  Number(
+    (
+      await db
+        .updateTable('payment_handovers')
+        .set(change)
+        .where('transaction_uuid', '=', transactionUuid)
+        .where('state', '=', 'handing_over')
+        .executeTakeFirst()
+    ).numUpdatedRows,
+  )
 
 export const findHandover = (db: Executor, transactionUuid: string) =>
   db

@@ -7,7 +7,7 @@ import { newId, newPaymentToken } from '../../lib/ids.ts'
 import { computeFees, convertFloor } from '../../lib/money.ts'
 import { isH2hMethod } from '../requisites/service.ts'
 import type { TransactionDeps } from './deps.ts'
-import { HANDOVER_LEASE_MS, handOverPayment } from './handover.ts'
+import { handOverPayment, handoverLeaseMs } from './handover.ts'
 import * as repo from './repository.ts'
 import { type CreateTransactionInput, PAYMENT_METHODS, type TransactionView } from './schemas.ts'
 import { transactionView } from './view.ts'
@@ -119,9 +119,8 @@ export async function createTransaction(
       const first = await deps.providers.handovers.begin(trx, {
         transactionUuid: inserted.uuid,
         accountUuid: (route[0] as (typeof route)[number]).uuid,
-        position: 0,
         at: now,
-        leaseMs: HANDOVER_LEASE_MS,
+        leaseMs: handoverLeaseMs(deps),
       })
       return [inserted, first] as const
     })

@@ -8,10 +8,12 @@ import { applyTransactionOutcome } from './status.ts'
 type Deps = Pick<TransactionDeps, 'db' | 'config' | 'merchants' | 'ledger' | 'webhooks' | 'providers'>
 
 /**
- * How long a try may take before status sync takes the payment over: past the account's time-out, so a live
- * try is never raced, and bounded so that a process killed mid-call leaves the payment waiting that long at most.
+ * How long a try may take before status sync takes the payment over (PROVIDER_HANDOVER_LEASE_MS, 30 s): past the
+ * account's time-out, so a live try is never raced, and bounded so that a process killed mid-call leaves the
+ * payment waiting that long at most.
  */
-export const HANDOVER_LEASE_MS = 30_000
+export const handoverLeaseMs = (deps: Pick<TransactionDeps, 'config'>) =>
+  deps.config.providerSync.handoverLeaseMs
 
 /** Where the provider's payment page sends the customer back: the hosted page, told the customer is back. */
 export const returnUrlOf = (deps: Pick<TransactionDeps, 'config'>, row: TransactionRow) =>
@@ -49,14 +51,16 @@ export async function handOverPayment(
       position === 0
         ? firstAttempt
         : await deps.db.transaction().execute((trx) =>
-            records.begin(trx, {
+            records.next(trx, {
               transactionUuid: row.uuid,
               accountUuid: account.uuid,
               position,
               at: new Date(),
-              leaseMs: HANDOVER_LEASE_MS,
+              leaseMs: handoverLeaseMs(deps),
             }),
           )
+    // Status sync finished the hand-over meanwhile: it made the try before again, which outlasted its lease.
+    if (attempt === null) return (await repo.findAnyByUuid(deps.db, row.uuid)) as TransactionRow
     const { connector } = await deps.providers.accounts.connector(account.uuid)
     const answer = await connector.createPayment(order)
     if (answer.kind === 'accepted') return recordAccepted(deps, row, attempt, answer)
@@ -80,7 +84,10 @@ export function failHandedOver(deps: Deps, uuid: string, connector: string): Pro
   })
 }
 
-/** The provider took the payment: its reference, page and requisites are kept, and status sync is scheduled. */
+/**
+ * The provider took the payment: its reference, page and requisites are kept, and status sync is scheduled; unless
+ * the hand-over has moved on from this try meanwhile, which then only records what the provider answered.
+ */
 export function recordAccepted(
   deps: Deps,
   row: TransactionRow,
@@ -90,14 +97,14 @@ export function recordAccepted(
   return deps.db.transaction().execute(async (trx) => {
     const at = new Date()
     const first = deps.config.providerSync.scheduleMs[0] ?? 60_000
-    await deps.providers.handovers.accepted(trx, {
+    const kept = await deps.providers.handovers.accepted(trx, {
       transactionUuid: row.uuid,
       attemptUuid: attempt,
       payment,
       at,
       syncAt: new Date(at.getTime() + first),
     })
-    if (!payment.requisites) return row
+    if (!kept || !payment.requisites) return row
     // A host-to-host payment shows the requisites its provider gave.
     return repo.updateTransaction(trx, row.uuid, { requisites: JSON.stringify(payment.requisites) })
   })

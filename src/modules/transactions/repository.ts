@@ -210,6 +210,9 @@ export const openReviewOf = (db: Executor, transactionUuid: string) =>
     .where('status', '=', 'open')
     .executeTakeFirst()
 
+/** The transaction by its primary key, whoever's it is (a worker's read). */
+export const findAnyByUuid = (db: Executor, uuid: string) => selectOneBy(db, 'transactions', 'uuid', uuid)
+
 /** Transactions by their primary keys, whoever's they are (a worker's read of a batch). */
 export const findManyByUuid = (db: Executor, uuids: string[]) =>
   db.selectFrom('transactions').selectAll().where('uuid', 'in', uuids).execute()

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { PaymentHandoversTable, TransactionRow } from '../../db/types.ts'
 import type { TransactionDeps } from './deps.ts'
-import { failHandedOver, HANDOVER_LEASE_MS, orderOf, recordAccepted } from './handover.ts'
+import { failHandedOver, handoverLeaseMs, orderOf, recordAccepted } from './handover.ts'
 import * as repo from './repository.ts'
 import { applyProviderReport } from './status.ts'
 
@@ -24,7 +24,7 @@ type Next = { transactionUuid: string; due: Date; count: number } | null
  * Answers how many it asked about.
  */
 export async function syncHandedOverPayments(deps: Deps, limit = 100, now = new Date()): Promise<number> {
-  const leaseMs = HANDOVER_LEASE_MS
+  const leaseMs = handoverLeaseMs(deps)
   const due = await deps.providers.handovers.claimDue(now, limit, leaseMs)
   if (due.length === 0) return 0
   const rows = new Map(

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict'
+import type { AddressInfo } from 'node:net'
+import { describe, it } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildEmulator, parseFaults } from '../../../src/emulator/server.ts'
+import { backends, call, eventually, newTransaction } from '../../helpers/harness.ts'
+import { beforeClose, suiteContext } from '../../helpers/suite.ts'
+
+// The record of a payment's hand-over when two tries of it overlap (docs/OPERATIONS.md, Crashes and recovery).
+for (const backend of backends()) {
+  describe(`hand-over records, tries that overlap (${backend})`, () => {
+    // A lease far shorter than the first account's time-out: status sync takes a live try over while it waits.
+    const ctx = suiteContext(backend, {
+      config: { providerSync: { scheduleMs: [60_000], graceMs: 3_600_000, handoverLeaseMs: 50 } },
+      secrets: ['sk_first', 'sk_second'],
+    })
+    const emulators: FastifyInstance[] = []
+    beforeClose(ctx, () => Promise.all(emulators.map((e) => e.close())))
+
+    /** An emulator, and a live http-acquirer account `name` at it. */
+    async function acquirer(name: string, timeoutMs: number, faults: Record<string, unknown>) {
+      const emulator = buildEmulator({
+        apiKey: `sk_${name}`,
+        publicUrl: `http://${name}.test`,
+        faults: parseFaults(faults),
+      })
+      emulators.push(emulator)
+      await emulator.listen({ port: 0, host: '127.0.0.1' })
+      const base = `http://127.0.0.1:${(emulator.server.address() as AddressInfo).port}`
+      const { account } = await ctx.services.providers.accounts.add({
+        name,
+        kind: 'http-acquirer',
+        mode: 'live',
+        settings: { base_url: `${base}/v1`, timeout_ms: String(timeoutMs) },
+        secrets: { api_key: `sk_${name}` },
+      })
+      return {
+        uuid: account.uuid,
+        async setFaults(given: Record<string, unknown>) {
+          const res = await fetch(`${base}/admin/faults`, {
+            method: 'PUT',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(given),
+          })
+          assert.equal(res.status, 200)
+        },
+        async payments(order: string) {
+          const res = await fetch(`${base}/admin/payments?order_id=${order}`)
+          return (await res.json()) as { reference: string }[]
+        },
+      }
+    }
+
+    /** A live card payment created (its answer awaited later), once its insert with its first try committed. */
+    async function startPayment() {
+      const body = newTransaction()
+      const created = call(ctx, 'POST', '/integration/transactions', body, { as: { mode: 'live' } })
+      const { uuid } = await eventually(
+        () =>
+          ctx.db
+            .selectFrom('transactions')
+            .select('uuid')
+            .where('external_id', '=', body.external_id)
+            .executeTakeFirst(),
+        5000,
+        5,
+      )
+      return { uuid, created }
+    }
+    const route = (accounts: string[]) =>
+      ctx.services.providers.routes.set(
+        { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
+        accounts,
+      )
+
+    it('a first try that answers after the next account took the payment does not take it back', async () => {
+      // The first account never answers the live try (its 1 s time-out ends it); the second answers at once.
+      const first = await acquirer('first', 1000, { timeout_rate: 1 })
+      const second = await acquirer('second', 2000, {})
+      await route(['first', 'second'])
+      const { uuid, created } = await startPayment()
+      // Status sync's call to the first account, made while the live try waits, with a time-out raised meanwhile,
+      // is answered after 2 s: by then the live try has ended and the second account has the payment.
+      await first.setFaults({ latency_ms: 2000 })
+      await ctx.services.providers.accounts.update('first', { settings: { timeout_ms: '5000' } })
+      const synced = await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0)
+      assert.ok(synced)
+      const answer = await created
+      assert.equal(answer.statusCode, 201, answer.body)
+      assert.equal(answer.json().status, 'pending')
+
+      // Each provider holds one payment; the hand-over is the second's, which the live try handed it to.
+      const [atFirst] = await first.payments(uuid)
+      const [atSecond] = await second.payments(uuid)
+      assert.ok(atFirst && atSecond)
+      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
+      assert.deepEqual(
+        [handover?.state, handover?.account_uuid, handover?.provider_reference],
+        ['handed_over', second.uuid, atSecond.reference],
+      )
+      // What each try ended with: the first took it too, late, and keeps its reference for the record.
+      const attempts = await ctx.services.providers.handovers.attempts(uuid)
+      assert.deepEqual(
+        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
+        [
+          [0, 'first', 'accepted', atFirst.reference],
+          [1, 'second', 'accepted', atSecond.reference],
+        ],
+      )
+      // The second provider's word about its payment finds it.
+      const found = await ctx.services.providers.handovers.findByReference(
+        ctx.db,
+        second.uuid,
+        atSecond.reference,
+      )
+      assert.equal(found?.transaction_uuid, uuid)
+    })
+
+    it('a live try that ends without an answer after status sync handed the payment over leaves it there', async () => {
+      // The first account never answers the live try (its 1 s time-out ends it); status sync's call of it, made
+      // while the live try waits, is answered in 0.3 s.
+      const first = await acquirer('early-first', 1000, { timeout_rate: 1 })
+      const second = await acquirer('early-second', 2000, {})
+      await route(['early-first', 'early-second'])
+      const { uuid, created } = await startPayment()
+      await first.setFaults({ latency_ms: 300 })
+      assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
+      const answer = await created
+      assert.equal(answer.statusCode, 201, answer.body)
+      assert.equal(answer.json().status, 'pending')
+
+      // The payment stays with the first account, which took it; the second was never asked.
+      const [atFirst] = await first.payments(uuid)
+      assert.ok(atFirst)
+      assert.deepEqual(await second.payments(uuid), [])
+      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
+      assert.deepEqual(
+        [handover?.state, handover?.account_uuid, handover?.provider_reference],
+        ['handed_over', first.uuid, atFirst.reference],
+      )
+      const attempts = await ctx.services.providers.handovers.attempts(uuid)
+      assert.deepEqual(
+        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
+        [[0, 'early-first', 'accepted', atFirst.reference]],
+      )
+    })
+  })
+}
