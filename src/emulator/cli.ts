@@ -3,6 +3,14 @@ import { type Command, InvalidArgumentError } from 'commander'
 import { namedValues, readSecretSource } from '../lib/cli-values.ts'
 import { buildEmulator, parseFaults } from './server.ts'
 
+/** Milliseconds separated by commas, each a whole number of at least 0. */
+const pauses = (value: string) => {
+  const ms = value.split(',').map((part) => Number(part.trim()))
+  if (ms.some((n) => !Number.isInteger(n) || n < 0))
+    throw new InvalidArgumentError('--callback-retry-ms is whole milliseconds separated by commas.')
+  return ms
+}
+
 const port = (value: string) => {
   const n = Number(value)
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw new InvalidArgumentError('--port is from 1 to 65535.')
@@ -18,6 +26,7 @@ interface EmulatorCommandOptions {
   callbackSecret?: string
   fault: Record<string, string>
   seed: number
+  callbackRetryMs?: number[]
 }
 
 /** `merchant-gateway provider-emulator`: the emulator as a program of its own (docs/CONNECTORS.md). */
@@ -31,6 +40,11 @@ export function registerEmulatorCommand(program: Command, out: (line: string) =>
     .option('--api-key <env:VAR|file:PATH>', 'the API key accounts call it with (default: made and printed)')
     .option('--callback-url <url>', "where it posts its callbacks: the account's callback URL at the gateway")
     .option('--callback-secret <env:VAR|file:PATH>', "the account's callback secret, to sign them with")
+    .option(
+      '--callback-retry-ms <ms,...>',
+      "the pauses before a callback's second, third, … attempt (default 500,1000,2000,4000)",
+      pauses,
+    )
     .option(
       '--fault <name=value>',
       'a fault to start with (repeatable), e.g. error_rate=0.2 or drop_callbacks=true; PUT /admin/faults changes them',
@@ -58,6 +72,7 @@ export function registerEmulatorCommand(program: Command, out: (line: string) =>
         publicUrl,
         callbackUrl: opts.callbackUrl,
         callbackSecret: opts.callbackSecret ? readSecretSource(opts.callbackSecret) : undefined,
+        callbackRetryMs: opts.callbackRetryMs,
       })
       await emulator.listen({ port: opts.port, host: opts.host })
       out(`provider emulator listening on ${publicUrl} (API under ${publicUrl}/v1)`)

@@ -371,6 +371,13 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     },
   )
 
+  app.get<{ Querystring: { order_id?: string } }>('/admin/payments', async (request) =>
+    [...payments.values()]
+      .filter(
+        (payment) => request.query.order_id === undefined || payment.order_id === request.query.order_id,
+      )
+      .map(view),
+  )
   app.get('/admin/callbacks', async () => sent)
   app.get('/admin/faults', async () => faults)
   app.put<{ Body: Record<string, unknown> }>('/admin/faults', async (request, reply) => {

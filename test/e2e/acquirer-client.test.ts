@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { type AcquirerAnswer, AcquirerClient } from '../../src/connectors/http-acquirer/client.ts'
 import { buildEmulator, parseFaults } from '../../src/emulator/server.ts'
 import { eventually } from '../helpers/harness.ts'
+import { START_DEADLINE_MS } from '../helpers/processes.ts'
 import { freePort, programEnv, spawnProgram } from '../helpers/program.ts'
 
 /** The body of an answer that must have succeeded. */
@@ -47,6 +48,11 @@ describe('acquirer client and provider emulator', () => {
     const again = body(await client.createPayment({ ...order, order_id: 'ord-1', method: 'card' }))
     assert.equal(again.reference, first.reference)
     assert.equal(body(await client.payment(first.reference)).status, 'pending')
+    // Its admin API lists the order's payments: one.
+    const listed = await fetch(`${base}/admin/payments?order_id=ord-1`)
+    assert.deepEqual(await listed.json(), [
+      { reference: first.reference, order_id: 'ord-1', status: 'pending', amount: 150000, currency: 'RUB' },
+    ])
     assert.equal((await decide('payments', first.reference, 'succeeded')).status, 200)
     assert.deepEqual(body(await client.payment(first.reference)), {
       reference: first.reference,
@@ -142,8 +148,10 @@ describe('acquirer client and provider emulator', () => {
     const port = await freePort()
     const program = spawnProgram(['provider-emulator', '--port', String(port)], programEnv({}))
     try {
+      // A start compiles the program with tsx first: seconds on a busy machine.
       const key = await eventually(
         async () => /API key: (sk_emulator_\w+)/.exec(program.output())?.[1] ?? null,
+        START_DEADLINE_MS,
       )
       const own = new AcquirerClient({ base_url: `http://127.0.0.1:${port}/v1`, timeout_ms: 2000 }, key)
       const payment = body(await own.createPayment({ ...order, order_id: 'ord-program', method: 'card' }))
