@@ -86,6 +86,38 @@ for (const backend of backends()) {
       assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.failed'])
     })
 
+    it('a payment expired at the gateway and paid at the provider later is found paid, late, with its money', async () => {
+      await acquirer.setFaults({ drop_callbacks: true })
+      const balanceBefore = await liveBalance(ctx, 'USDT')
+      const { payment, reference } = await handedOver()
+      await ctx.db
+        .updateTable('transactions')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('uuid', '=', payment.uuid)
+        .execute()
+      await ctx.services.transactions.expireOverdue()
+      await paymentBecomes(ctx, payment.uuid, 'expired')
+      await decide(acquirer, reference, 'succeeded')
+      const paid = await paymentBecomes(ctx, payment.uuid, 'paid')
+      assert.equal(paid.aggregate_version, 3)
+      assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.expired', 'transaction.paid'])
+      assert.deepEqual(
+        (await providerCallbacks(ctx.db, payment.uuid)).map((row) => [
+          row.connector,
+          row.outcome,
+          row.result,
+        ]),
+        [
+          ['expiry', 'expired', 'applied'],
+          ['acquirer', 'paid', 'applied'],
+        ],
+      )
+      assert.equal((await handoverOf(ctx, payment.uuid))?.sync_due_at, null)
+      const balanceAfter = await liveBalance(ctx, 'USDT')
+      assert.equal(balanceAfter.pending - balanceBefore.pending, payment.settlement_amount)
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
+    })
+
     it('callbacks signed wrongly are refused 401; the status asked from the provider makes the payment paid', async () => {
       await acquirer.setFaults({ wrong_signature: true })
       const { payment, reference } = await handedOver()
