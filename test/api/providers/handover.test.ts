@@ -244,6 +244,16 @@ for (const backend of backends()) {
         `${after.sync_due_at.toISOString()} ${before.sync_due_at.toISOString()}`,
       )
       assert.ok(after.sync_due_at.getTime() <= Date.now(), after.sync_due_at.toISOString())
+      // One round of status sync asks, and the provider's answer is what makes it paid.
+      assert.ok((await ctx.services.transactions.syncHandedOver()) >= 1)
+      const paid = await paymentNow(ctx, payment.uuid)
+      assert.equal(paid.status, 'paid')
+      assert.equal(paid.aggregate_version, 2)
+      assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
+      assert.deepEqual(
+        (await providerCallbacks(ctx.db, payment.uuid)).map((row) => [row.connector, row.provider_reference]),
+        [['acquirer', null]],
+      )
     })
 
     it('a success reported for another amount is not applied: a review opens with the reported amount', async () => {
@@ -288,6 +298,33 @@ for (const backend of backends()) {
         .execute()
       assert.equal(reviewsAfter.length, 1)
       assert.equal((await paymentNow(ctx, payment.uuid)).status, 'pending')
+    })
+
+    it("a host-to-host payment handed over shows the requisites its provider gave, not the pool's", async () => {
+      const key = { merchantUuid: null, mode: 'live', subject: 'payment', method: 'p2p_card' } as const
+      await ctx.services.providers.routes.set(key, ['acquirer'])
+      try {
+        const payment = await livePayment(ctx, { payment_method: 'p2p_card' })
+        assert.equal(payment.status, 'pending')
+        assert.deepEqual(payment.requisites, {
+          card_number: '2200700199990001',
+          bank_name: 'Emulator Bank',
+          holder_name: 'EMULATOR',
+        })
+        assert.equal(payment.h2h_url, `http://gateway.test/integration/transactions/${payment.uuid}/h2h`)
+        const h2h = await call(ctx, 'GET', `/integration/transactions/${payment.uuid}/h2h`, undefined, {
+          as: { mode: 'live' },
+        })
+        assert.equal(h2h.statusCode, 200, h2h.body)
+        assert.deepEqual(h2h.json().requisites, payment.requisites)
+        const handover = await handoverOf(ctx, payment.uuid)
+        assert.equal(handover?.state, 'handed_over')
+        assert.equal(handover?.redirect_url, null)
+        const pool = await ctx.db.selectFrom('requisites').select('assigned_count').execute()
+        assert.ok(pool.every((row) => Number(row.assigned_count) === 0))
+      } finally {
+        await ctx.services.providers.routes.clear(key)
+      }
     })
 
     describe('fallback along the route', () => {
