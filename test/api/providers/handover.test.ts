@@ -407,6 +407,10 @@ for (const backend of backends()) {
         assert.equal(stranded?.status, 'pending')
         assert.notEqual(stranded?.reference, reference)
         assert.ok(!(handover?.redirect_url ?? '').endsWith(stranded?.reference ?? '-'))
+        // Nor does the hosted page the customer opens name it.
+        const page = await ctx.app.inject({ method: 'GET', url: new URL(payment.payment_url).pathname })
+        assert.equal(page.statusCode, 200)
+        assert.ok(!page.body.includes(stranded?.reference ?? '-'))
         await decide(acquirer, reference, 'succeeded')
         await paymentBecomes(ctx, payment.uuid, 'paid', fallbackShop)
         assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
