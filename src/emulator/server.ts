@@ -199,13 +199,20 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1] ?? ''
     if (!constantTimeEqual(given, options.apiKey))
       return refuse(reply, 401, 'unauthorized', 'Unknown API key.')
-    if (faults.latency_ms > 0) await new Promise((resolve) => setTimeout(resolve, faults.latency_ms))
     if (draw() < faults.timeout_rate) {
       // Never answered: the caller's time-out ends it, and the socket closes.
       await new Promise<void>((resolve) => request.raw.socket.once('close', () => resolve()))
       return reply.hijack()
     }
     if (draw() < faults.error_rate) return refuse(reply, 503, 'unavailable', 'Injected failure.')
+  })
+
+  // The wait comes after the work, as with an acquirer slow to answer: a caller that stops waiting has still
+  // made the payment (or refund, or payout), and only its answer is lost.
+  app.addHook('onSend', async (request, _reply, payload) => {
+    if (request.url.startsWith('/v1/') && faults.latency_ms > 0)
+      await new Promise((resolve) => setTimeout(resolve, faults.latency_ms))
+    return payload
   })
 
   /** Runs `create` once per Idempotency-Key and path; a repeat gets the first answer. */
