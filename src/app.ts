@@ -109,6 +109,8 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     db,
     config,
     payments: () => ({ apply: (trx, uuid, report) => transactions.applyReport(trx, uuid, report) }),
+    refunds: () => ({ apply: (trx, report) => refunds.applyReport(trx, report) }),
+    payouts: () => ({ apply: (trx, report) => payouts.applyReport(trx, report) }),
   })
   const transactions = createTransactionService({
     db,
@@ -130,6 +132,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     transactions,
     ledger,
     connector: simulator,
+    providers,
     timing: { recheckMs: config.providerRecheckMs, leaseMs: recoveryLeaseMs, ...options.refunds?.timing },
   })
   const payouts = createPayoutService({
@@ -139,6 +142,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     ledger,
     webhooks,
     connector: simulator,
+    providers,
     timing: {
       submitTimeoutMs: config.providerRecheckMs,
       leaseMs: recoveryLeaseMs,

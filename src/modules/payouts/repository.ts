@@ -62,3 +62,13 @@ export const insertCallback = (db: Executor, row: Insertable<PayoutCallbacksTabl
 /** The payout made with this Idempotency-Key, if one was committed. */
 export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
   scoped(db, scope).where('idempotency_key', '=', key).executeTakeFirst()
+
+/** The payout a connector account has under its reference `reference`, locked for the caller's transaction. */
+export const lockByAccountReference = (db: Executor, accountUuid: string, reference: string) =>
+  db
+    .selectFrom('payouts')
+    .selectAll()
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .forUpdate()
+    .executeTakeFirst()

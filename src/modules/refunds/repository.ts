@@ -155,3 +155,12 @@ export type ListedRefundRow = Awaited<ReturnType<ReturnType<typeof filtered>['ex
 
 /** One page of the merchant's refunds in keyset order, filtered. */
 export const listPage = pagedList(filtered)
+
+/** The refund a connector account has under its reference `reference`. */
+export const findByAccountReference = (db: Executor, accountUuid: string, reference: string) =>
+  db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .executeTakeFirst()
