@@ -109,8 +109,8 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     db,
     config,
     payments: () => ({ apply: (trx, uuid, report) => transactions.applyReport(trx, uuid, report) }),
-    refunds: () => ({ apply: (trx, report) => refunds.applyReport(trx, report) }),
-    payouts: () => ({ apply: (trx, report) => payouts.applyReport(trx, report) }),
+    refunds: () => ({ apply: refunds.applyReport, recheck: refunds.recheck }),
+    payouts: () => ({ apply: payouts.applyReport, recheck: payouts.recheck }),
   })
   const transactions = createTransactionService({
     db,

@@ -72,3 +72,20 @@ export const lockByAccountReference = (db: Executor, accountUuid: string, refere
     .where('provider_reference', '=', reference)
     .forUpdate()
     .executeTakeFirst()
+
+/** Makes the check of the open payout the account has under `reference` due at `at`; whether there is one. */
+export async function recheckByAccountReference(
+  db: Executor,
+  accountUuid: string,
+  reference: string,
+  at: Date,
+): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('payouts')
+    .set({ next_check_at: at })
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .where('status', 'in', ['pending', 'processing'])
+    .executeTakeFirst()
+  return Number(numUpdatedRows) > 0
+}

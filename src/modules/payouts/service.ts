@@ -11,6 +11,7 @@ import { applyPayoutReport, receivePayoutCallback } from './process.ts'
 import { findPayoutByIdempotencyKey, getOwnedPayout, getPayout, PAYOUT_LIST } from './queries.ts'
 import { purgeExpiredQuotes, quotePayout } from './quote.ts'
 import { checkDuePayouts } from './recovery.ts'
+import * as repo from './repository.ts'
 import type { CreatePayoutInput, ListPayoutsInput, PayoutQuoteInput } from './schemas.ts'
 import { payoutView } from './view.ts'
 
@@ -54,6 +55,9 @@ export function createPayoutService(
     /** A connector account's verified report on a payout it has, in the caller's transaction. */
     applyReport: (trx: Executor, report: Parameters<typeof applyPayoutReport>[2]) =>
       applyPayoutReport(deps, trx, report),
+    /** Makes the check of the open payout an account has under `reference` due at `at`. */
+    recheck: (accountUuid: string, reference: string, at: Date) =>
+      repo.recheckByAccountReference(deps.db, accountUuid, reference, at),
     purgeQuotes: (before?: Date) => purgeExpiredQuotes(deps, before),
   }
 }

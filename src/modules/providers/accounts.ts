@@ -50,6 +50,11 @@ export interface ObjectReports<Outcome extends string> {
       message: string
     },
   ): Promise<{ uuid: string; result: 'applied' | 'duplicate' | 'stale' } | null>
+  /**
+   * Makes the status check of the open refund or payout the account has under `reference` due at `at` (a hint
+   * from a callback that did not verify); whether there is one.
+   */
+  recheck(accountUuid: string, reference: string, at: Date): Promise<boolean>
 }
 
 /** A provider's report on a payment, applied in the caller's transaction by the payment's own handler. */

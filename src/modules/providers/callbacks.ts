@@ -62,15 +62,24 @@ export function createCallbackReceiver(
   const hinted = new Map<string, number>()
 
   /**
-   * A callback whose signature did not verify, about a payment handed to the account: the provider is asked for
-   * the payment's status instead (status sync, now), at most once a second per account. What it says is what
-   * counts; the callback itself changes nothing.
+   * A callback whose signature did not verify, about a payment, refund or payout handed to the account: the
+   * provider is asked for its status instead (status sync, or the refunds' or payouts' check, now), at most once a
+   * second per account. What it says is what counts; the callback itself changes nothing.
    */
   async function hint(account: { uuid: string }, callback: AcquirerCallback | null): Promise<string> {
-    if (!callback?.type.startsWith('payment.')) return ''
+    if (!callback) return ''
     const now = Date.now()
     if ((hinted.get(account.uuid) ?? 0) > now - 1000) return '; too many such callbacks to ask the provider'
-    const handover = await handovers.findByReference(deps.db, account.uuid, callback.data.reference)
+    const [subject] = callback.type.split('.') as [string]
+    const reference = callback.data.reference
+    if (subject !== 'payment') {
+      const reports = subject === 'refund' ? deps.refunds?.() : deps.payouts?.()
+      if (!reports || reference.includes('\u0000')) return ''
+      if (!(await reports.recheck(account.uuid, reference, new Date(now)))) return ''
+      hinted.set(account.uuid, now)
+      return `; the ${subject}'s status is asked from the provider instead`
+    }
+    const handover = await handovers.findByReference(deps.db, account.uuid, reference)
     if (!handover || handover.sync_due_at === null) return ''
     hinted.set(account.uuid, now)
     await handovers.schedule(

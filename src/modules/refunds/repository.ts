@@ -164,3 +164,20 @@ export const findByAccountReference = (db: Executor, accountUuid: string, refere
     .where('account_uuid', '=', accountUuid)
     .where('provider_reference', '=', reference)
     .executeTakeFirst()
+
+/** Makes the check of the pending refund the account has under `reference` due at `at`; whether there is one. */
+export async function recheckByAccountReference(
+  db: Executor,
+  accountUuid: string,
+  reference: string,
+  at: Date,
+): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('refunds')
+    .set({ next_check_at: at })
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .where('status', '=', 'pending')
+    .executeTakeFirst()
+  return Number(numUpdatedRows) > 0
+}

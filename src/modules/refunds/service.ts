@@ -6,6 +6,7 @@ import type { KeyClaim } from '../../http/kept-key.ts'
 import { createRefund } from './create.ts'
 import { DEFAULT_REFUND_TIMING, type RefundDeps, type RefundTiming } from './deps.ts'
 import { findRefundByIdempotencyKey, getRefund, REFUND_LIST } from './queries.ts'
+import * as repo from './repository.ts'
 import type { CreateRefundInput, ListRefundsInput } from './schemas.ts'
 import { applyRefundReport, checkDueRefunds } from './settle.ts'
 
@@ -38,5 +39,8 @@ export function createRefundService(input: Omit<RefundDeps, 'timing'> & { timing
     /** A connector account's verified report on a refund it has, in the caller's transaction. */
     applyReport: (trx: Executor, report: Parameters<typeof applyRefundReport>[2]) =>
       applyRefundReport(deps, trx, report),
+    /** Makes the check of the pending refund an account has under `reference` due at `at`. */
+    recheck: (accountUuid: string, reference: string, at: Date) =>
+      repo.recheckByAccountReference(deps.db, accountUuid, reference, at),
   }
 }

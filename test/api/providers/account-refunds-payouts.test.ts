@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import { before, describe, it } from 'node:test'
-import { signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
+import { newCallbackSecret, signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { assertError } from '../../helpers/errors.ts'
@@ -108,15 +108,18 @@ for (const backend of backends()) {
         auth: 'signature',
         idempotencyKey: idem(),
       })
-    /** A callback about `reference`, signed with the account's secret as the acquirer signs it, posted to it. */
-    const callback = (type: string, reference: string) => {
+    /**
+     * A callback about `reference`, signed with the account's secret as the acquirer signs it (or with another
+     * secret), posted to the account's callback URL.
+     */
+    const callback = (type: string, reference: string, secret = acquirer.secret) => {
       const body = JSON.stringify({ id: `evt_${idem()}`, type, data: { reference } })
       return ctx.app.inject({
         method: 'POST',
         url: `/providers/${acquirer.account.uuid}/callbacks`,
         headers: {
           'content-type': 'application/json',
-          ...signCallback([acquirer.secret], `msg_${idem()}`, new Date(), body),
+          ...signCallback([secret], `msg_${idem()}`, new Date(), body),
         },
         payload: body,
       })
@@ -168,6 +171,49 @@ for (const backend of backends()) {
         const again = await callback('refund.failed', first.provider_reference as string)
         assert.equal(again.json().result, 'stale')
         assert.equal((await refundRow(res.json().uuid)).status, 'succeeded')
+      } finally {
+        await acquirer.setFaults({})
+      }
+    })
+
+    it('a callback about a refund or payout whose signature does not verify changes nothing, but has it asked about now', async () => {
+      const m = await ctx.newMerchant('Hinted')
+      const paid = await livePaid(m)
+      const stranger = newCallbackSecret()
+      ctx.secrets.push(stranger)
+      await acquirer.setFaults({ refunds: 'pending', drop_callbacks: true })
+      try {
+        const refunded = await refund(m, paid.uuid, 1500)
+        const refundRef = (await refundRow(refunded.json().uuid)).provider_reference as string
+        const forged = await callback('refund.succeeded', refundRef, stranger)
+        assertError(forged, 401, 'signature_invalid')
+        const hinted = await refundRow(refunded.json().uuid)
+        assert.equal(hinted.status, 'pending')
+        assert.ok((hinted.next_check_at as Date).getTime() <= Date.now(), 'the check is due now')
+
+        const paidOut = await payout(m)
+        const { provider_reference: payoutRef } = await payoutRow(paidOut.json().uuid)
+        await emulator('POST', `/admin/payouts/${payoutRef}/decide`, { status: 'completed' })
+        // One hint a second per account: the next one is asked about once that second is over.
+        const checked = await eventually(
+          async () => {
+            const res = await callback('payout.completed', payoutRef as string, stranger)
+            assertError(res, 401, 'signature_invalid')
+            const [logged] = await ctx.db
+              .selectFrom('connector_callbacks')
+              .select('detail')
+              .where('uuid', '=', res.json().error.details.callback_id)
+              .execute()
+            return logged?.detail.includes("the payout's status is asked from the provider instead")
+          },
+          5000,
+          200,
+        )
+        assert.ok(checked)
+        assert.equal((await payoutRow(paidOut.json().uuid)).status, 'processing')
+        // What the provider says when asked is what counts.
+        await ctx.services.payouts.checkDue(100, new Date())
+        assert.equal((await payoutRow(paidOut.json().uuid)).status, 'completed')
       } finally {
         await acquirer.setFaults({})
       }
