@@ -85,9 +85,10 @@ export async function settlePayout(
     const row = isUuid(payoutUuid) ? await repo.lockPayout(trx, payoutUuid) : undefined
     if (!row) throw notFound('payout')
     if (simulatorOnly && row.account_uuid)
-      throw new AppError('invalid_state', 'This payout is with a payment provider, which decides it.', {
-        status: row.status,
-      })
+      throw new AppError(
+        'sandbox_unavailable',
+        'This payout is with a payment provider, which decides it: the sandbox cannot.',
+      )
     return applyPayoutOutcome(deps, trx, row, outcome, source)
   })
 }

@@ -352,3 +352,44 @@ for (const backend of backends()) {
     })
   })
 }
+
+for (const backend of backends()) {
+  describe(`the sandbox and a payout at a connector account (${backend})`, () => {
+    // Outside production the sandbox takes live keys too, but a payout an account holds is that account's.
+    const ctx = suiteContext(backend)
+    // Payments stay with the simulator (no payment route), so that the sandbox pays the one that funds the payout.
+    suiteAcquirer(ctx, { methods: [], payouts: [{ method: 'usdt_wallet', network: 'TRC20' }] })
+
+    it('a live payout handed to an account cannot be decided by the sandbox: 403, and nothing changes', async () => {
+      const m = await ctx.newMerchant('Sandboxed')
+      await paidTransaction(ctx, { amount: 100000, currency: 'USD' }, { merchant: m, mode: 'live' })
+      await ctx.services.transactions.settleDue(1000, new Date(Date.now() + 400 * 86_400_000))
+      const res = await call(ctx, 'POST', '/integration/payouts', newPayout(), {
+        as: { merchant: m, mode: 'live' },
+        auth: 'signature',
+        idempotencyKey: idem(),
+      })
+      assert.equal(res.statusCode, 201, res.body)
+      assert.equal(res.json().status, 'processing')
+      const { uuid } = res.json()
+      for (const simulation of ['completed', 'failed']) {
+        const simulated = await call(
+          ctx,
+          'POST',
+          `/integration/sandbox/payouts/${uuid}/${simulation}`,
+          undefined,
+          {
+            as: { merchant: m, mode: 'live' },
+          },
+        )
+        assertError(simulated, 403, 'sandbox_unavailable')
+      }
+      const row = await ctx.db
+        .selectFrom('payouts')
+        .select(['status', 'aggregate_version'])
+        .where('uuid', '=', uuid)
+        .executeTakeFirstOrThrow()
+      assert.deepEqual(row, { status: 'processing', aggregate_version: 2 })
+    })
+  })
+}
