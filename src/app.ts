@@ -111,6 +111,8 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     payments: () => ({
       apply: (trx, uuid, report, before) => transactions.applyReport(trx, uuid, report, before),
     }),
+    refunds: () => ({ apply: refunds.applyReport, recheck: refunds.recheck }),
+    payouts: () => ({ apply: payouts.applyReport, recheck: payouts.recheck }),
   })
   const transactions = createTransactionService({
     db,
@@ -132,6 +134,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     transactions,
     ledger,
     connector: simulator,
+    providers,
     timing: { recheckMs: config.providerRecheckMs, leaseMs: recoveryLeaseMs, ...options.refunds?.timing },
   })
   const payouts = createPayoutService({
@@ -141,6 +144,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     ledger,
     webhooks,
     connector: simulator,
+    providers,
     timing: {
       submitTimeoutMs: config.providerRecheckMs,
       leaseMs: recoveryLeaseMs,

@@ -111,6 +111,31 @@ export type ProviderPaymentStatus =
   | { kind: 'unknown' }
   | { kind: 'no_answer'; reason: string }
 
+/** A refund as it is handed to the provider that has its payment. `refundUuid` is the hand-over's idempotency key. */
+export interface RefundOrder {
+  refundUuid: string
+  /** The provider's reference of the payment to refund, as it answered when it took the payment. */
+  paymentReference: string
+  /** Minor units of `currency`, the payment's currency. */
+  amount: number
+  currency: string
+}
+
+/** Where a refund stands at its provider. */
+export type ProviderRefundStatus = 'pending' | 'succeeded' | 'failed'
+
+/** A refund or payout as its provider answered it: its reference there, and where it stands. */
+export interface ProviderObject<S extends string> {
+  reference: string
+  status: S
+}
+
+/** How a refund or payout with the provider's reference stands; `unknown` when the provider never received it. */
+export type ProviderObjectStatus<S extends string> =
+  | { kind: 'known'; status: S }
+  | { kind: 'unknown' }
+  | { kind: 'no_answer'; reason: string }
+
 /**
  * One configured connector account's way to its provider (docs/CONNECTORS.md, Writing a connector kind). Every
  * call that hands something over is idempotent on the gateway's id: made again after a lost answer, it answers
@@ -122,6 +147,14 @@ export interface AccountConnector {
   createPayment(order: PaymentOrder): Promise<HandOverAnswer<ProviderPayment>>
   /** How the payment with the provider's `reference` stands. */
   paymentStatus(reference: string): Promise<ProviderPaymentStatus>
+  /** Asks for (part of) a payment back; a repeat with the same `refundUuid` answers the same refund. */
+  refund(order: RefundOrder): Promise<HandOverAnswer<ProviderObject<ProviderRefundStatus>>>
+  /** How the refund with the provider's `reference` stands. */
+  refundStatus(reference: string): Promise<ProviderObjectStatus<ProviderRefundStatus>>
+  /** Hands a payout over; a repeat with the same `payoutUuid` answers the same payout. */
+  submitPayout(order: PayoutOrder): Promise<HandOverAnswer<ProviderObject<PayoutOutcome>>>
+  /** How the payout with the provider's `reference` stands. */
+  payoutStatus(reference: string): Promise<ProviderObjectStatus<PayoutOutcome>>
   /** Lets go of the connections it holds. */
   close(): Promise<void>
 }

@@ -24,6 +24,7 @@ import * as transactionExternalIdIndex from './migrations/0016_transaction_exter
 import * as transactionStatistics from './migrations/0017_transaction_statistics.ts'
 import * as connectorAccounts from './migrations/0018_connector_accounts.ts'
 import * as paymentHandovers from './migrations/0019_payment_handovers.ts'
+import * as refundPayoutAccounts from './migrations/0020_refund_payout_accounts.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -427,6 +428,7 @@ export const migrator = (db: Db) =>
         '0017_transaction_statistics': transactionStatistics,
         '0018_connector_accounts': connectorAccounts,
         '0019_payment_handovers': paymentHandovers,
+        '0020_refund_payout_accounts': refundPayoutAccounts,
       }),
     },
   })

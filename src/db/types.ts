@@ -429,6 +429,8 @@ export interface RefundsTable {
   action_request_id: string
   /** The Idempotency-Key the refund was made with: unique per merchant and mode. */
   idempotency_key: string | null
+  /** The connector account that has the refund (the one that has its payment); null: the simulator. */
+  account_uuid: string | null
   provider_reference: string | null
   /** When the recovery job next asks the provider about the refund, while it is pending. */
   next_check_at: Timestamp | null
@@ -475,6 +477,8 @@ export interface PayoutsTable {
   payout_usdt_amount_micro: number
   status: PayoutStatus
   failure_reason: string | null
+  /** The connector account the payout was handed to (its payout route's); null: the simulator. */
+  account_uuid: string | null
   provider_reference: string | null
   metadata: Json<Record<string, string>> | null
   callback_url: string | null

@@ -388,7 +388,11 @@ for (const backend of backends()) {
         )
       assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0018_connector_accounts'])
       assert.deepEqual(await tables(), [])
-      assert.deepEqual(await migrateToLatest(db), ['0018_connector_accounts', '0019_payment_handovers'])
+      assert.deepEqual(await migrateToLatest(db), [
+        '0018_connector_accounts',
+        '0019_payment_handovers',
+        '0020_refund_payout_accounts',
+      ])
     })
 
     it('0019 adds hand-overs, attempts and reviews, and the callback results stale and review', async () => {
@@ -445,7 +449,82 @@ for (const backend of backends()) {
         .where('account_uuid', '=', accountUuid)
         .execute()
       assert.deepEqual(kept, [{ result: 'applied' }])
-      assert.deepEqual(await migrateToLatest(db), ['0019_payment_handovers'])
+      assert.deepEqual(await migrateToLatest(db), ['0019_payment_handovers', '0020_refund_payout_accounts'])
+    })
+
+    it("0020 gives refunds and payouts the account that has them, unique with the account's reference, and back down", async () => {
+      const { db } = fresh.handle
+      const columns = async () => {
+        const { rows } = await sql<{ name: string }>`
+          SELECT table_name || '.' || column_name AS name FROM information_schema.columns
+          WHERE table_schema = current_schema() AND column_name = 'account_uuid'
+            AND table_name IN ('refunds', 'payouts') ORDER BY name`.execute(db)
+        return rows.map((r) => r.name)
+      }
+      assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), ['0020_refund_payout_accounts'])
+      assert.deepEqual(await columns(), [])
+      const at = new Date('2026-12-01T00:00:00.000Z')
+      const accountUuid = '00000000-0000-4000-8000-000000000190'
+      const payout = (n: number, extra: Record<string, unknown> = {}) =>
+        db
+          .insertInto('payouts')
+          .values({
+            uuid: `00000000-0000-4000-8000-00000000020${n}`,
+            merchant_uuid: '00000000-0000-4000-8000-000000000001',
+            mode: 'live',
+            external_id: `po-0020-${n}`,
+            amount: 10000,
+            currency: 'USD',
+            method: 'usdt_wallet',
+            destination: '{}',
+            fx_rate: '1',
+            fx_rate_updated_at: at,
+            amount_usdt_micro: 100_000_000,
+            fee_usdt_micro: 0,
+            payout_usdt_amount_micro: 100_000_000,
+            status: 'processing',
+            failure_reason: null,
+            provider_reference: 'po_1',
+            metadata: null,
+            callback_url: null,
+            action_request_id: `00000000-0000-4000-8000-00000000021${n}`,
+            aggregate_version: 1,
+            created_at: at,
+            updated_at: at,
+            ...extra,
+          } as never)
+          .execute()
+      // A payout of the simulator's, from before.
+      await payout(0)
+      assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), ['0020_refund_payout_accounts'])
+      assert.deepEqual(await columns(), ['payouts.account_uuid', 'refunds.account_uuid'])
+      await payout(1, { account_uuid: accountUuid })
+      // An account answers one reference for one payout; the simulator's references are its own.
+      await assert.rejects(payout(2, { account_uuid: accountUuid }), (error) =>
+        isUniqueViolation(error, 'payouts_account_reference'),
+      )
+      await payout(3)
+      await assert.rejects(payout(4, { account_uuid: '00000000-0000-4000-8000-0000000001ff' }))
+      const rows = await db
+        .selectFrom('payouts')
+        .select(['external_id', 'account_uuid'])
+        .where('external_id', 'like', 'po-0020-%')
+        .orderBy('external_id')
+        .execute()
+      assert.deepEqual(rows, [
+        { external_id: 'po-0020-0', account_uuid: null },
+        { external_id: 'po-0020-1', account_uuid: accountUuid },
+        { external_id: 'po-0020-3', account_uuid: null },
+      ])
+      assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), ['0020_refund_payout_accounts'])
+      assert.deepEqual(await columns(), [])
+      const kept = await db
+        .selectFrom('payouts')
+        .select('external_id')
+        .where('external_id', 'like', 'po-0020-%')
+        .execute()
+      assert.equal(kept.length, 3)
+      assert.deepEqual(await migrateToLatest(db), ['0020_refund_payout_accounts'])
     })
   })
 }

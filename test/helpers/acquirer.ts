@@ -20,8 +20,9 @@ export interface SuiteAcquirer {
 
 /**
  * A provider emulator on a free local port for the suite, an `http-acquirer` account of `mode` at it, and the
- * operator's default route of `methods` to it. With `gateway`, the emulator posts its callbacks to the account's
- * callback URL there (the suite's app must listen first); without, it sends none.
+ * operator's default route of `methods` to it, and of `payouts` (a payout method, and for USDT wallets a
+ * network). With `gateway`, the emulator posts its callbacks to the account's callback URL there (the suite's
+ * app must listen first); without, it sends none.
  */
 export function suiteAcquirer(
   ctx: TestContext,
@@ -29,6 +30,7 @@ export function suiteAcquirer(
     name?: string
     mode?: Mode
     methods?: string[]
+    payouts?: { method: string; network?: string }[]
     faults?: Partial<EmulatorFaults>
     gateway?: () => string
     timeoutMs?: number
@@ -65,6 +67,11 @@ export function suiteAcquirer(
       await ctx.services.providers.routes.set({ merchantUuid: null, mode, subject: 'payment', method }, [
         name,
       ])
+    for (const { method, network } of options.payouts ?? [])
+      await ctx.services.providers.routes.set(
+        { merchantUuid: null, mode, subject: 'payout', method, network },
+        [name],
+      )
     Object.assign(acquirer, {
       base,
       emulator,

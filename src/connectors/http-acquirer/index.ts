@@ -2,12 +2,20 @@ import type {
   AccountConnector,
   HandOverAnswer,
   PaymentOrder,
+  PayoutOrder,
+  PayoutOutcome,
+  ProviderObject,
+  ProviderObjectStatus,
   ProviderPayment,
   ProviderPaymentStatus,
+  ProviderRefundStatus,
+  RefundOrder,
 } from '../types.ts'
 import { type AcquirerAnswer, AcquirerClient, type AcquirerPayment, type AcquirerSettings } from './client.ts'
 
 const OUTCOMES = { pending: 'pending', succeeded: 'paid', failed: 'failed', expired: 'expired' } as const
+const REFUND_STATUSES: readonly ProviderRefundStatus[] = ['pending', 'succeeded', 'failed']
+const PAYOUT_STATUSES: readonly PayoutOutcome[] = ['processing', 'completed', 'failed']
 
 /** The `http-acquirer` kind: the acquirer protocol of docs/CONNECTORS.md over an AcquirerClient. */
 export class HttpAcquirerConnector implements AccountConnector {
@@ -50,7 +58,59 @@ export class HttpAcquirerConnector implements AccountConnector {
     return { kind: 'known', status: OUTCOMES[status], amount, currency }
   }
 
+  async refund(order: RefundOrder): Promise<HandOverAnswer<ProviderObject<ProviderRefundStatus>>> {
+    const answer = await this.#client.refund(order.paymentReference, {
+      refund_id: order.refundUuid,
+      amount: order.amount,
+    })
+    return handOverAnswer(answer, (refund) => objectOf(refund, REFUND_STATUSES))
+  }
+
+  refundStatus = async (reference: string): Promise<ProviderObjectStatus<ProviderRefundStatus>> =>
+    objectStatus(await this.#client.refundStatus(reference), REFUND_STATUSES)
+
+  async submitPayout(order: PayoutOrder): Promise<HandOverAnswer<ProviderObject<PayoutOutcome>>> {
+    const answer = await this.#client.submitPayout({
+      payout_id: order.payoutUuid,
+      amount: order.amount,
+      currency: order.currency,
+      method: order.method,
+      destination: order.destination,
+    })
+    return handOverAnswer(answer, (payout) => objectOf(payout, PAYOUT_STATUSES))
+  }
+
+  payoutStatus = async (reference: string): Promise<ProviderObjectStatus<PayoutOutcome>> =>
+    objectStatus(await this.#client.payoutStatus(reference), PAYOUT_STATUSES)
+
   close = () => this.#client.close()
+}
+
+/** A refund or payout the acquirer answered, or null when its reference or status cannot be read. */
+function objectOf<S extends string>(
+  body: { reference?: unknown; status?: unknown },
+  statuses: readonly S[],
+): ProviderObject<S> | null {
+  return typeof body.reference === 'string' &&
+    body.reference.length > 0 &&
+    statuses.includes(body.status as S)
+    ? { reference: body.reference, status: body.status as S }
+    : null
+}
+
+/** An acquirer's answer to a status read: 404 is an object it never received. */
+function objectStatus<S extends string>(
+  answer: AcquirerAnswer<{ reference?: unknown; status?: unknown }>,
+  statuses: readonly S[],
+): ProviderObjectStatus<S> {
+  if (!answer.ok)
+    return answer.refused && answer.status === 404
+      ? { kind: 'unknown' }
+      : { kind: 'no_answer', reason: answer.refused ? `refused: ${answer.code}` : answer.reason }
+  const object = objectOf(answer.body, statuses)
+  return object
+    ? { kind: 'known', status: object.status }
+    : { kind: 'no_answer', reason: 'the object it answered could not be read' }
 }
 
 /** An acquirer's answer to a create, as a hand-over answer; `read` says null when the object is unreadable. */

@@ -2,9 +2,13 @@ import type {
   AccountConnector,
   HandOverAnswer,
   PaymentOrder,
+  PayoutOutcome,
+  ProviderObject,
+  ProviderObjectStatus,
   ProviderOutcome,
   ProviderPayment,
   ProviderPaymentStatus,
+  ProviderRefundStatus,
 } from '../types.ts'
 
 interface HeldPayment {
@@ -12,6 +16,12 @@ interface HeldPayment {
   amount: number
   currency: string
 }
+/** The simulator's refunds and payouts are the sandbox's: an account of this kind is never handed one. */
+const SANDBOX_ONLY = {
+  kind: 'refused',
+  code: 'not_supported',
+  message: "the simulator's refunds and payouts go through the sandbox",
+} as const
 
 /**
  * A `simulator` connector account: it takes every payment at once, with no payment page of its own (the hosted
@@ -43,6 +53,20 @@ export class SimulatorAccountConnector implements AccountConnector {
     if (held.status === 'pending') held.status = outcome
     return true
   }
+
+  refund = async (): Promise<HandOverAnswer<ProviderObject<ProviderRefundStatus>>> => SANDBOX_ONLY
+
+  refundStatus = async (): Promise<ProviderObjectStatus<ProviderRefundStatus>> => ({
+    kind: 'no_answer',
+    reason: SANDBOX_ONLY.message,
+  })
+
+  submitPayout = async (): Promise<HandOverAnswer<ProviderObject<PayoutOutcome>>> => SANDBOX_ONLY
+
+  payoutStatus = async (): Promise<ProviderObjectStatus<PayoutOutcome>> => ({
+    kind: 'no_answer',
+    reason: SANDBOX_ONLY.message,
+  })
 
   close = async () => {}
 }

@@ -5,6 +5,7 @@ import type { AuthContext } from '../../http/auth.ts'
 import { AppError } from '../../http/errors.ts'
 import type { KeptKeyCreated, KeyClaim } from '../../http/kept-key.ts'
 import { newId } from '../../lib/ids.ts'
+import type { RoutedAccount } from '../providers/service.ts'
 import type { PayoutDeps } from './deps.ts'
 import { checkDestination, sealDestination } from './destination.ts'
 import { payoutPosting } from './postings.ts'
@@ -16,6 +17,34 @@ import { payoutView } from './view.ts'
 
 /** The outcome of a create: the payout, and whether it was made by an earlier request with the same key. */
 export type CreatedPayout = KeptKeyCreated<PayoutView>
+
+/**
+ * The connector account a payout goes to: the first of its payout route (docs/API.md, Payouts). Null for the
+ * in-process simulator: no route (but for a live payout in production, which has no default and is refused) or
+ * a route to an account of the simulator kind.
+ */
+async function payoutAccount(
+  deps: Pick<PayoutDeps, 'config' | 'providers'>,
+  auth: AuthContext,
+  method: PayoutRow['method'],
+  network: string | null,
+): Promise<RoutedAccount | null> {
+  const route = await deps.providers.routes.resolve({
+    merchantUuid: auth.merchant.uuid,
+    mode: auth.mode,
+    subject: 'payout',
+    method,
+    network,
+  })
+  const [first] = route
+  if (!first && auth.mode === 'live' && deps.config.appEnv === 'production')
+    throw new AppError(
+      'unsupported_payment_method',
+      `No payment provider takes live ${method} payouts${network ? ` on ${network}` : ''} for this merchant yet.`,
+      { reason: 'no_route' },
+    )
+  return first && first.kind !== 'simulator' ? first : null
+}
 
 /** Records the payout, its key and its reservation together, then hands it to the provider outside them. */
 export async function createPayout(
@@ -33,6 +62,7 @@ export async function createPayout(
   const method = input.method as PayoutRow['method']
   const destination = checkDestination(method, input.destination)
   if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
+  const account = await payoutAccount(deps, auth, method, destination.order.network ?? null)
   const now = new Date()
   const { rate, rateUpdatedAt, figures } = input.quote_id
     ? await quotedFigures(deps, auth, input, input.quote_id, now)
@@ -60,6 +90,7 @@ export async function createPayout(
         ...figures,
         status: 'pending',
         failure_reason: null,
+        account_uuid: account?.uuid ?? null,
         provider_reference: null,
         metadata: input.metadata ? JSON.stringify(input.metadata) : null,
         callback_url: input.callback_url ?? null,

@@ -2,6 +2,7 @@ import type { Config } from '../../config.ts'
 import type { PaymentConnector } from '../../connectors/types.ts'
 import type { Db } from '../../db/index.ts'
 import type { LedgerService } from '../ledger/service.ts'
+import type { ProviderService } from '../providers/service.ts'
 import type { RateService } from '../rates/service.ts'
 import type { WebhookService } from '../webhooks/service.ts'
 
@@ -32,7 +33,10 @@ export interface PayoutDeps {
   rates: RateService
   ledger: LedgerService
   webhooks: WebhookService
+  /** The in-process simulator: the provider of every payout whose route names no connector account. */
   connector: PaymentConnector
+  /** Payout routes and the connector accounts they name. */
+  providers: Pick<ProviderService, 'accounts' | 'routes'>
   timing: PayoutTiming
   /** The key the destination is sealed with until the provider has taken the payout (see destination.ts). */
   sealKey: Buffer

@@ -70,18 +70,53 @@ export async function applyPayoutOutcome(
   return applied.row
 }
 
-/** Applies a provider's word about a payout in its own database transaction. */
+/**
+ * Applies a provider's word about a payout in its own database transaction. `simulatorOnly`: the word is the
+ * simulator's (the sandbox's), which has no say over a payout a connector account has.
+ */
 export async function settlePayout(
   deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing'>,
   payoutUuid: string,
   outcome: PayoutOutcome,
   source: PayoutSource,
+  simulatorOnly = false,
 ): Promise<PayoutRow> {
   return deps.db.transaction().execute(async (trx) => {
     const row = isUuid(payoutUuid) ? await repo.lockPayout(trx, payoutUuid) : undefined
     if (!row) throw notFound('payout')
+    if (simulatorOnly && row.account_uuid)
+      throw new AppError(
+        'sandbox_unavailable',
+        'This payout is with a payment provider, which decides it: the sandbox cannot.',
+      )
     return applyPayoutOutcome(deps, trx, row, outcome, source)
   })
+}
+
+/**
+ * A connector account's report (a verified callback) on the payout it has under `reference`, applied in the
+ * caller's transaction; null when it has none under that reference.
+ */
+export async function applyPayoutReport(
+  deps: Pick<PayoutDeps, 'ledger' | 'webhooks' | 'timing'>,
+  trx: Executor,
+  report: {
+    accountUuid: string
+    reference: string
+    outcome: Exclude<PayoutOutcome, 'processing'>
+    connector: string
+    message: string
+  },
+): Promise<{ uuid: string; result: 'applied' | 'duplicate' | 'stale' } | null> {
+  const row = await repo.lockByAccountReference(trx, report.accountUuid, report.reference)
+  if (!row) return null
+  const { kind } = payoutTransition(row.status, report.outcome)
+  await applyPayoutOutcome(deps, trx, row, report.outcome, {
+    connector: report.connector,
+    reference: report.reference,
+    message: report.message,
+  })
+  return { uuid: row.uuid, result: kind }
 }
 
 /** The provider's answer to `ask`, or null when it could not be reached: whether it acted is then unknown. */
@@ -95,38 +130,115 @@ export async function providerAnswer(
   }
 }
 
+/** A provider's answer about a payout, and the name of the connector (or account) that gave it. */
+export interface PayoutAnswer extends ProviderPayoutResult {
+  connector: string
+}
+
 /** Applies what the provider answered about a payout: one it never received has failed. */
 export const settleProviderAnswer = (
-  deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector'>,
+  deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing'>,
   payoutUuid: string,
-  result: ProviderPayoutResult,
+  result: PayoutAnswer,
 ): Promise<PayoutRow> =>
   settlePayout(deps, payoutUuid, result.status === 'unknown' ? 'failed' : result.status, {
-    connector: deps.connector.name,
+    connector: result.connector,
     reference: result.reference,
     message: result.message,
   })
 
+/** What the payout's provider message says once its account's provider has spoken. */
+const ACCOUNT_MESSAGES: Record<PayoutOutcome | 'unknown', string> = {
+  processing: 'Payout accepted by the provider.',
+  completed: 'Paid out by the provider.',
+  failed: 'The provider reports the payout failed.',
+  unknown: 'The provider never received this payout.',
+}
+
+type ProcessDeps = Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector' | 'providers'>
+
+/** The payout as it is handed to a provider; its uuid is the hand-over's idempotency key. */
+const orderOf = (row: PayoutRow, destination: Record<string, string>) => ({
+  payoutUuid: row.uuid,
+  method: row.method,
+  amount: row.amount,
+  currency: row.currency,
+  amountUsdtMicro: row.amount_usdt_micro,
+  destination,
+})
+
+/** Hands the payout to its provider (again: idempotent on its uuid); null when no usable answer came. */
+async function submitToProvider(
+  deps: ProcessDeps,
+  row: PayoutRow,
+  destination: Record<string, string>,
+): Promise<PayoutAnswer | null> {
+  if (!row.account_uuid) {
+    const result = await providerAnswer(() => deps.connector.submitPayout(orderOf(row, destination)))
+    return result && { ...result, connector: deps.connector.name }
+  }
+  const accountUuid = row.account_uuid
+  return answerOf(async () => {
+    const { account, connector } = await deps.providers.accounts.connector(accountUuid)
+    const answer = await connector.submitPayout(orderOf(row, destination))
+    if (answer.kind === 'no_answer') return null
+    if (answer.kind === 'refused')
+      return {
+        status: 'failed',
+        reference: null,
+        message: `The provider refused the payout: ${answer.code}: ${answer.message}`.slice(0, 500),
+        connector: account.name,
+      }
+    const { reference, status } = answer
+    return { status, reference, message: ACCOUNT_MESSAGES[status], connector: account.name }
+  })
+}
+
+/** How a payout handed over stands at its provider; null when no usable answer came. */
+export async function askPayoutStatus(deps: ProcessDeps, row: PayoutRow): Promise<PayoutAnswer | null> {
+  if (!row.account_uuid) {
+    const result = await providerAnswer(() =>
+      deps.connector.payoutStatus({
+        payoutUuid: row.uuid,
+        reference: row.provider_reference,
+        submittedAt: row.submitted_at,
+      }),
+    )
+    return result && { ...result, connector: deps.connector.name }
+  }
+  const { account_uuid: accountUuid, provider_reference: reference } = row
+  // An account's payout is processing only once the account answered its reference.
+  if (!reference) return null
+  return answerOf(async () => {
+    const { account, connector } = await deps.providers.accounts.connector(accountUuid)
+    const status = await connector.payoutStatus(reference)
+    if (status.kind === 'no_answer') return null
+    const known = status.kind === 'known' ? status.status : 'unknown'
+    return { status: known, reference, message: ACCOUNT_MESSAGES[known], connector: account.name }
+  })
+}
+
+/** `ask`'s answer; null when it throws (an account that cannot be built, a connection that broke). */
+async function answerOf(ask: () => Promise<PayoutAnswer | null>): Promise<PayoutAnswer | null> {
+  try {
+    return await ask()
+  } catch {
+    return null
+  }
+}
+
 /**
- * Hands a pending payout to the provider and applies its answer. A provider that cannot be reached leaves the
- * payout pending, to be handed over again by `checkDuePayouts`: whether it took the payout is unknown, and a
- * crash or a cut connection of ours is no reason for the merchant's payout to fail.
+ * Hands a pending payout to its provider (the connector account of its route, or the simulator) and applies its
+ * answer. A provider that cannot be reached leaves the payout pending, to be handed over again by
+ * `checkDuePayouts`: whether it took the payout is unknown, and a crash or a cut connection of ours is no reason
+ * for the merchant's payout to fail.
  */
 export async function handOverPayout(
-  deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector'>,
+  deps: ProcessDeps,
   row: PayoutRow,
   destination: Record<string, string>,
 ): Promise<PayoutRow> {
-  const result = await providerAnswer(() =>
-    deps.connector.submitPayout({
-      payoutUuid: row.uuid,
-      method: row.method,
-      amount: row.amount,
-      currency: row.currency,
-      amountUsdtMicro: row.amount_usdt_micro,
-      destination,
-    }),
-  )
+  const result = await submitToProvider(deps, row, destination)
   return result ? settleProviderAnswer(deps, row.uuid, result) : row
 }
 
@@ -141,5 +253,5 @@ export async function receivePayoutCallback(
   } catch (error) {
     throw new AppError('malformed_request', (error as Error).message)
   }
-  return settlePayout(deps, callback.payoutUuid, callback.outcome, callback)
+  return settlePayout(deps, callback.payoutUuid, callback.outcome, callback, true)
 }

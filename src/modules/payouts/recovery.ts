@@ -1,6 +1,6 @@
 import type { PayoutDeps } from './deps.ts'
 import { unsealDestination } from './destination.ts'
-import { handOverPayout, providerAnswer, settleProviderAnswer } from './process.ts'
+import { askPayoutStatus, handOverPayout, settleProviderAnswer } from './process.ts'
 import * as repo from './repository.ts'
 
 /**
@@ -8,11 +8,11 @@ import * as repo from './repository.ts'
  * whose hand-over was cut off) and applies what it says. Any number of workers may run it at once.
  */
 export async function checkDuePayouts(
-  deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector' | 'sealKey'>,
+  deps: Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector' | 'providers' | 'sealKey'>,
   limit = 100,
   now = new Date(),
 ): Promise<number> {
-  const { db, connector, timing } = deps
+  const { db, timing } = deps
   const claimed = await repo.claimDue(db, now, new Date(now.getTime() + timing.leaseMs), limit)
   for (const row of claimed) {
     // A hand-over that never got its answer is made again (the provider is idempotent on the uuid).
@@ -20,13 +20,7 @@ export async function checkDuePayouts(
       await handOverPayout(deps, row, unsealDestination(deps.sealKey, row.destination_sealed))
       continue
     }
-    const result = await providerAnswer(() =>
-      connector.payoutStatus({
-        payoutUuid: row.uuid,
-        reference: row.provider_reference,
-        submittedAt: row.submitted_at,
-      }),
-    )
+    const result = await askPayoutStatus(deps, row)
     if (!result) continue // asked again when the lease runs out
     if (result.status === 'processing' && row.status === 'processing') {
       await repo.updatePayout(db, row.uuid, {

@@ -62,3 +62,30 @@ export const insertCallback = (db: Executor, row: Insertable<PayoutCallbacksTabl
 /** The payout made with this Idempotency-Key, if one was committed. */
 export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
   scoped(db, scope).where('idempotency_key', '=', key).executeTakeFirst()
+
+/** The payout a connector account has under its reference `reference`, locked for the caller's transaction. */
+export const lockByAccountReference = (db: Executor, accountUuid: string, reference: string) =>
+  db
+    .selectFrom('payouts')
+    .selectAll()
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .forUpdate()
+    .executeTakeFirst()
+
+/** Makes the check of the open payout the account has under `reference` due at `at`; whether there is one. */
+export async function recheckByAccountReference(
+  db: Executor,
+  accountUuid: string,
+  reference: string,
+  at: Date,
+): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('payouts')
+    .set({ next_check_at: at })
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .where('status', 'in', ['pending', 'processing'])
+    .executeTakeFirst()
+  return Number(numUpdatedRows) > 0
+}

@@ -1,3 +1,4 @@
+import type { Executor } from '../../db/index.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
@@ -6,10 +7,11 @@ import type { KeyClaim } from '../../http/kept-key.ts'
 import { deriveKey } from '../../lib/crypto.ts'
 import { createPayout } from './create.ts'
 import { DEFAULT_PAYOUT_TIMING, type PayoutDeps, type PayoutTiming } from './deps.ts'
-import { receivePayoutCallback } from './process.ts'
+import { applyPayoutReport, receivePayoutCallback } from './process.ts'
 import { findPayoutByIdempotencyKey, getOwnedPayout, getPayout, PAYOUT_LIST } from './queries.ts'
 import { purgeExpiredQuotes, quotePayout } from './quote.ts'
 import { checkDuePayouts } from './recovery.ts'
+import * as repo from './repository.ts'
 import type { CreatePayoutInput, ListPayoutsInput, PayoutQuoteInput } from './schemas.ts'
 import { payoutView } from './view.ts'
 
@@ -50,6 +52,12 @@ export function createPayoutService(
     export: (auth: AuthContext, query: ListPayoutsInput) => filteredExport(deps, auth, PAYOUT_LIST, query),
     receiveProviderCallback: (body: unknown) => receivePayoutCallback(deps, body),
     checkDue: (limit?: number, now?: Date) => checkDuePayouts(deps, limit, now),
+    /** A connector account's verified report on a payout it has, in the caller's transaction. */
+    applyReport: (trx: Executor, report: Parameters<typeof applyPayoutReport>[2]) =>
+      applyPayoutReport(deps, trx, report),
+    /** Makes the check of the open payout an account has under `reference` due at `at`. */
+    recheck: (accountUuid: string, reference: string, at: Date) =>
+      repo.recheckByAccountReference(deps.db, accountUuid, reference, at),
     purgeQuotes: (before?: Date) => purgeExpiredQuotes(deps, before),
   }
 }

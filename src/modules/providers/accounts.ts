@@ -3,7 +3,12 @@ import type { Config } from '../../config.ts'
 import { isCallbackSecret, newCallbackSecret } from '../../connectors/http-acquirer/signature.ts'
 import { CONNECTOR_KINDS, type ConnectorKind, isConnectorKind } from '../../connectors/kinds.ts'
 import { buildConnector } from '../../connectors/registry.ts'
-import type { AccountConnector, ProviderOutcome } from '../../connectors/types.ts'
+import type {
+  AccountConnector,
+  PayoutOutcome,
+  ProviderOutcome,
+  ProviderRefundStatus,
+} from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { Mode } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
@@ -23,6 +28,33 @@ export interface ProviderDeps {
   config: Config
   /** How a provider's report reaches the payment it is about (the transactions module's handler). */
   payments?: () => PaymentReports
+  /** How a provider's report reaches the refund it is about (the refunds module's handler). */
+  refunds?: () => ObjectReports<Exclude<ProviderRefundStatus, 'pending'>>
+  /** How a provider's report reaches the payout it is about (the payouts module's handler). */
+  payouts?: () => ObjectReports<Exclude<PayoutOutcome, 'processing'>>
+}
+
+/**
+ * A provider's report on a refund or payout, applied in the caller's transaction by its module's own handler to
+ * the one the account has under `reference`; null when the account has none under it.
+ */
+export interface ObjectReports<Outcome extends string> {
+  apply(
+    trx: Executor,
+    report: {
+      accountUuid: string
+      /** The account's reference of the refund or payout. */
+      reference: string
+      outcome: Outcome
+      connector: string
+      message: string
+    },
+  ): Promise<{ uuid: string; result: 'applied' | 'duplicate' | 'stale' } | null>
+  /**
+   * Makes the status check of the open refund or payout the account has under `reference` due at `at` (a hint
+   * from a callback that did not verify); whether there is one.
+   */
+  recheck(accountUuid: string, reference: string, at: Date): Promise<boolean>
 }
 
 /** A provider's report on a payment, applied in the caller's transaction by the payment's own handler. */

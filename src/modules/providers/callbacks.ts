@@ -24,6 +24,13 @@ const DETAILS: Record<
     `payment ${payment} is under review: the provider reports ${callback.data.amount} ${callback.data.currency}`,
 }
 
+/** What the callback log says a verified callback about a refund or payout did. */
+const OBJECT_DETAILS: Record<'applied' | 'duplicate' | 'stale', (what: string, outcome: string) => string> = {
+  applied: (what, outcome) => `${what} is now ${outcome}`,
+  duplicate: (what, outcome) => `${what} was already ${outcome}: nothing changed`,
+  stale: (what, outcome) => `${what} is past ${outcome}: recorded, not applied`,
+}
+
 /** Headers that carry credentials: never kept in the callback log. */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key'])
 
@@ -55,15 +62,24 @@ export function createCallbackReceiver(
   const hinted = new Map<string, number>()
 
   /**
-   * A callback whose signature did not verify, about a payment handed to the account: the provider is asked for
-   * the payment's status instead (status sync, now), at most once a second per account. What it says is what
-   * counts; the callback itself changes nothing.
+   * A callback whose signature did not verify, about a payment, refund or payout handed to the account: the
+   * provider is asked for its status instead (status sync, or the refunds' or payouts' check, now), at most once a
+   * second per account. What it says is what counts; the callback itself changes nothing.
    */
   async function hint(account: { uuid: string }, callback: AcquirerCallback | null): Promise<string> {
-    if (!callback?.type.startsWith('payment.')) return ''
+    if (!callback) return ''
     const now = Date.now()
     if ((hinted.get(account.uuid) ?? 0) > now - 1000) return '; too many such callbacks to ask the provider'
-    const handover = await handovers.findByReference(deps.db, account.uuid, callback.data.reference)
+    const [subject] = callback.type.split('.') as [string]
+    const reference = callback.data.reference
+    if (subject !== 'payment') {
+      const reports = subject === 'refund' ? deps.refunds?.() : deps.payouts?.()
+      if (!reports || reference.includes('\u0000')) return ''
+      if (!(await reports.recheck(account.uuid, reference, new Date(now)))) return ''
+      hinted.set(account.uuid, now)
+      return `; the ${subject}'s status is asked from the provider instead`
+    }
+    const handover = await handovers.findByReference(deps.db, account.uuid, reference)
     if (!handover || handover.sync_due_at === null) return ''
     hinted.set(account.uuid, now)
     await handovers.schedule(
@@ -88,6 +104,28 @@ export function createCallbackReceiver(
     ) => Promise<readonly [ConnectorCallbackResult, string]>,
   ) {
     const [subject, event] = callback.type.split('.') as [string, string]
+    if (subject === 'refund' || subject === 'payout') {
+      const report = {
+        accountUuid: account.uuid,
+        reference: callback.data.reference,
+        connector: account.name,
+        message: callback.data.reason ?? `The provider reports the ${subject} ${event}.`,
+      }
+      // A reference with a NUL is none the provider could have answered (and no text column can hold it).
+      const known = !callback.data.reference.includes('\u0000')
+      const applied = !known
+        ? null
+        : subject === 'refund'
+          ? await deps.refunds?.().apply(trx, { ...report, outcome: event as 'succeeded' | 'failed' })
+          : await deps.payouts?.().apply(trx, { ...report, outcome: event as 'completed' | 'failed' })
+      if (!applied)
+        return log(
+          trx,
+          'unmatched',
+          `no ${subject} handed to this account has reference ${callback.data.reference}`,
+        )
+      return log(trx, applied.result, OBJECT_DETAILS[applied.result](`${subject} ${applied.uuid}`, event))
+    }
     const handover =
       subject === 'payment'
         ? await handovers.findByReference(trx, account.uuid, callback.data.reference)

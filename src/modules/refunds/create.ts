@@ -16,12 +16,34 @@ import { refundFields, refundView } from './view.ts'
 /** The outcome of a create: the refund, and whether it was made by an earlier request with the same key. */
 export type CreatedRefund = KeptKeyCreated<RefundView>
 
+/** The connector account that has a payment, and the payment's reference there, once the account gave it. */
+interface PaymentAccount {
+  accountUuid: string
+  paymentReference: string | null
+}
+
+/**
+ * The connector account a refund of the payment goes to: the one that has the payment (docs/API.md, Refunds).
+ * Null for a payment the in-process simulator has, or an account of the simulator kind (the sandbox's).
+ */
+export async function paymentAccount(
+  deps: Pick<RefundDeps, 'db' | 'providers'>,
+  transactionUuid: string,
+): Promise<PaymentAccount | null> {
+  const handover = await deps.providers.handovers.find(deps.db, transactionUuid)
+  if (!handover) return null
+  const { account } = await deps.providers.accounts.connector(handover.account_uuid)
+  if (account.kind === 'simulator') return null
+  return { accountUuid: account.uuid, paymentReference: handover.provider_reference }
+}
+
 /** Records the intent, or finds the refund an earlier request with this key committed. */
 export async function openRefund(
   deps: Pick<RefundDeps, 'db' | 'transactions' | 'ledger' | 'timing'>,
   auth: AuthContext,
   input: CreateRefundInput,
   request: KeyClaim,
+  account: PaymentAccount | null = null,
 ): Promise<{
   row: RefundRow
   /** The refunded payment's amount; undefined for a replay of another payment's refund. */
@@ -56,6 +78,13 @@ export async function openRefund(
         { status: tx.status },
       )
     }
+    // Paid at its provider, but its reference never came back (a hand-over status sync has yet to finish).
+    if (account && account.paymentReference === null)
+      throw new AppError(
+        'invalid_state',
+        "The payment's provider has not confirmed its reference yet; try again later.",
+        { status: tx.status },
+      )
     const refundable = tx.amount - committedMinor
     const amount = input.amount_minor ?? refundable
     if (amount > refundable || amount <= 0) {
@@ -79,6 +108,7 @@ export async function openRefund(
       message: 'Refund requested.',
       action_request_id: request.actionRequestId,
       idempotency_key: request.idempotencyKey,
+      account_uuid: account?.accountUuid ?? null,
       // Should the provider's answer never be settled (a crash from here on), a worker asks again after this.
       next_check_at: new Date(now.getTime() + timing.recheckMs),
       created_at: now,
@@ -98,7 +128,7 @@ export async function createRefund(
 ): Promise<CreatedRefund> {
   let opened: Awaited<ReturnType<typeof openRefund>>
   try {
-    opened = await openRefund(deps, auth, input, request)
+    opened = await openRefund(deps, auth, input, request, await paymentAccount(deps, input.transaction_uuid))
   } catch (error) {
     // Two requests with one key for different payments (the key's record was purged after its retention):
     // the refund the key already made is the answer.
@@ -116,7 +146,12 @@ export async function createRefund(
     cumulativeRefundedMinor: opened.committedMinor,
   })
   const outcome = await askProviderToRefund(deps, row)
-  if (!outcome || outcome.status === 'pending') return { made: pending, replayed }
+  if (!outcome) return { made: pending, replayed }
+  if (outcome.status === 'pending') {
+    // Kept: the provider's reference, which its callback will name, and the next status check.
+    await settleRefund(deps, row, outcome)
+    return { made: pending, replayed }
+  }
   const settled = await settleRefund(deps, row, outcome)
   return {
     made: refundFields(settled.row, {

@@ -2,6 +2,7 @@ import type { Config } from '../../config.ts'
 import type { PaymentConnector } from '../../connectors/types.ts'
 import type { Db } from '../../db/index.ts'
 import type { LedgerService } from '../ledger/service.ts'
+import type { ProviderService } from '../providers/service.ts'
 import type { TransactionService } from '../transactions/service.ts'
 
 export interface RefundTiming {
@@ -25,6 +26,9 @@ export interface RefundDeps {
   config: Pick<Config, 'publicBaseUrl'>
   transactions: TransactionService
   ledger: LedgerService
+  /** The in-process simulator: the provider of every payment that no connector account has. */
   connector: PaymentConnector
+  /** The connector accounts, and the record of which one has a payment under which reference. */
+  providers: Pick<ProviderService, 'accounts' | 'handovers'>
   timing: RefundTiming
 }

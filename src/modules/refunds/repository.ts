@@ -155,3 +155,29 @@ export type ListedRefundRow = Awaited<ReturnType<ReturnType<typeof filtered>['ex
 
 /** One page of the merchant's refunds in keyset order, filtered. */
 export const listPage = pagedList(filtered)
+
+/** The refund a connector account has under its reference `reference`. */
+export const findByAccountReference = (db: Executor, accountUuid: string, reference: string) =>
+  db
+    .selectFrom('refunds')
+    .selectAll()
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .executeTakeFirst()
+
+/** Makes the check of the pending refund the account has under `reference` due at `at`; whether there is one. */
+export async function recheckByAccountReference(
+  db: Executor,
+  accountUuid: string,
+  reference: string,
+  at: Date,
+): Promise<boolean> {
+  const { numUpdatedRows } = await db
+    .updateTable('refunds')
+    .set({ next_check_at: at })
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .where('status', '=', 'pending')
+    .executeTakeFirst()
+  return Number(numUpdatedRows) > 0
+}

@@ -1,3 +1,4 @@
+import type { Executor } from '../../db/index.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { filteredExport, filteredPage } from '../../http/filtered-list.ts'
@@ -5,8 +6,9 @@ import type { KeyClaim } from '../../http/kept-key.ts'
 import { createRefund } from './create.ts'
 import { DEFAULT_REFUND_TIMING, type RefundDeps, type RefundTiming } from './deps.ts'
 import { findRefundByIdempotencyKey, getRefund, REFUND_LIST } from './queries.ts'
+import * as repo from './repository.ts'
 import type { CreateRefundInput, ListRefundsInput } from './schemas.ts'
-import { checkDueRefunds } from './settle.ts'
+import { applyRefundReport, checkDueRefunds } from './settle.ts'
 
 export type { CreatedRefund } from './create.ts'
 export type { RefundDeps, RefundTiming } from './deps.ts'
@@ -34,5 +36,11 @@ export function createRefundService(input: Omit<RefundDeps, 'timing'> & { timing
     export: (auth: AuthContext, query: ListRefundsInput) => filteredExport(deps, auth, REFUND_LIST, query),
     findByIdempotencyKey: (scope: Scope, key: string) => findRefundByIdempotencyKey(deps, scope, key),
     checkDue: (limit?: number, now?: Date) => checkDueRefunds(deps, limit, now),
+    /** A connector account's verified report on a refund it has, in the caller's transaction. */
+    applyReport: (trx: Executor, report: Parameters<typeof applyRefundReport>[2]) =>
+      applyRefundReport(deps, trx, report),
+    /** Makes the check of the pending refund an account has under `reference` due at `at`. */
+    recheck: (accountUuid: string, reference: string, at: Date) =>
+      repo.recheckByAccountReference(deps.db, accountUuid, reference, at),
   }
 }

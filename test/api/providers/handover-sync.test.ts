@@ -29,7 +29,7 @@ const FIRST_ASK_MS = 500
 for (const backend of backends()) {
   describe(`status sync of handed-over payments (${backend})`, () => {
     const ctx = suiteContext(backend, {
-      config: { providerSync: { scheduleMs: [FIRST_ASK_MS, 200], graceMs: 60_000 } },
+      config: { providerSync: { scheduleMs: [FIRST_ASK_MS, 200], graceMs: 60_000, handoverLeaseMs: 30_000 } },
     })
     const gateway = listeningGateway(ctx)
     const acquirer = suiteAcquirer(ctx, { gateway })
