@@ -407,10 +407,16 @@ for (const backend of backends()) {
         assert.equal(stranded?.status, 'pending')
         assert.notEqual(stranded?.reference, reference)
         assert.ok(!(handover?.redirect_url ?? '').endsWith(stranded?.reference ?? '-'))
-        // Nor does the hosted page the customer opens name it.
+        // The hosted page the customer opens sends them to the account that took it, never to the first one's.
         const page = await ctx.app.inject({ method: 'GET', url: new URL(payment.payment_url).pathname })
-        assert.equal(page.statusCode, 200)
-        assert.ok(!page.body.includes(stranded?.reference ?? '-'))
+        assert.equal(page.statusCode, 303)
+        assert.equal(page.headers.location, handover?.redirect_url)
+        const back = await ctx.app.inject({
+          method: 'GET',
+          url: `${new URL(payment.payment_url).pathname}?returned=1`,
+        })
+        assert.equal(back.statusCode, 200)
+        assert.ok(!back.body.includes(stranded?.reference ?? '-'))
         await decide(acquirer, reference, 'succeeded')
         await paymentBecomes(ctx, payment.uuid, 'paid', fallbackShop)
         assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
