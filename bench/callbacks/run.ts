@@ -4,12 +4,14 @@
  * `serve --role worker` processes for status sync) against PostgreSQL, with the provider emulator in this process.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node --import tsx bench/callbacks/run.ts \
- *     [--duration 15] [--connections 16] [--sync-payments 100000] [--workers 2] [--source] [--keep-database]
+ *     [--duration 15] [--connections 16] [--merchants 8] [--sync-payments 100000] [--workers 2] [--source] [--keep-database]
  *
  * 1. create: POST /integration/transactions (a unique external_id per request), `--duration` seconds.
  * 2. callbacks: POST /providers/{account}/callbacks, each a `payment.succeeded` signed with the account's secret
  *    about a different pending live payment handed to the account, so that every request moves a payment to paid
- *    (its ledger entry and its event included); `--duration` seconds. Every answer must be 200 `applied`.
+ *    (its ledger entry and its event included); `--duration` seconds. Every answer must be 200 `applied`. Run
+ *    twice: payments of one merchant (whose balances every posting locks in turn), then payments spread over
+ *    `--merchants` merchants.
  * 3. status sync: `--sync-payments` pending payments handed to the emulator (which holds each of them) are made
  *    due at once; `--workers` worker processes ask the emulator about each; the time until every one has been
  *    asked once, against the first interval of the schedule (PROVIDER_SYNC_SCHEDULE's first, 60 s by default).
@@ -41,6 +43,7 @@ const values = benchOptions({
   duration: '15',
   connections: '16',
   'sync-payments': '100000',
+  merchants: '8',
   workers: '2',
   source: false,
   'keep-database': false,
@@ -49,6 +52,8 @@ const DURATION = Number(values.duration)
 const CONNECTIONS = Number(values.connections)
 const SYNC_PAYMENTS = Number(values['sync-payments'])
 const WORKERS = Number(values.workers)
+/** The second callback run spreads its payments over this many merchants. */
+const MERCHANTS = Number(values.merchants)
 /** The first status sync interval: what the sync of every payment must finish within. */
 const INTERVAL_S = 60
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -160,7 +165,10 @@ async function main() {
     const env = { ...benchEnv(database.url, masterKey), PROVIDER_SYNC_SCHEDULE: String(INTERVAL_S) }
     let account = { uuid: '', name: '' }
     let secret = ''
+    const others: string[] = []
     const { merchant, keys } = await benchMerchant(env, 'Bench callbacks', async (services) => {
+      for (let i = 1; i < MERCHANTS; i++)
+        others.push((await services.merchants.createMerchant({ name: `Bench callbacks ${i}` })).merchant.uuid)
       const added = await services.providers.accounts.add({
         name: 'bench-acquirer',
         kind: 'http-acquirer',
@@ -173,16 +181,26 @@ async function main() {
     })
     await client.connect()
 
-    // Enough handed-over payments for every callback the run can send.
+    // Enough handed-over payments for every callback a run can send: one merchant's (`cb-`), and the same number
+    // spread over MERCHANTS merchants (`mb-`, payment i the merchant i mod MERCHANTS's).
     const callbackPayments = Math.max(20_000, DURATION * 4_000)
-    log(`seeding ${fmt(callbackPayments)} handed-over payments for the callbacks`)
-    await seedHandedOver(
-      client,
-      merchant.uuid,
-      account.uuid,
-      Array.from({ length: callbackPayments }, (_, i) => ({ uuid: randomUUID(), reference: `cb-${i}` })),
-      false,
-    )
+    log(`seeding ${fmt(2 * callbackPayments)} handed-over payments for the callbacks`)
+    const merchants = [merchant.uuid, ...others]
+    const refs = (prefix: string) =>
+      Array.from({ length: callbackPayments }, (_, i) => ({
+        uuid: randomUUID(),
+        reference: `${prefix}-${i}`,
+      }))
+    await seedHandedOver(client, merchant.uuid, account.uuid, refs('cb'), false)
+    const spread = refs('mb')
+    for (const [m, uuid] of merchants.entries())
+      await seedHandedOver(
+        client,
+        uuid,
+        account.uuid,
+        spread.filter((_, i) => i % merchants.length === m),
+        false,
+      )
 
     const api = await startService('api', env, { source: values.source })
     servers.push(api)
@@ -198,14 +216,14 @@ async function main() {
         external_id: `${runTag}-${seq++}`,
       }),
     })
-    let sent = 0
-    const callback = () => {
-      const n = sent++
-      const id = `evt_${runTag}_${n}`
+    const sent = { cb: 0, mb: 0 }
+    const callbackOf = (prefix: 'cb' | 'mb') => () => {
+      const n = sent[prefix]++
+      const id = `evt_${runTag}_${prefix}_${n}`
       const body = JSON.stringify({
         id,
         type: 'payment.succeeded',
-        data: { reference: `cb-${n}`, amount: 10000, currency: 'RUB' },
+        data: { reference: `${prefix}-${n}`, amount: 10000, currency: 'RUB' },
       })
       return {
         path: `/providers/${account.uuid}/callbacks`,
@@ -215,11 +233,13 @@ async function main() {
     }
     log('warming up')
     await fire(api.base, create, 3)
-    await fire(api.base, callback, 3)
+    await fire(api.base, callbackOf('cb'), 3)
     log(`create for ${DURATION} s`)
     const creates = await fire(api.base, create)
-    log(`callbacks for ${DURATION} s`)
-    const callbacks = await fire(api.base, callback)
+    log(`callbacks for ${DURATION} s, one merchant's payments`)
+    const callbacks = await fire(api.base, callbackOf('cb'))
+    log(`callbacks for ${DURATION} s, payments of ${MERCHANTS} merchants`)
+    const spreadCallbacks = await fire(api.base, callbackOf('mb'))
     const { rows: counted } = await client.query<{ result: string; n: string }>(
       'SELECT result, count(*) AS n FROM connector_callbacks GROUP BY result ORDER BY result',
     )
@@ -292,16 +312,21 @@ async function main() {
 
     const ratio = callbacks.rps / creates.rps
     const p99Ratio = callbacks.p99 / creates.p99
+    const spreadRatio = spreadCallbacks.rps / creates.rps
+    const spreadP99 = spreadCallbacks.p99 / creates.p99
     const report = [
       '| what | requests | req/s | p50 ms | p99 ms | max ms | non-2xx |',
       '|---|---|---|---|---|---|---|',
       `| create | ${fmt(creates.requests, 0)} | ${fmt(creates.rps)} | ${creates.p50} | ${creates.p99} | ${creates.max} | ${creates.non2xx} |`,
-      `| callbacks applied | ${fmt(callbacks.requests, 0)} | ${fmt(callbacks.rps)} | ${callbacks.p50} | ${callbacks.p99} | ${callbacks.max} | ${callbacks.non2xx} |`,
+      `| callbacks applied, one merchant | ${fmt(callbacks.requests, 0)} | ${fmt(callbacks.rps)} | ${callbacks.p50} | ${callbacks.p99} | ${callbacks.max} | ${callbacks.non2xx} |`,
+      `| callbacks applied, ${MERCHANTS} merchants | ${fmt(spreadCallbacks.requests, 0)} | ${fmt(spreadCallbacks.rps)} | ${spreadCallbacks.p50} | ${spreadCallbacks.p99} | ${spreadCallbacks.max} | ${spreadCallbacks.non2xx} |`,
       '',
       '| check | measured | target | met |',
       '|---|---|---|---|',
-      `| callbacks/s vs create/s | ${round(ratio, 2)} × | ≥ 1.0 × | ${ratio >= 1 ? 'yes' : 'no'} |`,
-      `| callback p99 vs create p99 | ${round(p99Ratio, 2)} × | ≤ 1.5 × | ${p99Ratio <= 1.5 ? 'yes' : 'no'} |`,
+      `| callbacks/s vs create/s, one merchant | ${round(ratio, 2)} × | ≥ 1.0 × | ${ratio >= 1 ? 'yes' : 'no'} |`,
+      `| callback p99 vs create p99, one merchant | ${round(p99Ratio, 2)} × | ≤ 1.5 × | ${p99Ratio <= 1.5 ? 'yes' : 'no'} |`,
+      `| callbacks/s vs create/s, ${MERCHANTS} merchants | ${round(spreadRatio, 2)} × | ≥ 1.0 × | ${spreadRatio >= 1 ? 'yes' : 'no'} |`,
+      `| callback p99 vs create p99, ${MERCHANTS} merchants | ${round(spreadP99, 2)} × | ≤ 1.5 × | ${spreadP99 <= 1.5 ? 'yes' : 'no'} |`,
       `| status sync of ${fmt(held.length, 0)} payments, ${WORKERS} workers | ${syncSeconds} s (${fmt(done, 0)} asked) | ≤ ${INTERVAL_S} s | ${done === held.length && syncSeconds <= INTERVAL_S ? 'yes' : 'no'} |`,
       '',
       `Callback log by result: ${counted.map((r) => `${r.result} ${fmt(Number(r.n), 0)}`).join(', ')}; live payments paid: ${fmt(paid, 0)}.`,

@@ -3,8 +3,8 @@ import { verifyCallback } from '../../connectors/http-acquirer/signature.ts'
 import { CONNECTOR_KINDS, type ConnectorKind } from '../../connectors/kinds.ts'
 import type { Executor } from '../../db/index.ts'
 import type { CallbackVerificationResult, ConnectorCallbackResult } from '../../db/types.ts'
-import { AppError, foundByUuid } from '../../http/errors.ts'
-import { newId } from '../../lib/ids.ts'
+import { AppError, foundByUuid, validationError } from '../../http/errors.ts'
+import { isUuid, newId } from '../../lib/ids.ts'
 import { providerCallbacks } from '../../lib/metrics.ts'
 import type { createAccountOperations, ProviderDeps } from './accounts.ts'
 import type { createHandoverRecords } from './handovers.ts'
@@ -169,6 +169,8 @@ export function createCallbackReceiver(
       account?: string
       result?: ConnectorCallbackResult
       reference?: string
+      /** About this payment, refund or payout (by the reference its account gave it). */
+      about?: string
       limit: number
     }) {
       let query = deps.db
@@ -190,6 +192,38 @@ export function createCallbackReceiver(
       if (filter.account) query = query.where('a.name', '=', filter.account)
       if (filter.result) query = query.where('c.result', '=', filter.result)
       if (filter.reference) query = query.where('c.provider_reference', '=', filter.reference)
+      if (filter.about !== undefined) {
+        if (!isUuid(filter.about)) throw validationError('about', 'not a uuid')
+        const about = filter.about
+        query = query.where((eb) =>
+          eb.or([
+            eb.exists(
+              eb
+                .selectFrom('payment_handovers as h')
+                .select('h.transaction_uuid')
+                .whereRef('h.account_uuid', '=', 'c.account_uuid')
+                .whereRef('h.provider_reference', '=', 'c.provider_reference')
+                .where('h.transaction_uuid', '=', about),
+            ),
+            eb.exists(
+              eb
+                .selectFrom('refunds as r')
+                .select('r.uuid')
+                .whereRef('r.account_uuid', '=', 'c.account_uuid')
+                .whereRef('r.provider_reference', '=', 'c.provider_reference')
+                .where('r.uuid', '=', about),
+            ),
+            eb.exists(
+              eb
+                .selectFrom('payouts as p')
+                .select('p.uuid')
+                .whereRef('p.account_uuid', '=', 'c.account_uuid')
+                .whereRef('p.provider_reference', '=', 'c.provider_reference')
+                .where('p.uuid', '=', about),
+            ),
+          ]),
+        )
+      }
       return query.execute()
     },
 

@@ -214,9 +214,16 @@ export function registerConnectorCommands(program: Command, context: CommandCont
     .option('--account <name>', 'of one connector account')
     .addOption(new Option('--result <result>', 'with one result').choices(results))
     .option('--reference <reference>', "about one provider's reference")
+    .option('--about <uuid>', 'about one payment, refund or payout')
     .option('--limit <n>', 'at most this many', (v: string) => context.parseCount('--limit', v, 1000), 50)
     .action(
-      (opts: { account?: string; result?: (typeof results)[number]; reference?: string; limit: number }) =>
+      (opts: {
+        account?: string
+        result?: (typeof results)[number]
+        reference?: string
+        about?: string
+        limit: number
+      }) =>
         withProviders(async (providers) => {
           for (const c of await providers.callbacks.list(opts))
             out(

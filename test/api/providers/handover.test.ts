@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { before, beforeEach, describe, it } from 'node:test'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { assertError } from '../../helpers/errors.ts'
@@ -120,6 +121,16 @@ for (const backend of backends()) {
         (await callbackLog(ctx, reference)).map((row) => row.result),
         ['applied', 'duplicate', 'duplicate', 'duplicate', 'duplicate'],
       )
+      // The operator finds them by the payment (connectors callbacks --about); by another uuid, none.
+      const about = await ctx.services.providers.callbacks.list({ about: payment.uuid, limit: 10 })
+      assert.deepEqual(about.map((row) => `${row.provider_reference} ${row.result}`).sort(), [
+        `${reference} applied`,
+        `${reference} duplicate`,
+        `${reference} duplicate`,
+        `${reference} duplicate`,
+        `${reference} duplicate`,
+      ])
+      assert.deepEqual(await ctx.services.providers.callbacks.list({ about: randomUUID(), limit: 10 }), [])
       const now = await paymentNow(ctx, payment.uuid)
       assert.equal(now.status, 'paid')
       assert.equal(now.aggregate_version, 2)
