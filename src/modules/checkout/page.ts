@@ -65,9 +65,9 @@ export function renderPage(data: PageData): string {
 ${requisiteRows}
     </dl>
   </section>`
-    : `  <p class="hint"${hide}>${data.testMode ? 'In test mode no card is charged: use the buttons below to try each outcome.' : 'Complete the payment with the payment provider; this page updates by itself.'}</p>`
+    : `  <p class="hint"${hide}>${data.sandbox ? 'In test mode no card is charged: use the buttons below to try each outcome.' : 'Complete the payment with the payment provider; this page updates by itself.'}</p>`
   const off = data.final ? ' disabled' : ''
-  const sandbox = data.testMode
+  const sandbox = data.sandbox
     ? `  <section class="sandbox" aria-labelledby="sandbox-heading"${hide}>
     <h2 id="sandbox-heading">Test mode</h2>
     <p>No real money moves. Try an outcome:</p>

@@ -103,21 +103,23 @@ async function findByToken(
 }
 
 /**
- * Where the customer pays a live payment that a provider took: its payment page (an http or https address only),
- * while the payment is pending to the customer; null when the page itself is where they pay or wait. A test-mode
- * payment keeps its page and its simulate buttons, whatever account took it.
+ * Where the customer pays a payment that a provider took, in either mode (a provider's sandbox is a test-mode
+ * account): its payment page (an http or https address only), while the payment is pending to the customer; null
+ * when the page itself is where they pay or wait. `sandbox`: the page may offer the simulate buttons, for a
+ * test-mode payment no provider but the simulator has.
  */
 async function providerPageOf(
   deps: Pick<CheckoutDeps, 'db' | 'providers'>,
   row: TransactionRow,
   status: PageStatus,
-): Promise<string | null> {
-  if (row.mode !== 'live' || status !== 'pending') return null
-  const handover = await deps.providers.handovers.find(deps.db, row.uuid)
-  if (handover?.state !== 'handed_over' || !handover.redirect_url) return null
-  return /^https?:\/\//i.test(handover.redirect_url) && URL.canParse(handover.redirect_url)
-    ? handover.redirect_url
-    : null
+): Promise<{ page: string | null; sandbox: boolean }> {
+  const held = await deps.providers.handovers.heldBy(deps.db, row.uuid)
+  const sandbox = row.mode === 'test' && (!held || held.kind === 'simulator')
+  if (status !== 'pending' || held?.state !== 'handed_over' || !held.redirect_url)
+    return { page: null, sandbox }
+  const page =
+    /^https?:\/\//i.test(held.redirect_url) && URL.canParse(held.redirect_url) ? held.redirect_url : null
+  return { page, sandbox }
 }
 
 /**
@@ -128,7 +130,7 @@ export async function checkoutPage(deps: CheckoutDeps, token: string) {
   const row = await findByToken(deps, token)
   if (!row) return null
   const view = statusView(deps, row)
-  const providerPage = await providerPageOf(deps, row, view.status)
+  const provider = await providerPageOf(deps, row, view.status)
   const merchant = await deps.merchants.getMerchant(row.merchant_uuid)
   return {
     token,
@@ -139,7 +141,8 @@ export async function checkoutPage(deps: CheckoutDeps, token: string) {
     paymentMethod: row.payment_method,
     requisites: row.requisites as Record<string, string> | null,
     testMode: row.mode === 'test',
-    providerPage,
+    sandbox: provider.sandbox,
+    providerPage: provider.page,
     ...view,
   }
 }

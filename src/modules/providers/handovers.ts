@@ -138,6 +138,14 @@ export function createHandoverRecords(deps: ProviderDeps) {
         .where('result', '=', 'started')
         .orderBy('position', 'desc')
         .executeTakeFirst(),
+    /** A payment's hand-over with the kind of the account that has it; none for a payment never handed over. */
+    heldBy: (db: Executor, transactionUuid: string) =>
+      db
+        .selectFrom('payment_handovers as h')
+        .innerJoin('connector_accounts as a', 'a.uuid', 'h.account_uuid')
+        .select(['h.state', 'h.redirect_url', 'a.kind'])
+        .where('h.transaction_uuid', '=', transactionUuid)
+        .executeTakeFirst(),
     find: (db: Executor, transactionUuid: string) => repo.findHandover(db, transactionUuid),
     /** The hand-over `reference` names at the account; none for a reference no provider could have answered. */
     findByReference: async (db: Executor, accountUuid: string, reference: string) =>

@@ -66,19 +66,29 @@ export async function applyTransactionOutcome(
 }
 
 /** A provider callback, parsed: applied to its transaction in one database transaction. */
-async function handleCallback(deps: Deps & Pick<TransactionDeps, 'db'>, callback: ProviderCallback) {
+async function handleCallback(
+  deps: Deps & Pick<TransactionDeps, 'db' | 'providers'>,
+  callback: ProviderCallback,
+) {
   return deps.db.transaction().execute(async (trx) => {
     const row = isUuid(callback.transactionUuid)
       ? await repo.lockByUuid(trx, callback.transactionUuid)
       : undefined
     if (!row) throw notFound('transaction')
+    // The simulator (the sandbox) has no say over a payment another provider has: that provider decides it.
+    const held = await deps.providers.handovers.heldBy(trx, row.uuid)
+    if (held && held.kind !== 'simulator')
+      throw new AppError(
+        'sandbox_unavailable',
+        'This payment is with a payment provider, which decides it: the sandbox cannot.',
+      )
     return (await applyTransactionOutcome(deps, trx, row, callback.outcome, callback)).row
   })
 }
 
 /** Where every provider's callback enters: parsed by its connector, then the one handler. */
 export async function receiveProviderCallback(
-  deps: Deps & Pick<TransactionDeps, 'db' | 'connectors'>,
+  deps: Deps & Pick<TransactionDeps, 'db' | 'connectors' | 'providers'>,
   connectorName: string,
   body: unknown,
 ): Promise<TransactionRow> {

@@ -180,16 +180,31 @@ for (const backend of backends()) {
       assert.ok(!res.body.includes('data-simulate'))
     })
 
-    it('a test-mode payment handed to a test account keeps its page and its simulate buttons', async () => {
+    it("a test-mode payment a provider's sandbox took goes to its page, and the sandbox cannot decide it", async () => {
       const tx = await create('test')
       const record = await handover(tx.uuid)
       assert.equal(record?.account_uuid, sandboxAccount.account.uuid)
       assert.ok(record?.redirect_url, 'the test account gave a payment page')
       const res = await page(pathOf(tx))
-      assert.equal(res.statusCode, 200, res.body)
-      assert.ok(res.body.includes('<p class="badge">Test mode</p>'))
-      assert.ok(res.body.includes('data-simulate="paid"'))
-      assert.ok(res.body.includes('data-simulate="failed"'))
+      assert.equal(res.statusCode, 303, res.body)
+      assert.equal(res.headers.location, record?.redirect_url)
+      // Back from the provider: the page, with no simulate buttons (the provider decides).
+      const back = await page(`${pathOf(tx)}?returned=1`)
+      assert.equal(back.statusCode, 200, back.body)
+      assert.ok(back.body.includes('<p class="badge">Test mode</p>'))
+      assert.ok(!back.body.includes('data-simulate'))
+      for (const url of [`/integration/sandbox/transactions/${tx.uuid}/paid`]) {
+        const refused = await call(ctx, 'POST', url, undefined, { as: { mode: 'test' } })
+        assert.equal(refused.statusCode, 403, refused.body)
+        assert.equal(refused.json().error.code, 'sandbox_unavailable')
+      }
+      const button = await ctx.app.inject({ method: 'POST', url: `${pathOf(tx)}/simulate/paid` })
+      assert.ok(button.statusCode >= 400 && button.statusCode < 500, `${button.statusCode} ${button.body}`)
+      const now = await call(ctx, 'GET', `/integration/transactions/${tx.uuid}`, undefined, {
+        as: { mode: 'test' },
+      })
+      assert.equal(now.json().status, 'pending')
+      assert.equal(now.json().aggregate_version, 1)
     })
 
     it('a provider page that is not an http(s) address is never followed: the page is shown', async () => {
