@@ -19,6 +19,7 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
   simulator: {
     slow: false,
     signedCallbacks: false,
+    refundsAndPayouts: false,
     async start() {
       const connector = new SimulatorAccountConnector()
       return {
@@ -35,6 +36,7 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
   'http-acquirer': {
     slow: true,
     signedCallbacks: true,
+    refundsAndPayouts: true,
     async start() {
       const emulator = buildEmulator({ apiKey: 'sk_kit', publicUrl: 'http://emulator.test' })
       await emulator.listen({ port: 0, host: '127.0.0.1' })
@@ -59,6 +61,8 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
         connector,
         decide: (reference, outcome) =>
           admin('POST', `/admin/payments/${reference}/decide`, { status: STATUS[outcome] }),
+        decidePayout: (reference, outcome) =>
+          admin('POST', `/admin/payouts/${reference}/decide`, { status: outcome }),
         unknownReference: 'acq_never-given',
         unknownAnswer: 'unknown',
         slow: {

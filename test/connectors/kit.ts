@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import type {
   AccountConnector,
   PaymentOrder,
+  PayoutOrder,
   ProviderOutcome,
   ProviderPaymentStatus,
 } from '../../src/connectors/types.ts'
@@ -19,6 +20,8 @@ export interface KitProvider {
   connector: AccountConnector
   /** The provider decides a payment it holds (a customer paid or declined on its page, say). */
   decide(reference: string, outcome: ProviderOutcome): Promise<void>
+  /** The provider decides a payout it holds. */
+  decidePayout?(reference: string, outcome: 'completed' | 'failed'): Promise<void>
   /** A reference the provider never gave. */
   unknownReference: string
   /** What the kind answers about a reference it never gave: `unknown`, or no answer where it cannot tell. */
@@ -49,8 +52,19 @@ export interface KitKind {
   slow: boolean
   /** Its provider signs callbacks: the callback cases run. */
   signedCallbacks: boolean
+  /** It takes refunds and payouts (else it must refuse them, never leave them unknown). */
+  refundsAndPayouts: boolean
   start(): Promise<KitProvider>
 }
+
+const payout = (): PayoutOrder => ({
+  payoutUuid: randomUUID(),
+  method: 'card',
+  amount: 25_000,
+  currency: 'RUB',
+  amountUsdtMicro: 2_713_000,
+  destination: { card_number: '4111111111111111' },
+})
 
 const order = (overrides: Partial<PaymentOrder> = {}): PaymentOrder => ({
   paymentUuid: randomUUID(),
@@ -151,6 +165,56 @@ export function connectorKit(kind: KitKind): void {
         const unsigned: Record<string, string> = {}
         assert.deepEqual(callbacks.verify(good.body, unsigned), { ok: false, reason: 'unsigned' })
         assert.equal(callbacks.read('{"id":1}'), null)
+      })
+
+    if (kind.refundsAndPayouts) {
+      it('refunds a paid payment once per refund id, and answers how the refund stands', async () => {
+        const { reference } = await accepted()
+        await provider.decide(reference, 'paid')
+        const given = {
+          refundUuid: randomUUID(),
+          paymentReference: reference,
+          amount: 50_000,
+          currency: 'RUB',
+        }
+        const first = await provider.connector.refund(given)
+        assert.equal(first.kind, 'accepted', JSON.stringify(first))
+        if (first.kind !== 'accepted') return
+        const again = await provider.connector.refund(given)
+        assert.deepEqual(again, first)
+        const status = await provider.connector.refundStatus(first.reference)
+        assert.equal(status.kind, 'known')
+        assert.ok(status.kind === 'known' && ['pending', 'succeeded', 'failed'].includes(status.status))
+        assert.equal((await provider.connector.refundStatus(provider.unknownReference)).kind, 'unknown')
+      })
+
+      it('pays out once per payout id, and answers the payout as the provider decides it', async () => {
+        const given = payout()
+        const first = await provider.connector.submitPayout(given)
+        assert.equal(first.kind, 'accepted', JSON.stringify(first))
+        if (first.kind !== 'accepted') return
+        assert.equal(first.status, 'processing')
+        assert.deepEqual(await provider.connector.submitPayout(given), first)
+        await provider.decidePayout?.(first.reference, 'completed')
+        assert.deepEqual(await provider.connector.payoutStatus(first.reference), {
+          kind: 'known',
+          status: 'completed',
+        })
+        assert.equal((await provider.connector.payoutStatus(provider.unknownReference)).kind, 'unknown')
+      })
+    } else
+      it('refuses refunds and payouts outright, never leaving them unknown', async () => {
+        const { reference } = await accepted()
+        const refund = await provider.connector.refund({
+          refundUuid: randomUUID(),
+          paymentReference: reference,
+          amount: 1_000,
+          currency: 'RUB',
+        })
+        assert.equal(refund.kind, 'refused')
+        assert.equal((await provider.connector.submitPayout(payout())).kind, 'refused')
+        assert.equal((await provider.connector.refundStatus(reference)).kind, 'no_answer')
+        assert.equal((await provider.connector.payoutStatus(reference)).kind, 'no_answer')
       })
   })
 }
