@@ -128,7 +128,8 @@ for (const backend of backends()) {
 
     it('takes about as long for an unknown email as for a wrong password (one scrypt each)', async () => {
       const user = await activeUser(ctx, 'viewer')
-      const median = (values: number[]) => [...values].sort((a, b) => a - b)[1] as number
+      // The fastest of each: what the path itself costs, without the pauses another process's load adds.
+      const fastest = (values: number[]) => Math.min(...values)
       const timed = async (email: string, ip: string) => {
         const started = process.hrtime.bigint()
         const response = await dashboard(ctx, 'POST', '/dashboard/api/session', {
@@ -140,12 +141,13 @@ for (const backend of backends()) {
       }
       const wrong: number[] = []
       const unknown: number[] = []
-      for (let i = 0; i < 3; i++) {
+      for (let i = 0; i < 5; i++) {
         wrong.push(await timed(user.email, `10.6.0.${i}`))
         unknown.push(await timed(newEmail('nobody'), `10.6.1.${i}`))
       }
-      // Loose bounds on a shared machine: what matters is that neither path skips the hash.
-      const ratio = median(unknown) / median(wrong)
+      // Loose bounds on a shared machine: what matters is that neither path skips the hash (one that did would be
+      // a few milliseconds against a scrypt's hundred).
+      const ratio = fastest(unknown) / fastest(wrong)
       assert.ok(ratio > 0.5 && ratio < 2, `unknown ${unknown.join(', ')} ms; wrong ${wrong.join(', ')} ms`)
     })
 
