@@ -109,7 +109,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     db,
     config,
     payments: () => ({
-      apply: (trx, uuid, report, before) => transactions.applyReport(trx, uuid, report, before),
+      apply: (trx, payment, report, before) => transactions.applyReport(trx, payment, report, before),
     }),
     refunds: () => ({ apply: refunds.applyReport, recheck: refunds.recheck }),
     payouts: () => ({ apply: payouts.applyReport, recheck: payouts.recheck }),

@@ -4,7 +4,7 @@
  * `serve --role worker` processes for status sync) against PostgreSQL, with the provider emulator in this process.
  *
  *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node --import tsx bench/callbacks/run.ts \
- *     [--duration 15] [--connections 16] [--merchants 8] [--sync-payments 100000] [--workers 2] [--source] [--keep-database]
+ *     [--duration 15] [--connections 16] [--merchants 8] [--sync-payments 100000] [--workers 2] [--source] [--keep-database] [--profile DIR]
  *
  * 1. create: POST /integration/transactions (a unique external_id per request), `--duration` seconds.
  * 2. callbacks: POST /providers/{account}/callbacks, each a `payment.succeeded` signed with the account's secret
@@ -47,6 +47,7 @@ const values = benchOptions({
   workers: '2',
   source: false,
   'keep-database': false,
+  profile: '',
 })
 const DURATION = Number(values.duration)
 const CONNECTIONS = Number(values.connections)
@@ -56,6 +57,8 @@ const WORKERS = Number(values.workers)
 const MERCHANTS = Number(values.merchants)
 /** The first status sync interval: what the sync of every payment must finish within. */
 const INTERVAL_S = 60
+/** `--profile DIR`: the API's V8 CPU profile (`--cpu-prof`), written to DIR when it stops. */
+const nodeArgs = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : []
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
 const log = (line: string) => process.stderr.write(`[bench:callbacks] ${line}\n`)
@@ -202,7 +205,7 @@ async function main() {
         false,
       )
 
-    const api = await startService('api', env, { source: values.source })
+    const api = await startService('api', env, { source: values.source, nodeArgs })
     servers.push(api)
     const runTag = randomBytes(3).toString('hex')
     let seq = 0

@@ -35,6 +35,8 @@ export interface MerchantDeps {
   config: Config
   keys: LRUCache<string, KnownKey>
   fees: LRUCache<string, Fee>
+  /** Each merchant's settlement hold in seconds, cached like its fees. */
+  holds: LRUCache<string, number>
   /** Keys whose `last_used_at` this process wrote within the last KEY_USE_WRITE_INTERVAL_MS. */
   used: LRUCache<string, true>
 }
@@ -47,6 +49,7 @@ export function createMerchantService(input: { db: Db; config: Config }) {
     // A short-lived cache saves a database round trip per request; revocation is seen within its TTL.
     keys: new LRUCache<string, KnownKey>({ max: 10_000, ttl: config.keyCacheTtlMs }),
     fees: new LRUCache<string, Fee>({ max: 10_000, ttl: config.keyCacheTtlMs }),
+    holds: new LRUCache<string, number>({ max: 10_000, ttl: config.keyCacheTtlMs }),
     used: new LRUCache<string, true>({ max: 10_000, ttl: KEY_USE_WRITE_INTERVAL_MS }),
   }
   return {
@@ -65,6 +68,8 @@ export function createMerchantService(input: { db: Db; config: Config }) {
       revokeMerchantKey(deps, merchantUuid, keyId, also),
     keyUsed: (keyId: string) => keyUsed(deps, keyId),
     fee: (merchantUuid: string, paymentMethod: string) => merchantFee(deps, merchantUuid, paymentMethod),
+    settlementHoldSeconds: (merchantUuid: string, executor: Executor = db) =>
+      settlementHoldSeconds(deps, merchantUuid, executor),
     setFee: (merchantUuid: string, paymentMethod: string, feeBps: number, shareBps: number) =>
       setMerchantFee(deps, merchantUuid, paymentMethod, feeBps, shareBps),
   }
@@ -173,6 +178,7 @@ export async function updateMerchant(deps: MerchantDeps, uuid: string, changes: 
     updated_at: new Date(),
   })
   deps.keys.clear()
+  deps.holds.delete(uuid)
   return updated ?? null
 }
 
@@ -239,6 +245,23 @@ export async function revokeKey(deps: MerchantDeps, keyId: string) {
   // This process stops trusting the key at once; others within the cache TTL.
   deps.keys.clear()
   return revoked ?? null
+}
+
+/**
+ * How long the merchant's paid money is held before it is available, cached like its fees (a change is seen by
+ * other processes within the TTL); a merchant that does not exist has the default day.
+ */
+export async function settlementHoldSeconds(
+  deps: MerchantDeps,
+  merchantUuid: string,
+  /** The caller's transaction, when it holds one: a miss is read there, never on a second connection. */
+  executor: Executor = deps.db,
+): Promise<number> {
+  const hit = deps.holds.get(merchantUuid)
+  if (hit !== undefined) return hit
+  const seconds = (await repo.findMerchant(executor, merchantUuid))?.settlement_hold_seconds ?? 86400
+  deps.holds.set(merchantUuid, seconds)
+  return seconds
 }
 
 /** The merchant's fee for a method, cached like its keys (a change is seen by other processes within the TTL). */

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import { Value } from 'typebox/value'
 import type { Config } from '../../config.ts'
 import { isCallbackSecret, newCallbackSecret } from '../../connectors/http-acquirer/signature.ts'
@@ -10,7 +11,7 @@ import type {
   ProviderRefundStatus,
 } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
-import type { Mode } from '../../db/types.ts'
+import type { Mode, TransactionRow } from '../../db/types.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
@@ -61,7 +62,8 @@ export interface ObjectReports<Outcome extends string> {
 export interface PaymentReports {
   apply(
     trx: Executor,
-    transactionUuid: string,
+    /** The payment's uuid, or its row the caller read locked in `trx` (handovers.lockPayment). */
+    payment: string | TransactionRow,
     report: {
       outcome: ProviderOutcome
       amount: number | null
@@ -73,6 +75,16 @@ export interface PaymentReports {
     /** Runs in `trx` once the result is known, before the payment changes (and its money moves). */
     before?: (result: 'applied' | 'duplicate' | 'stale' | 'review') => Promise<unknown>,
   ): Promise<{ result: 'applied' | 'duplicate' | 'stale' | 'review'; row: { status: string } }>
+}
+
+/** How long a process checks callbacks to an account with what it read of it (accounts.receiving). */
+const RECEIVING_TTL_MS = 1000
+
+type AccountRow = NonNullable<Awaited<ReturnType<typeof repo.findAccountByUuid>>>
+
+interface ReceivingAccount {
+  account: AccountRow
+  secrets: { secret: string; retiresAt: Date | null }[]
 }
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,62}$/
@@ -139,6 +151,10 @@ export function createAccountOperations(deps: ProviderDeps) {
 
   // One connector per account, kept while the account is unchanged: its connections stay open between calls.
   const built = new Map<string, { version: number; connector: AccountConnector }>()
+  // What a callback to an account is checked with (its row and its callback secrets, opened), kept a second: a
+  // change made here is seen at once, one made by another process within the second.
+  const receiving = new LRUCache<string, ReceivingAccount>({ max: 1000, ttl: RECEIVING_TTL_MS })
+  const changed = <T>(done: Promise<T>): Promise<T> => done.finally(() => receiving.clear())
 
   async function found(db: Executor, name: string, lock = false) {
     const row = await (lock ? repo.lockAccountByName(db, name) : repo.findAccountByName(db, name))
@@ -218,38 +234,42 @@ export function createAccountOperations(deps: ProviderDeps) {
 
     /** Changes settings (merged into the current ones, checked whole) and replaces the named secrets. */
     update: (name: string, change: AccountChange): Promise<AccountView> =>
-      deps.db.transaction().execute(async (trx) => {
-        const row = await found(trx, name, true)
-        const kind = row.kind as ConnectorKind
-        const current = Object.fromEntries(
-          Object.entries(row.settings)
-            .filter(([setting]) => !change.unset?.includes(setting))
-            .map(([setting, value]) => [setting, String(value)]),
-        )
-        for (const setting of change.unset ?? [])
-          if (!Object.hasOwn(CONNECTOR_KINDS[kind].settings.properties, setting))
-            throw validationError(`settings.${setting}`, `${kind} has no such setting`)
-        const settings = checkedSettings(kind, { ...current, ...change.settings })
-        checkSecretNames(kind, change.secrets ?? {})
-        const secrets =
-          row.secrets_sealed && change.secrets && Object.keys(change.secrets).length
-            ? seal(JSON.stringify({ ...JSON.parse(open(row.secrets_sealed)), ...change.secrets }))
-            : row.secrets_sealed
-        return view(
-          await repo.updateAccount(trx, row.uuid, {
-            settings: JSON.stringify(settings),
-            secrets_sealed: secrets,
-            updated_at: new Date(),
-          }),
-        )
-      }),
+      changed(
+        deps.db.transaction().execute(async (trx) => {
+          const row = await found(trx, name, true)
+          const kind = row.kind as ConnectorKind
+          const current = Object.fromEntries(
+            Object.entries(row.settings)
+              .filter(([setting]) => !change.unset?.includes(setting))
+              .map(([setting, value]) => [setting, String(value)]),
+          )
+          for (const setting of change.unset ?? [])
+            if (!Object.hasOwn(CONNECTOR_KINDS[kind].settings.properties, setting))
+              throw validationError(`settings.${setting}`, `${kind} has no such setting`)
+          const settings = checkedSettings(kind, { ...current, ...change.settings })
+          checkSecretNames(kind, change.secrets ?? {})
+          const secrets =
+            row.secrets_sealed && change.secrets && Object.keys(change.secrets).length
+              ? seal(JSON.stringify({ ...JSON.parse(open(row.secrets_sealed)), ...change.secrets }))
+              : row.secrets_sealed
+          return view(
+            await repo.updateAccount(trx, row.uuid, {
+              settings: JSON.stringify(settings),
+              secrets_sealed: secrets,
+              updated_at: new Date(),
+            }),
+          )
+        }),
+      ),
 
     /** A disabled account takes no new payment or payout; what it already holds still settles through it. */
     setStatus: (name: string, status: 'enabled' | 'disabled'): Promise<AccountView> =>
-      deps.db.transaction().execute(async (trx) => {
-        const row = await found(trx, name, true)
-        return view(await repo.updateAccount(trx, row.uuid, { status, updated_at: new Date() }))
-      }),
+      changed(
+        deps.db.transaction().execute(async (trx) => {
+          const row = await found(trx, name, true)
+          return view(await repo.updateAccount(trx, row.uuid, { status, updated_at: new Date() }))
+        }),
+      ),
 
     /**
      * A new current callback secret; the ones accepted until now stay accepted for `overlapSeconds` (0: retired at
@@ -259,21 +279,50 @@ export function createAccountOperations(deps: ProviderDeps) {
       name: string,
       options: { overlapSeconds: number; secret?: string },
     ): Promise<{ secret: string; retiresAt: Date }> =>
-      deps.db.transaction().execute(async (trx) => {
-        const row = await found(trx, name, true)
-        if (!CONNECTOR_KINDS[row.kind as ConnectorKind].signedCallbacks)
-          throw new AppError('invalid_state', `${row.kind} does not sign its callbacks.`)
-        const at = new Date()
-        const retiresAt = new Date(at.getTime() + options.overlapSeconds * 1000)
-        await repo.retireCurrentCallbackSecrets(trx, row.uuid, retiresAt)
-        const secret = await addCallbackSecret(trx, row.uuid, options.secret, at)
-        return { secret, retiresAt }
-      }),
+      changed(
+        deps.db.transaction().execute(async (trx) => {
+          const row = await found(trx, name, true)
+          if (!CONNECTOR_KINDS[row.kind as ConnectorKind].signedCallbacks)
+            throw new AppError('invalid_state', `${row.kind} does not sign its callbacks.`)
+          const at = new Date()
+          const retiresAt = new Date(at.getTime() + options.overlapSeconds * 1000)
+          await repo.retireCurrentCallbackSecrets(trx, row.uuid, retiresAt)
+          const secret = await addCallbackSecret(trx, row.uuid, options.secret, at)
+          return { secret, retiresAt }
+        }),
+      ),
 
     /** The secrets a callback to the account may be signed with at `at`, the current one first. */
     async callbackSecrets(accountUuid: string, at = new Date()): Promise<string[]> {
       const rows = await repo.acceptedCallbackSecrets(deps.db, accountUuid, at)
       return rows.map((row) => open(row.secret_sealed))
+    },
+
+    /**
+     * The account a callback names, with the secrets it may be signed with at `at` (the current one first), from
+     * this process's cache of a second; undefined for no such account.
+     */
+    async receiving(
+      accountUuid: string,
+      at = new Date(),
+    ): Promise<{ account: AccountRow; secrets: string[] } | undefined> {
+      let entry = receiving.get(accountUuid)
+      if (!entry) {
+        const account = await repo.findAccountByUuid(deps.db, accountUuid)
+        if (!account) return undefined
+        const rows = await repo.acceptedCallbackSecrets(deps.db, accountUuid, at)
+        entry = {
+          account,
+          secrets: rows.map((row) => ({ secret: open(row.secret_sealed), retiresAt: row.retires_at })),
+        }
+        receiving.set(accountUuid, entry)
+      }
+      return {
+        account: entry.account,
+        secrets: entry.secrets
+          .filter((s) => s.retiresAt === null || s.retiresAt.getTime() > at.getTime())
+          .map((s) => s.secret),
+      }
     },
 
     /** The account and its connector, built from its settings and opened secrets (kept until it changes). */

@@ -8,7 +8,6 @@ import { isUuid, newId } from '../../lib/ids.ts'
 import { providerCallbacks } from '../../lib/metrics.ts'
 import type { createAccountOperations, ProviderDeps } from './accounts.ts'
 import type { createHandoverRecords } from './handovers.ts'
-import * as repo from './repository.ts'
 
 const PAYMENT_OUTCOMES = { succeeded: 'paid', failed: 'failed', expired: 'expired' } as const
 
@@ -101,6 +100,8 @@ export function createCallbackReceiver(
       db: Executor,
       result: ConnectorCallbackResult,
       detail: string,
+      /** Also closes this payment's hand-over (final: status sync asks no more), in the same statement. */
+      closing?: string,
     ) => Promise<readonly [ConnectorCallbackResult, string]>,
   ) {
     const [subject, event] = callback.type.split('.') as [string, string]
@@ -126,28 +127,32 @@ export function createCallbackReceiver(
         )
       return log(trx, applied.result, OBJECT_DETAILS[applied.result](`${subject} ${applied.uuid}`, event))
     }
-    const handover =
+    const locked =
       subject === 'payment'
-        ? await handovers.findByReference(trx, account.uuid, callback.data.reference)
+        ? await handovers.lockPayment(trx, account.uuid, callback.data.reference)
         : undefined
-    if (!handover || !deps.payments)
+    if (!locked || !deps.payments)
       return log(
         trx,
         'unmatched',
         `no ${subject} handed to this account has reference ${callback.data.reference}`,
       )
     const outcome = PAYMENT_OUTCOMES[event as keyof typeof PAYMENT_OUTCOMES]
-    const payment = handover.transaction_uuid
+    const payment = locked.uuid
     let logged: readonly [ConnectorCallbackResult, string] | undefined
-    // Kept before the payment changes, in the same transaction: its money moves last, just before the commit.
+    // Kept before the payment changes, in the same transaction: its money moves last, just before the commit. An
+    // outcome that moved the payment ends status sync's asks (the provider has said), in the same statement.
     const record = async (result: keyof typeof DETAILS) => {
-      // An outcome that moved the payment ends status sync's asks: the provider has said.
-      if (result === 'applied') await handovers.close(trx, payment, 'final', new Date())
-      logged = await log(trx, result, DETAILS[result](payment, outcome, callback))
+      logged = await log(
+        trx,
+        result,
+        DETAILS[result](payment, outcome, callback),
+        result === 'applied' ? payment : undefined,
+      )
     }
     const { result } = await deps.payments().apply(
       trx,
-      payment,
+      locked,
       {
         outcome,
         amount: callback.data.amount ?? null,
@@ -267,27 +272,23 @@ export function createCallbackReceiver(
     },
 
     async receive(received: ReceivedCallback): Promise<CallbackReceipt> {
-      const account = await foundByUuid('connector account', received.accountUuid, (uuid) =>
-        repo.findAccountByUuid(deps.db, uuid),
+      const { account, secrets } = await foundByUuid('connector account', received.accountUuid, (uuid) =>
+        accounts.receiving(uuid),
       )
       if (!CONNECTOR_KINDS[account.kind as ConnectorKind].signedCallbacks)
         throw new AppError('not_found', `A ${account.kind} account takes no callbacks over HTTP.`)
-      const check = verifyCallback(
-        received.body,
-        received.headers,
-        await accounts.callbackSecrets(account.uuid),
-      )
+      const check = verifyCallback(received.body, received.headers, secrets)
       const verification: CallbackVerificationResult = check.ok ? 'verified' : check.reason
       const parsed = parseAcquirerCallback(received.body)
       const callback = 'callback' in parsed ? parsed.callback : null
       const uuid = newId()
-      const log = async (db: Executor, result: ConnectorCallbackResult, detail: string) => {
-        await db
-          .insertInto('connector_callbacks')
-          .values({
+      const log = async (db: Executor, result: ConnectorCallbackResult, detail: string, closing?: string) => {
+        const at = new Date()
+        const insert = (creator: Pick<Executor, 'insertInto'>) =>
+          creator.insertInto('connector_callbacks').values({
             uuid,
             account_uuid: account.uuid,
-            received_at: new Date(),
+            received_at: at,
             headers: JSON.stringify(keptHeaders(received.headers)),
             // The signature was checked on the body as received.
             body: storable(received.body),
@@ -297,7 +298,10 @@ export function createCallbackReceiver(
             result,
             detail: storable(detail),
           })
-          .execute()
+        await (closing === undefined
+          ? insert(db)
+          : insert(db.with('closed', (cte) => handovers.closing(cte, closing, 'final', at)))
+        ).execute()
         return [result, detail] as const
       }
       const [result, detail] =

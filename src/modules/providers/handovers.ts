@@ -100,7 +100,9 @@ export function createHandoverRecords(deps: ProviderDeps) {
 
     /** No account took the payment, or the payment is final: status sync never asks about it again. */
     close: (db: Executor, transactionUuid: string, state: 'failed' | 'final', at: Date) =>
-      repo.updateHandover(db, transactionUuid, { state, sync_due_at: null, updated_at: at }),
+      closing(db, transactionUuid, state, at).execute(),
+    /** The statement `close` runs, to be run with another (as a common table expression). */
+    closing,
 
     /**
      * Status sync's next asks, in one statement: each hand-over still under the claim that ends at `claimedUntil`
@@ -150,6 +152,12 @@ export function createHandoverRecords(deps: ProviderDeps) {
     /** The hand-over `reference` names at the account; none for a reference no provider could have answered. */
     findByReference: async (db: Executor, accountUuid: string, reference: string) =>
       reference.includes('\u0000') ? undefined : repo.findHandoverByReference(db, accountUuid, reference),
+    /**
+     * The payment handed to the account under `reference`, read locked in `trx` (none for a reference no
+     * provider could have answered): what a callback about it applies to.
+     */
+    lockPayment: async (trx: Executor, accountUuid: string, reference: string) =>
+      reference.includes('\u0000') ? undefined : repo.lockPaymentByReference(trx, accountUuid, reference),
     /** Seconds since the most overdue status sync was due (0 when none is). */
     async syncLagSeconds(now = new Date()): Promise<number> {
       const row = await deps.db
@@ -164,6 +172,18 @@ export function createHandoverRecords(deps: ProviderDeps) {
     claimDue: (now: Date, limit: number, leaseMs: number) =>
       repo.claimDueHandovers(deps.db, now, limit, leaseMs),
   }
+}
+
+function closing(
+  db: Pick<Executor, 'updateTable'>,
+  transactionUuid: string,
+  state: 'failed' | 'final',
+  at: Date,
+) {
+  return db
+    .updateTable('payment_handovers')
+    .set({ state, sync_due_at: null, updated_at: at })
+    .where('transaction_uuid', '=', transactionUuid)
 }
 
 async function insertStartedAttempt(

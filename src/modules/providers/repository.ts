@@ -149,6 +149,23 @@ export const findHandover = (db: Executor, transactionUuid: string) =>
     .executeTakeFirst()
 
 /** The hand-over a provider's reference names at an account. */
+/** The payment handed to the account under `reference`, its row locked (FOR UPDATE) in one statement. */
+export const lockPaymentByReference = (db: Executor, accountUuid: string, reference: string) =>
+  db
+    .selectFrom('transactions')
+    .selectAll()
+    .where(
+      'uuid',
+      '=',
+      db
+        .selectFrom('payment_handovers')
+        .select('transaction_uuid')
+        .where('account_uuid', '=', accountUuid)
+        .where('provider_reference', '=', reference),
+    )
+    .forUpdate()
+    .executeTakeFirst()
+
 export const findHandoverByReference = (db: Executor, accountUuid: string, reference: string) =>
   db
     .selectFrom('payment_handovers')

@@ -49,10 +49,10 @@ export function createTransactionService(deps: TransactionDeps) {
     /** A report of the provider a payment was handed to, in the caller's transaction. */
     applyReport: (
       trx: Executor,
-      uuid: string,
+      payment: string | TransactionRow,
       report: ProviderReport,
       before?: (result: ReportResult) => Promise<unknown>,
-    ) => applyProviderReport(deps, trx, uuid, report, before),
+    ) => applyProviderReport(deps, trx, payment, report, before),
     /** Payments under review (docs/OPERATIONS.md, Payments under review), newest first. */
     reviews: (filter?: { open?: boolean; limit?: number }) => listReviews(deps, filter),
     /** The operator accepts the amount the provider received: the payment is paid for it. */

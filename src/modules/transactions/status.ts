@@ -48,9 +48,7 @@ export async function applyTransactionOutcome(
       if (to !== 'paid') return { fields: {} }
       // Test mode has no hold, so that payouts can be tried at once (and the merchant's is not read).
       const holdSeconds =
-        current.mode === 'test'
-          ? 0
-          : ((await deps.merchants.getMerchant(current.merchant_uuid, trx))?.settlement_hold_seconds ?? 86400)
+        current.mode === 'test' ? 0 : await deps.merchants.settlementHoldSeconds(current.merchant_uuid, trx)
       const settleNow = holdSeconds === 0
       return {
         fields: {
@@ -162,12 +160,13 @@ export type ReportResult = 'applied' | 'duplicate' | 'stale' | 'review'
 export async function applyProviderReport(
   deps: Deps,
   trx: Executor,
-  transactionUuid: string,
+  /** The payment's uuid, or its row as the caller read it locked in `trx`. */
+  payment: string | TransactionRow,
   report: ProviderReport,
   /** Runs in `trx` once the result is known and before anything changes: the caller's own record of it. */
   before?: (result: ReportResult) => Promise<unknown>,
 ): Promise<{ result: ReportResult; row: TransactionRow }> {
-  const row = await repo.lockByUuid(trx, transactionUuid)
+  const row = typeof payment === 'string' ? await repo.lockByUuid(trx, payment) : payment
   if (!row) throw notFound('transaction')
   const mismatch =
     report.outcome === 'paid' &&
