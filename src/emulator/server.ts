@@ -370,6 +370,28 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
       return payoutView(payout)
     },
   )
+  app.post<{ Params: { reference: string }; Body: { status?: string } }>(
+    '/admin/refunds/:reference/decide',
+    async (request, reply) => {
+      const refund = refunds.get(request.params.reference)
+      const status = request.body?.status
+      if (!refund) return refuse(reply, 404, 'not_found', 'No such refund.')
+      if (status !== 'succeeded' && status !== 'failed')
+        return refuse(reply, 400, 'invalid_request', 'status: succeeded or failed.')
+      const payment = payments.get(refund.payment) as Payment
+      if (refund.status === 'pending') {
+        refund.status = status
+        // A failed refund gives back what it had taken of the payment's refundable amount.
+        if (status === 'failed') payment.refunded -= refund.amount
+        void notify(`refund.${status}`, {
+          reference: refund.reference,
+          amount: refund.amount,
+          currency: payment.currency,
+        })
+      }
+      return { reference: refund.reference, status: refund.status, amount: refund.amount }
+    },
+  )
 
   app.get<{ Querystring: { order_id?: string } }>('/admin/payments', async (request) =>
     [...payments.values()]

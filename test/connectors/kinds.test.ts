@@ -8,8 +8,9 @@ import {
 import { CONNECTOR_KIND_NAMES, type ConnectorKind } from '../../src/connectors/kinds.ts'
 import { buildConnector } from '../../src/connectors/registry.ts'
 import { SimulatorAccountConnector } from '../../src/connectors/simulator/account.ts'
+import type { AccountConnector } from '../../src/connectors/types.ts'
 import { buildEmulator } from '../../src/emulator/server.ts'
-import { connectorKit, type KitKind } from './kit.ts'
+import { connectorKit, type KitKind, type KitProvider } from './kit.ts'
 
 /**
  * Every connector kind, registered in the kit: a new kind adds its entry here (a record, so the type check fails
@@ -24,21 +25,25 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
       const connector = new SimulatorAccountConnector()
       return {
         connector,
-        async decide(reference, outcome) {
-          if (!connector.decide(reference, outcome)) throw new Error(`the simulator holds no ${reference}`)
-        },
+        decide: simulatorDecides(connector),
         unknownReference: 'sim_never-given',
         unknownAnswer: 'no_answer',
+        // The simulator serves test mode only, and has neither settings nor secrets.
+        account: { mode: 'test', settings: {}, secrets: {} },
         close: () => connector.close(),
       }
     },
+    // The simulator holds the payments it took in the connector itself: the gateway's, for those it handed over.
+    decideIn: (connector) => simulatorDecides(connector),
   },
   'http-acquirer': {
     slow: true,
     signedCallbacks: true,
     refundsAndPayouts: true,
     async start() {
-      const emulator = buildEmulator({ apiKey: 'sk_kit', publicUrl: 'http://emulator.test' })
+      // Refunds wait for the provider's decision, as payouts do.
+      const faults = { refunds: 'pending' } as const
+      const emulator = buildEmulator({ apiKey: 'sk_kit', publicUrl: 'http://emulator.test', faults })
       await emulator.listen({ port: 0, host: '127.0.0.1' })
       const base = `http://127.0.0.1:${(emulator.server.address() as AddressInfo).port}`
       const connector = buildConnector(
@@ -63,11 +68,18 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
           admin('POST', `/admin/payments/${reference}/decide`, { status: STATUS[outcome] }),
         decidePayout: (reference, outcome) =>
           admin('POST', `/admin/payouts/${reference}/decide`, { status: outcome }),
+        decideRefund: (reference, outcome) =>
+          admin('POST', `/admin/refunds/${reference}/decide`, { status: outcome }),
         unknownReference: 'acq_never-given',
         unknownAnswer: 'unknown',
         slow: {
-          start: () => admin('PUT', '/admin/faults', { timeout_rate: 1 }),
-          restore: () => admin('PUT', '/admin/faults', { timeout_rate: 0 }),
+          start: () => admin('PUT', '/admin/faults', { ...faults, timeout_rate: 1 }),
+          restore: () => admin('PUT', '/admin/faults', faults),
+        },
+        account: {
+          mode: 'live',
+          settings: { base_url: `${base}/v1`, timeout_ms: '2000' },
+          secrets: { api_key: 'sk_kit' },
         },
         callbacks: {
           signed(reference, outcome, options = {}) {
@@ -75,7 +87,7 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
             const body = JSON.stringify({
               id,
               type: `payment.${STATUS[outcome]}`,
-              data: { reference, amount: 150_000, currency: 'RUB' },
+              data: { reference, amount: options.amount ?? 150_000, currency: options.currency ?? 'RUB' },
             })
             return {
               body,
@@ -101,6 +113,14 @@ const KINDS: Record<ConnectorKind, Omit<KitKind, 'kind'>> = {
       }
     },
   },
+}
+
+/** The simulator decides a payment `connector` took (the sandbox's decision). */
+function simulatorDecides(connector: AccountConnector): KitProvider['decide'] {
+  return async (reference, outcome) => {
+    if (!(connector instanceof SimulatorAccountConnector) || !connector.decide(reference, outcome))
+      throw new Error(`the simulator holds no ${reference}`)
+  }
 }
 
 for (const kind of CONNECTOR_KIND_NAMES) connectorKit({ kind, ...KINDS[kind] })

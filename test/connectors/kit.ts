@@ -8,12 +8,15 @@ import type {
   ProviderOutcome,
   ProviderPaymentStatus,
 } from '../../src/connectors/types.ts'
+import type { Mode } from '../../src/db/types.ts'
+import { gatewayKit } from './kit-gateway.ts'
 
 /**
  * The connector test kit (docs/CONNECTORS.md, Writing a connector kind): what every connector kind must do, run
  * against each registered kind. A kind registers how to make its connector against a provider it can drive;
  * the cases follow from what it declares: a kind that can be made slow gets the time-out case, one whose
- * provider signs callbacks gets the callback cases.
+ * provider signs callbacks gets the callback cases. Then the kind is tried through the gateway (kit-gateway.ts),
+ * with an account of it at the provider.
  */
 export interface KitProvider {
   /** The kind's connector, configured against the provider. */
@@ -22,6 +25,13 @@ export interface KitProvider {
   decide(reference: string, outcome: ProviderOutcome): Promise<void>
   /** The provider decides a payout it holds. */
   decidePayout?(reference: string, outcome: 'completed' | 'failed'): Promise<void>
+  /** The provider decides a refund it holds: one that takes refunds holds each pending until then. */
+  decideRefund?(reference: string, outcome: 'succeeded' | 'failed'): Promise<void>
+  /**
+   * An account of the kind at this provider, as the operator adds it (`connectors add`); refunds reach an account
+   * in live mode only.
+   */
+  account: { mode: Mode; settings: Record<string, string>; secrets: Record<string, string> }
   /** A reference the provider never gave. */
   unknownReference: string
   /** What the kind answers about a reference it never gave: `unknown`, or no answer where it cannot tell. */
@@ -33,14 +43,14 @@ export interface KitProvider {
     signed(
       reference: string,
       outcome: ProviderOutcome,
-      options?: { at?: Date; secret?: string },
+      options?: { at?: Date; secret?: string; amount?: number; currency?: string },
     ): {
       body: string
       headers: Record<string, string>
     }
     verify(body: string, headers: Record<string, string>): { ok: true } | { ok: false; reason: string }
     read(body: string): { reference: string; outcome: ProviderOutcome } | null
-    /** A secret of another account. */
+    /** A secret of another account (the gateway's account signs with the callback secret it made). */
     otherSecret: string
   }
   close(): Promise<void>
@@ -55,6 +65,12 @@ export interface KitKind {
   /** It takes refunds and payouts (else it must refuse them, never leave them unknown). */
   refundsAndPayouts: boolean
   start(): Promise<KitProvider>
+  /**
+   * How the provider decides a payment the gateway handed over through `connector`, the connector the gateway
+   * built for the account, when `decide` of the provider `start` made cannot reach it: a provider that lives in
+   * its connector (the simulator). Without it, the provider's `decide`.
+   */
+  decideIn?(connector: AccountConnector): KitProvider['decide']
 }
 
 const payout = (): PayoutOrder => ({
@@ -168,7 +184,7 @@ export function connectorKit(kind: KitKind): void {
       })
 
     if (kind.refundsAndPayouts) {
-      it('refunds a paid payment once per refund id, and answers how the refund stands', async () => {
+      it('refunds a paid payment once per refund id, and answers the refund as the provider decides it', async () => {
         const { reference } = await accepted()
         await provider.decide(reference, 'paid')
         const given = {
@@ -182,9 +198,18 @@ export function connectorKit(kind: KitKind): void {
         if (first.kind !== 'accepted') return
         const again = await provider.connector.refund(given)
         assert.deepEqual(again, first)
-        const status = await provider.connector.refundStatus(first.reference)
-        assert.equal(status.kind, 'known')
-        assert.ok(status.kind === 'known' && ['pending', 'succeeded', 'failed'].includes(status.status))
+        assert.deepEqual(await provider.connector.refundStatus(first.reference), {
+          kind: 'known',
+          status: 'pending',
+        })
+        await (provider.decideRefund as NonNullable<KitProvider['decideRefund']>)(
+          first.reference,
+          'succeeded',
+        )
+        assert.deepEqual(await provider.connector.refundStatus(first.reference), {
+          kind: 'known',
+          status: 'succeeded',
+        })
         assert.equal((await provider.connector.refundStatus(provider.unknownReference)).kind, 'unknown')
       })
 
@@ -217,4 +242,5 @@ export function connectorKit(kind: KitKind): void {
         assert.equal((await provider.connector.payoutStatus(reference)).kind, 'no_answer')
       })
   })
+  gatewayKit(kind)
 }
