@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { type AcquirerCallback, parseAcquirerCallback } from '../../connectors/http-acquirer/callbacks.ts'
 import { verifyCallback } from '../../connectors/http-acquirer/signature.ts'
 import { CONNECTOR_KINDS, type ConnectorKind } from '../../connectors/kinds.ts'
@@ -29,6 +30,13 @@ const OBJECT_DETAILS: Record<'applied' | 'duplicate' | 'stale', (what: string, o
   duplicate: (what, outcome) => `${what} was already ${outcome}: nothing changed`,
   stale: (what, outcome) => `${what} is past ${outcome}: recorded, not applied`,
 }
+
+/** Where a payment's, refund's or payout's reference at its account is kept, and the column of its uuid. */
+const CALLBACK_OBJECTS = [
+  { table: 'payment_handovers', id: 'transaction_uuid' },
+  { table: 'refunds', id: 'uuid' },
+  { table: 'payouts', id: 'uuid' },
+] as const
 
 /** Headers that carry credentials: never kept in the callback log. */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-api-key'])
@@ -200,33 +208,18 @@ export function createCallbackReceiver(
       if (filter.about !== undefined) {
         if (!isUuid(filter.about)) throw validationError('about', 'not a uuid')
         const about = filter.about
+        // A callback names its object by the reference the account gave it: the payment's hand-over, the
+        // refund's or the payout's.
         query = query.where((eb) =>
-          eb.or([
-            eb.exists(
-              eb
-                .selectFrom('payment_handovers as h')
-                .select('h.transaction_uuid')
-                .whereRef('h.account_uuid', '=', 'c.account_uuid')
-                .whereRef('h.provider_reference', '=', 'c.provider_reference')
-                .where('h.transaction_uuid', '=', about),
+          eb.or(
+            CALLBACK_OBJECTS.map(({ table, id }) =>
+              eb.exists(
+                sql`SELECT 1 FROM ${sql.table(table)} AS o
+                  WHERE o.account_uuid = c.account_uuid AND o.provider_reference = c.provider_reference
+                    AND ${sql.ref(`o.${id}`)} = ${about}`,
+              ),
             ),
-            eb.exists(
-              eb
-                .selectFrom('refunds as r')
-                .select('r.uuid')
-                .whereRef('r.account_uuid', '=', 'c.account_uuid')
-                .whereRef('r.provider_reference', '=', 'c.provider_reference')
-                .where('r.uuid', '=', about),
-            ),
-            eb.exists(
-              eb
-                .selectFrom('payouts as p')
-                .select('p.uuid')
-                .whereRef('p.account_uuid', '=', 'c.account_uuid')
-                .whereRef('p.provider_reference', '=', 'c.provider_reference')
-                .where('p.uuid', '=', about),
-            ),
-          ]),
+          ),
         )
       }
       return query.execute()

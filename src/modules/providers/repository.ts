@@ -1,4 +1,4 @@
-import type { Insertable, Updateable } from 'kysely'
+import type { Insertable, Updateable, UpdateResult } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import type { ConnectorAccountsTable, PaymentAttemptsTable, PaymentHandoversTable } from '../../db/types.ts'
 
@@ -57,21 +57,14 @@ export const insertAttempt = (db: Executor, row: Insertable<PaymentAttemptsTable
 export const updateAttempt = (db: Executor, uuid: string, change: Updateable<PaymentAttemptsTable>) =>
   db.updateTable('payment_attempts').set(change).where('uuid', '=', uuid).execute()
 
+/** How many rows an UPDATE changed. */
+const countUpdated = async (update: { executeTakeFirst(): Promise<UpdateResult> }) =>
+  Number((await update.executeTakeFirst()).numUpdatedRows)
+
 /** Ends a try that is still `started`: how many rows changed (0 or 1). */
-export const endStartedAttempt = async (
-  db: Executor,
-  uuid: string,
-  change: Updateable<PaymentAttemptsTable>,
-) =>
-  Number(
-    (
-      await db
-        .updateTable('payment_attempts')
-        .set(change)
-        .where('uuid', '=', uuid)
-        .where('result', '=', 'started')
-        .executeTakeFirst()
-    ).numUpdatedRows,
+export const endStartedAttempt = (db: Executor, uuid: string, change: Updateable<PaymentAttemptsTable>) =>
+  countUpdated(
+    db.updateTable('payment_attempts').set(change).where('uuid', '=', uuid).where('result', '=', 'started'),
   )
 
 export const listAttempts = (db: Executor, transactionUuid: string) =>
@@ -104,42 +97,32 @@ export const updateHandover = (
  * hand-over that moved on (status sync finished it, or the next account's try began) is left as it is: how many
  * rows changed (0 or 1).
  */
-export const recordHandedOver = async (
+export const recordHandedOver = (
   db: Executor,
   transactionUuid: string,
   attemptUuid: string,
   change: Updateable<PaymentHandoversTable>,
 ) =>
-  Number(
-    (
-      await db
-        .updateTable('payment_handovers')
-        .set(change)
-        .where('transaction_uuid', '=', transactionUuid)
-        .where('state', '=', 'handing_over')
-        .where('account_uuid', '=', (eb) =>
-          eb.selectFrom('payment_attempts').select('account_uuid').where('uuid', '=', attemptUuid),
-        )
-        .executeTakeFirst()
-    ).numUpdatedRows,
+  countUpdated(
+    handingOver(db, transactionUuid, change).where('account_uuid', '=', (eb) =>
+      eb.selectFrom('payment_attempts').select('account_uuid').where('uuid', '=', attemptUuid),
+    ),
   )
 
 /** The hand-over goes on to another account's try, if it still waits on one: how many rows changed (0 or 1). */
-export const moveHandover = async (
+export const moveHandover = (
   db: Executor,
   transactionUuid: string,
   change: Updateable<PaymentHandoversTable>,
-) =>
-  Number(
-    (
-      await db
-        .updateTable('payment_handovers')
-        .set(change)
-        .where('transaction_uuid', '=', transactionUuid)
-        .where('state', '=', 'handing_over')
-        .executeTakeFirst()
-    ).numUpdatedRows,
-  )
+) => countUpdated(handingOver(db, transactionUuid, change))
+
+/** `change` to the payment's hand-over while it still waits on an account's try. */
+const handingOver = (db: Executor, transactionUuid: string, change: Updateable<PaymentHandoversTable>) =>
+  db
+    .updateTable('payment_handovers')
+    .set(change)
+    .where('transaction_uuid', '=', transactionUuid)
+    .where('state', '=', 'handing_over')
 
 export const findHandover = (db: Executor, transactionUuid: string) =>
   db
