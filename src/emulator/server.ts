@@ -8,7 +8,7 @@ import { seededRandom } from '../lib/random.ts'
 /**
  * The provider emulator: the acquirer's side of docs/CONNECTORS.md, in one process with its own small store, for
  * operators to rehearse against and for the gateway's tests. Payments wait for the customer (or the admin API) to
- * decide them; refunds succeed and payouts complete unless told otherwise.
+ * decide them; refunds succeed unless told otherwise, and payouts wait for the admin API.
  */
 
 export interface EmulatorOptions {
@@ -45,7 +45,7 @@ export interface EmulatorFaults {
   wrong_signature: boolean
   /** Added to the amount a payment's callback and status report, as an acquirer that took another amount. */
   amount_delta: number
-  /** What a refund comes to. */
+  /** What a refund comes to; a pending one waits for the admin API to decide it. */
   refunds: 'succeed' | 'pending' | 'fail'
 }
 
@@ -368,6 +368,28 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
         })
       }
       return payoutView(payout)
+    },
+  )
+
+  app.post<{ Params: { reference: string }; Body: { status?: string } }>(
+    '/admin/refunds/:reference/decide',
+    async (request, reply) => {
+      const refund = refunds.get(request.params.reference)
+      const status = request.body?.status
+      if (!refund) return refuse(reply, 404, 'not_found', 'No such refund.')
+      if (status !== 'succeeded' && status !== 'failed')
+        return refuse(reply, 400, 'invalid_request', 'status: succeeded or failed.')
+      const payment = payments.get(refund.payment) as Payment
+      if (refund.status === 'pending') {
+        refund.status = status
+        if (status === 'failed') payment.refunded -= refund.amount
+        void notify(`refund.${status}`, {
+          reference: refund.reference,
+          amount: refund.amount,
+          currency: payment.currency,
+        })
+      }
+      return { reference: refund.reference, status: refund.status, amount: refund.amount }
     },
   )
 
