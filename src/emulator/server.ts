@@ -8,7 +8,7 @@ import { seededRandom } from '../lib/random.ts'
 /**
  * The provider emulator: the acquirer's side of docs/CONNECTORS.md, in one process with its own small store, for
  * operators to rehearse against and for the gateway's tests. Payments wait for the customer (or the admin API) to
- * decide them; refunds succeed and payouts complete unless told otherwise.
+ * decide them; refunds succeed unless told otherwise, and payouts wait for the admin API.
  */
 
 export interface EmulatorOptions {
@@ -45,7 +45,7 @@ export interface EmulatorFaults {
   wrong_signature: boolean
   /** Added to the amount a payment's callback and status report, as an acquirer that took another amount. */
   amount_delta: number
-  /** What a refund comes to. */
+  /** What a refund comes to; a pending one waits for the admin API to decide it. */
   refunds: 'succeed' | 'pending' | 'fail'
 }
 

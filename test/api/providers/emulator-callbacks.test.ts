@@ -67,6 +67,7 @@ for (const backend of backends()) {
     const sentBy = (base: string, count: number) =>
       eventually(async () => {
         const sent = (await (await fetch(`${base}/admin/callbacks`)).json()) as {
+          type: string
           reference: string
           attempts: number[]
         }[]
@@ -191,6 +192,52 @@ for (const backend of backends()) {
         sent.map((c) => c.reference),
         [second, first],
       )
+      await emulator.client.close()
+    })
+
+    it('a refund left pending waits for the admin API, which decides it once and says so by callback', async () => {
+      const emulator = await startEmulator(secret, { refunds: 'pending' })
+      const payment = await decidedPayment(emulator, 'ord-refund-later', 'succeeded')
+      const refunded = await emulator.client.refund(payment, { refund_id: 'rf-later', amount: 2000 })
+      assert.ok(refunded.ok && refunded.body.status === 'pending', JSON.stringify(refunded))
+      const { reference } = refunded.body
+      const decide = (status: string) =>
+        fetch(`${emulator.base}/admin/refunds/${reference}/decide`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ status }),
+        })
+      assert.equal((await decide('refunded')).status, 400)
+      assert.equal(
+        (
+          await fetch(`${emulator.base}/admin/refunds/re_never-given/decide`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"status":"succeeded"}',
+          })
+        ).status,
+        404,
+      )
+      const decided = await decide('succeeded')
+      assert.deepEqual(await decided.json(), { reference, status: 'succeeded', amount: 2000 })
+      // A second decision changes nothing, and sends nothing more.
+      assert.equal((await (await decide('failed')).json()).status, 'succeeded')
+      const status = await emulator.client.refundStatus(reference)
+      assert.ok(status.ok && status.body.status === 'succeeded', JSON.stringify(status))
+      const sent = await sentBy(emulator.base, 2)
+      assert.deepEqual(
+        sent.map((c) => c.type),
+        ['payment.succeeded', 'refund.succeeded'],
+      )
+      const [logged] = await eventually(async () => {
+        const rows = await logOf(reference)
+        return rows.length ? rows : null
+      })
+      assert.deepEqual(logged, {
+        verification: 'verified',
+        result: 'unmatched',
+        event_type: 'refund.succeeded',
+      })
       await emulator.client.close()
     })
 
