@@ -214,9 +214,9 @@ export function createCallbackReceiver(
           eb.or(
             CALLBACK_OBJECTS.map(({ table, id }) =>
               eb.exists(
-                sql`SELECT 1 FROM ${sql.table(table)} AS o
+                sql`(SELECT 1 FROM ${sql.table(table)} AS o
                   WHERE o.account_uuid = c.account_uuid AND o.provider_reference = c.provider_reference
-                    AND ${sql.ref(`o.${id}`)} = ${about}`,
+                    AND ${sql.ref(`o.${id}`)} = ${about})`,
               ),
             ),
           ),
