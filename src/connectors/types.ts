@@ -10,6 +10,23 @@ export interface ProviderCallback {
   reference: string | null
 }
 
+/**
+ * What the provider a payment was handed to reported about it (a verified callback, or status sync's answer):
+ * the outcome, and the amount it took when it says so.
+ */
+export interface ProviderReport {
+  outcome: ProviderOutcome
+  amount: number | null
+  currency: string | null
+  /** The connector account's name, and the provider's id for the report (its callback's id). */
+  connector: string
+  reference: string | null
+  accountUuid: string
+}
+
+/** What a report did to the payment: a `paid` for another amount or currency opens a review instead. */
+export type ReportResult = 'applied' | 'duplicate' | 'stale' | 'review'
+
 /** What a provider says of a payout: taken, done, refused, or (asked about one it never got) unknown. */
 export type PayoutOutcome = 'processing' | 'completed' | 'failed'
 

@@ -257,11 +257,11 @@ export async function settlementHoldSeconds(
   /** The caller's transaction, when it holds one: a miss is read there, never on a second connection. */
   executor: Executor = deps.db,
 ): Promise<number> {
-  const hit = deps.holds.get(merchantUuid)
-  if (hit !== undefined) return hit
-  const seconds = (await repo.findMerchant(executor, merchantUuid))?.settlement_hold_seconds ?? 86400
-  deps.holds.set(merchantUuid, seconds)
-  return seconds
+  return readThrough(
+    deps.holds,
+    merchantUuid,
+    async () => (await repo.findMerchant(executor, merchantUuid))?.settlement_hold_seconds ?? 86400,
+  )
 }
 
 /** The merchant's fee for a method, cached like its keys (a change is seen by other processes within the TTL). */
@@ -270,15 +270,28 @@ export async function merchantFee(
   merchantUuid: string,
   paymentMethod: string,
 ): Promise<Fee> {
-  const cacheKey = `${merchantUuid}:${paymentMethod}`
-  const hit = deps.fees.get(cacheKey)
-  if (hit) return hit
-  const fee = (await repo.findFee(deps.db, merchantUuid, paymentMethod)) ?? {
-    fee_bps: 0,
-    merchant_fee_share_bps: 10000,
-  }
-  deps.fees.set(cacheKey, fee)
-  return fee
+  return readThrough(
+    deps.fees,
+    `${merchantUuid}:${paymentMethod}`,
+    async () =>
+      (await repo.findFee(deps.db, merchantUuid, paymentMethod)) ?? {
+        fee_bps: 0,
+        merchant_fee_share_bps: 10000,
+      },
+  )
+}
+
+/** The cached value of `key`, or what `load` reads, kept in the cache. */
+async function readThrough<Value extends {}>(
+  cache: LRUCache<string, Value>,
+  key: string,
+  load: () => Promise<Value>,
+): Promise<Value> {
+  const hit = cache.get(key)
+  if (hit !== undefined) return hit
+  const value = await load()
+  cache.set(key, value)
+  return value
 }
 
 export async function setMerchantFee(

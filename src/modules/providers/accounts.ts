@@ -7,8 +7,9 @@ import { buildConnector } from '../../connectors/registry.ts'
 import type {
   AccountConnector,
   PayoutOutcome,
-  ProviderOutcome,
   ProviderRefundStatus,
+  ProviderReport,
+  ReportResult,
 } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import type { Mode, TransactionRow } from '../../db/types.ts'
@@ -64,17 +65,10 @@ export interface PaymentReports {
     trx: Executor,
     /** The payment's uuid, or its row the caller read locked in `trx` (handovers.lockPayment). */
     payment: string | TransactionRow,
-    report: {
-      outcome: ProviderOutcome
-      amount: number | null
-      currency: string | null
-      connector: string
-      reference: string | null
-      accountUuid: string
-    },
+    report: ProviderReport,
     /** Runs in `trx` once the result is known, before the payment changes (and its money moves). */
-    before?: (result: 'applied' | 'duplicate' | 'stale' | 'review') => Promise<unknown>,
-  ): Promise<{ result: 'applied' | 'duplicate' | 'stale' | 'review'; row: { status: string } }>
+    before?: (result: ReportResult) => Promise<unknown>,
+  ): Promise<{ result: ReportResult; row: { status: string } }>
 }
 
 /** How long a process checks callbacks to an account with what it read of it (accounts.receiving). */

@@ -1,3 +1,4 @@
+import type { ProviderReport, ReportResult } from '../../connectors/types.ts'
 import type { Executor } from '../../db/index.ts'
 import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
@@ -23,8 +24,6 @@ import {
   applyProviderReport,
   expireOverdueTransactions,
   markTransactionRefunded,
-  type ProviderReport,
-  type ReportResult,
   receiveProviderCallback,
 } from './status.ts'
 import { syncHandedOverPayments } from './sync.ts'

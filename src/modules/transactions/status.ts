@@ -1,4 +1,9 @@
-import type { ProviderCallback, ProviderOutcome } from '../../connectors/types.ts'
+import type {
+  ProviderCallback,
+  ProviderOutcome,
+  ProviderReport,
+  ReportResult,
+} from '../../connectors/types.ts'
 import type { Executor } from '../../db/index.ts'
 import type { TransactionRow, TransactionUpdate } from '../../db/types.ts'
 import { AppError, notFound } from '../../http/errors.ts'
@@ -137,19 +142,6 @@ export async function markTransactionRefunded(
     refundUuid,
   })
 }
-
-/** What a provider reported about a payment it holds: the outcome, and the amount it took when it says so. */
-export interface ProviderReport {
-  outcome: ProviderOutcome
-  amount: number | null
-  currency: string | null
-  /** The connector account's name, and the provider's id for the report (its callback's id). */
-  connector: string
-  reference: string | null
-  accountUuid: string
-}
-
-export type ReportResult = 'applied' | 'duplicate' | 'stale' | 'review'
 
 /**
  * A provider's report about a payment handed to it (a verified callback, or status sync's answer), in the
