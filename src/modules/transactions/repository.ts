@@ -128,6 +128,21 @@ export const lockOverdue = (db: Executor, now: Date, limit: number) =>
 export const updateTransaction = (db: Executor, uuid: string, changes: TransactionUpdate) =>
   updateByUuid(db, 'transactions', uuid, changes)
 
+/** `changes` to the transaction, with a provider's word about it kept by the same statement; the row as it is. */
+export const updateTransactionKeeping = (
+  db: Executor,
+  uuid: string,
+  changes: TransactionUpdate,
+  word: Insertable<ProviderCallbacksTable>,
+) =>
+  db
+    .with('word', (cte) => cte.insertInto('provider_callbacks').values(word))
+    .updateTable('transactions')
+    .set(changes)
+    .where('uuid', '=', uuid)
+    .returningAll()
+    .executeTakeFirstOrThrow()
+
 export const insertProviderCallback = async (db: Executor, row: Insertable<ProviderCallbacksTable>) => {
   await insertReturning(db, 'provider_callbacks', row, ['uuid'])
 }

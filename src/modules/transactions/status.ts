@@ -17,13 +17,27 @@ import { transactionView } from './view.ts'
 
 type Deps = Pick<TransactionDeps, 'config' | 'merchants' | 'ledger' | 'webhooks'>
 
+type ProviderCallbackRow = Parameters<typeof repo.insertProviderCallback>[1]
+
+/** The columns a status change writes. */
+const changedColumns = ({
+  status,
+  fields,
+  aggregate_version,
+  updated_at,
+}: {
+  status: TransactionStatus
+  fields: TransactionUpdate
+  aggregate_version: number
+  updated_at: Date
+}): TransactionUpdate => ({ status, ...fields, aggregate_version, updated_at })
+
 /** How a transaction's status change is written and shown in its event. */
 const transactionsTable = (
   deps: Pick<TransactionDeps, 'config'>,
 ): StatusTable<TransactionRow, TransactionStatus, TransactionUpdate> => ({
   aggregateType: 'transaction',
-  write: (trx, uuid, { status, fields, aggregate_version, updated_at }) =>
-    repo.updateTransaction(trx, uuid, { status, ...fields, aggregate_version, updated_at }),
+  write: (trx, uuid, change) => repo.updateTransaction(trx, uuid, changedColumns(change)),
   toView: (row) => transactionView(deps, row),
 })
 
@@ -41,14 +55,28 @@ export async function applyTransactionOutcome(
 ) {
   const now = new Date()
   const result = transition(row.status as TransactionStatus, outcome)
-  return applyProviderOutcome(deps, trx, transactionsTable(deps), row, {
+  // The word is kept by the statement that moves the payment, when it moves; otherwise on its own.
+  let word: ProviderCallbackRow | undefined
+  const table = transactionsTable(deps)
+  const keepingWord: typeof table = {
+    ...table,
+    write(trx, uuid, change) {
+      const keeping = word
+      word = undefined
+      return keeping
+        ? repo.updateTransactionKeeping(trx, uuid, changedColumns(change), keeping)
+        : table.write(trx, uuid, change)
+    },
+  }
+  const applied = await applyProviderOutcome(deps, trx, keepingWord, row, {
     outcome,
     source,
     // A payment moves one step at a time: the state machine's answer is that step.
     result: result.kind === 'applied' ? { kind: 'applied', steps: [result] } : result,
     at: now,
-    record: ({ uuid, connector, ...word }) =>
-      repo.insertProviderCallback(trx, { uuid, connector, transaction_uuid: row.uuid, ...word }),
+    async record({ uuid, connector, ...said }) {
+      word = { uuid, connector, transaction_uuid: row.uuid, ...said }
+    },
     async plan(current, to) {
       if (to !== 'paid') return { fields: {} }
       // Test mode has no hold, so that payouts can be tried at once (and the merchant's is not read).
@@ -66,6 +94,8 @@ export async function applyTransactionOutcome(
       }
     },
   })
+  if (word) await repo.insertProviderCallback(trx, word)
+  return applied
 }
 
 /** A provider callback, parsed: applied to its transaction in one database transaction. */
