@@ -1,5 +1,5 @@
 /**
- * The floors of the house (docs/ARCHITECTURE.md): lib/ at the bottom, then db/, then http/ and connectors/,
+ * The floors of the house (docs/ARCHITECTURE.md): lib/ at the bottom, then db/ and chain/, then http/ and connectors/,
  * then modules/, then workers/ and the program (app.ts, main.ts, seed.ts). A floor imports only from the floors
  * below it; `npm run check` fails on any import that runs back up.
  */
@@ -39,10 +39,16 @@ module.exports = {
       { path: ['^src/(modules|connectors|workers)/', PROGRAM] },
     ),
     knowsOnly(
+      'chain-looks-down',
+      'chain/ holds what an EVM connector needs of a chain (addresses, deposit keys, token units); it knows lib/ only.',
+      'chain',
+      'lib|chain',
+    ),
+    knowsOnly(
       'connectors-look-down',
-      'A connector speaks to a provider; it knows its own types and lib/ only.',
+      'A connector speaks to a provider; it knows its own types, chain/ and lib/ only.',
       'connectors',
-      'lib|connectors',
+      'lib|chain|connectors',
     ),
     forbid(
       'modules-do-not-know-the-program',
