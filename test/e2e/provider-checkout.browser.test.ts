@@ -13,8 +13,8 @@ import {
 } from '../helpers/harness.ts'
 import { checkPage, openPage, screenshot, withPage } from '../helpers/pages.ts'
 import { onPostgres } from '../helpers/postgres.ts'
-import { assertRunning, request, START_DEADLINE_MS } from '../helpers/processes.ts'
-import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { request, spawnEmulator, untilEmulatorListens, untilHealthy } from '../helpers/processes.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
  * A live card payment from the customer's first click to the merchant's balance, with every party a real
@@ -67,40 +67,17 @@ describe('a live card payment through the acquirer emulator, in Chromium', () =>
       { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
       ['acquirer'],
     )
-    emulator = spawnProgram(
-      [
-        'provider-emulator',
-        '--port',
-        String(emulatorPort),
-        '--api-key',
-        'env:ACQUIRER_API_KEY',
-        '--callback-url',
-        `${origin}/providers/${added.account.uuid}/callbacks`,
-        '--callback-secret',
-        'env:ACQUIRER_CALLBACK_SECRET',
-      ],
-      programEnv({ ACQUIRER_API_KEY: API_KEY, ACQUIRER_CALLBACK_SECRET: added.callbackSecret as string }),
-    )
+    emulator = spawnEmulator({
+      port: emulatorPort,
+      apiKey: API_KEY,
+      callbackUrl: `${origin}/providers/${added.account.uuid}/callbacks`,
+      callbackSecret: added.callbackSecret as string,
+    })
     receiver = await startReceiver()
     ;[browser] = await Promise.all([
       launchChromium(),
-      eventually(
-        async () => {
-          assertRunning(emulator, 'the emulator')
-          return emulator.output().includes('provider emulator listening on')
-        },
-        START_DEADLINE_MS,
-        100,
-      ),
-      eventually(
-        async () => {
-          assertRunning(gateway, 'the gateway')
-          const res = await fetch(`${origin}/integration/health`).catch(() => null)
-          return res?.status === 200
-        },
-        START_DEADLINE_MS,
-        100,
-      ),
+      untilEmulatorListens(emulator),
+      untilHealthy(gateway, origin),
     ])
 
     // The merchant's live webhook, at a local receiver.

@@ -18,7 +18,14 @@ import {
 import { checkPage, openPage, screenshot, withPage } from '../helpers/pages.ts'
 import { newPayout } from '../helpers/payouts.ts'
 import { listeningSessions, onPostgres } from '../helpers/postgres.ts'
-import { assertRunning, type Reply, request, START_DEADLINE_MS } from '../helpers/processes.ts'
+import {
+  type Reply,
+  request,
+  spawnEmulator,
+  untilEmulatorListens,
+  untilHealthy,
+  untilUp,
+} from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -108,51 +115,20 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       ['acquirer'],
     )
     await ctx.services.merchants.updateMerchant(ctx.merchant.uuid, { settlementHoldSeconds: 0 })
-    emulator = spawnProgram(
-      [
-        'provider-emulator',
-        '--port',
-        String(emulatorPort),
-        '--api-key',
-        'env:ACQUIRER_API_KEY',
-        '--callback-url',
-        `${origin}/providers/${accountUuid}/callbacks`,
-        '--callback-secret',
-        'env:ACQUIRER_CALLBACK_SECRET',
-        '--callback-retry-ms',
-        '200,400',
-      ],
-      programEnv({ ACQUIRER_API_KEY: API_KEY, ACQUIRER_CALLBACK_SECRET: added.callbackSecret as string }),
-    )
+    emulator = spawnEmulator({
+      port: emulatorPort,
+      apiKey: API_KEY,
+      callbackUrl: `${origin}/providers/${accountUuid}/callbacks`,
+      callbackSecret: added.callbackSecret as string,
+      args: ['--callback-retry-ms', '200,400'],
+    })
     receiver = await startReceiver()
     ;[browser] = await Promise.all([
       launchChromium(),
-      eventually(
-        async () => {
-          assertRunning(emulator, 'the emulator')
-          return emulator.output().includes('provider emulator listening on')
-        },
-        START_DEADLINE_MS,
-        100,
-      ),
-      eventually(
-        async () => {
-          assertRunning(gateway, 'the gateway')
-          const res = await fetch(`${origin}/integration/health`).catch(() => null)
-          return res?.status === 200
-        },
-        START_DEADLINE_MS,
-        100,
-      ),
+      untilEmulatorListens(emulator),
+      untilHealthy(gateway, origin),
       // The worker is up once its dispatcher listens for new deliveries (the API process does not).
-      eventually(
-        async () => {
-          assertRunning(worker, 'the worker')
-          return (await listeningSessions(ctx.db)) === 1
-        },
-        START_DEADLINE_MS,
-        100,
-      ),
+      untilUp(worker, 'the worker', async () => (await listeningSessions(ctx.db)) === 1),
     ])
 
     const webhook = await request(origin, 'PUT', '/integration/webhook', {

@@ -1,4 +1,5 @@
-import type { Program } from './program.ts'
+import { eventually } from './eventually.ts'
+import { type Program, programEnv, spawnProgram } from './program.ts'
 
 /**
  * How long a real program may take to start: it compiles its TypeScript with tsx first; generous, as CI machines
@@ -46,3 +47,52 @@ export function assertRunning(program: Program, name = 'the program'): void {
       `${name} exited (${program.child.exitCode ?? program.child.signalCode}):\n${program.output()}`,
     )
 }
+
+/** Waits until `probe` says `program` is up (to START_DEADLINE_MS), failing at once if it exits. */
+export const untilUp = (program: Program, name: string, probe: () => Promise<boolean>) =>
+  eventually(
+    async () => {
+      assertRunning(program, name)
+      return probe()
+    },
+    START_DEADLINE_MS,
+    100,
+  )
+
+/** Waits until the API at `origin` answers its health check. */
+export const untilHealthy = (gateway: Program, origin: string) =>
+  untilUp(gateway, 'the gateway', async () => {
+    const res = await fetch(`${origin}/integration/health`).catch(() => null)
+    return res?.status === 200
+  })
+
+/**
+ * `provider-emulator` on `port` as a program of its own, taking `apiKey` and signing its callbacks to
+ * `callbackUrl` with `callbackSecret` (both passed through the environment, as an operator would); `args` adds
+ * its other flags. Wait for it with `untilEmulatorListens`.
+ */
+export const spawnEmulator = (input: {
+  port: number
+  apiKey: string
+  callbackUrl: string
+  callbackSecret: string
+  args?: string[]
+}): Program =>
+  spawnProgram(
+    [
+      'provider-emulator',
+      '--port',
+      String(input.port),
+      '--api-key',
+      'env:ACQUIRER_API_KEY',
+      '--callback-url',
+      input.callbackUrl,
+      '--callback-secret',
+      'env:ACQUIRER_CALLBACK_SECRET',
+      ...(input.args ?? []),
+    ],
+    programEnv({ ACQUIRER_API_KEY: input.apiKey, ACQUIRER_CALLBACK_SECRET: input.callbackSecret }),
+  )
+
+export const untilEmulatorListens = (emulator: Program) =>
+  untilUp(emulator, 'the emulator', async () => emulator.output().includes('provider emulator listening on'))
