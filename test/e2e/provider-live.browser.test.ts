@@ -12,8 +12,8 @@ import {
   postgresUrlOf,
   serviceEnv,
   startReceiver,
-  TEST_MASTER_KEY,
   type TestContext,
+  workerEnv,
 } from '../helpers/harness.ts'
 import { checkPage, openPage, screenshot, withPage } from '../helpers/pages.ts'
 import { newPayout } from '../helpers/payouts.ts'
@@ -26,7 +26,7 @@ import {
   untilHealthy,
   untilUp,
 } from '../helpers/processes.ts'
-import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
  * Live money with every party a real program: the gateway's API (`serve --role api`), its worker (`serve --role
@@ -86,14 +86,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     )
     worker = spawnProgram(
       ['serve', '--role', 'worker'],
-      programEnv({
-        APP_ENV: 'development',
-        DATABASE_URL: databaseUrl,
-        MASTER_KEY: TEST_MASTER_KEY,
-        LOG_LEVEL: 'warn',
-        PUBLIC_BASE_URL: origin,
-        ...schedule,
-      }),
+      workerEnv(databaseUrl, { PUBLIC_BASE_URL: origin, ...schedule }),
     )
     // The operator's side, on the same database: a live http-acquirer account at the emulator, the default
     // routes of live card payments and of USDT (TRC20) payouts to it, and no settlement hold for the merchant, so
@@ -586,15 +579,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       assert.equal((await transaction(tx.uuid)).status, 'pending')
 
       // The operator's command lists it, with what the acquirer reported.
-      const listed = spawnProgram(
-        ['payments', 'reviews', '--open'],
-        programEnv({
-          APP_ENV: 'development',
-          DATABASE_URL: await postgresUrlOf(ctx),
-          MASTER_KEY: TEST_MASTER_KEY,
-          LOG_LEVEL: 'warn',
-        }),
-      )
+      const listed = spawnProgram(['payments', 'reviews', '--open'], workerEnv(await postgresUrlOf(ctx)))
       assert.equal(await listed.exited, 0, listed.output())
       const line = listed
         .output()

@@ -8,13 +8,13 @@ import {
   newTransaction,
   postgresUrlOf,
   startReceiver,
-  TEST_MASTER_KEY,
   type TestContext,
   transactionRow,
+  workerEnv,
 } from '../helpers/harness.ts'
 import { listeningSessions } from '../helpers/postgres.ts'
 import { START_DEADLINE_MS } from '../helpers/processes.ts'
-import { type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 type Worker = Program
 
@@ -23,16 +23,7 @@ type Worker = Program
  * Nothing of the caller's environment that configures the program leaks in.
  */
 function startWorker(databaseUrl: string, env: Record<string, string> = {}): Worker {
-  return spawnProgram(
-    ['serve', '--role', 'worker'],
-    programEnv({
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrl,
-      MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
-      ...env,
-    }),
-  )
+  return spawnProgram(['serve', '--role', 'worker'], workerEnv(databaseUrl, env))
 }
 
 /** Ends a worker if it still runs: SIGTERM (it gives back its claims), SIGKILL if it does not stop. */

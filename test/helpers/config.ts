@@ -9,13 +9,15 @@ export const TEST_MASTER_KEY = randomBytes(32).toString('hex')
  * master key, warnings only, on 127.0.0.1:`port`; `extra` adds to it. Nothing of the caller's leaks in.
  */
 export const serviceEnv = (databaseUrl: string, port: number, extra: Record<string, string> = {}) =>
+  workerEnv(databaseUrl, { HOST: '127.0.0.1', PORT: String(port), ...extra })
+
+/** The environment of a program on `databaseUrl` that serves no API (`serve --role worker`, a CLI command). */
+export const workerEnv = (databaseUrl: string, extra: Record<string, string> = {}) =>
   programEnv({
     APP_ENV: 'development',
     DATABASE_URL: databaseUrl,
     MASTER_KEY: TEST_MASTER_KEY,
     LOG_LEVEL: 'warn',
-    HOST: '127.0.0.1',
-    PORT: String(port),
     ...extra,
   })
 
