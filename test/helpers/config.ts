@@ -6,16 +6,17 @@ export const TEST_MASTER_KEY = randomBytes(32).toString('hex')
 
 /**
  * The environment of a real `serve` on a test's PostgreSQL database (postgresUrlOf): development, the suites'
- * master key, warnings only, on 127.0.0.1:`port`; `extra` adds to it. Nothing of the caller's leaks in.
+ * master key, warnings only, on 127.0.0.1:`port` (a command that listens on nothing needs none); `extra` adds
+ * to it. Nothing of the caller's leaks in.
  */
-export const serviceEnv = (databaseUrl: string, port: number, extra: Record<string, string> = {}) =>
+export const serviceEnv = (databaseUrl: string, port: number | null, extra: Record<string, string> = {}) =>
   programEnv({
     APP_ENV: 'development',
     DATABASE_URL: databaseUrl,
     MASTER_KEY: TEST_MASTER_KEY,
     LOG_LEVEL: 'warn',
     HOST: '127.0.0.1',
-    PORT: String(port),
+    ...(port === null ? {} : { PORT: String(port) }),
     ...extra,
   })
 

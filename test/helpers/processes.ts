@@ -1,4 +1,8 @@
-import type { Program } from './program.ts'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { eventually } from './eventually.ts'
+import { type Program, ROOT } from './program.ts'
 
 /**
  * How long a real program may take to start: it compiles its TypeScript with tsx first; generous, as CI machines
@@ -45,4 +49,33 @@ export function assertRunning(program: Program, name = 'the program'): void {
     throw new Error(
       `${name} exited (${program.child.exitCode ?? program.child.signalCode}):\n${program.output()}`,
     )
+}
+
+/**
+ * Waits until the program serving at `base` answers its health check 200, polling every `intervalMs`; fails with
+ * its output as soon as it exits.
+ */
+export async function untilHealthy(program: Program, base: string, name = 'the program', intervalMs = 25) {
+  await eventually(
+    async () => {
+      assertRunning(program, name)
+      const res = await fetch(`${base}/integration/health`).catch(() => null)
+      await res?.arrayBuffer()
+      return res?.status === 200
+    },
+    START_DEADLINE_MS,
+    intervalMs,
+  )
+}
+
+/** Runs `ledger verify` from the sources with `env`, and fails with its output unless the ledger is clean. */
+export async function assertLedgerVerifies(env: NodeJS.ProcessEnv): Promise<void> {
+  const verify = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'src/main.ts', 'ledger', 'verify'],
+    { cwd: ROOT, env, timeout: START_DEADLINE_MS },
+  ).catch((error: { code?: number; stdout?: string; stderr?: string }) => {
+    throw new Error(`ledger verify exited ${error.code}:\n${error.stdout}${error.stderr}`)
+  })
+  assert.match(verify.stdout, /^ledger ok: \d+ entries, every balance matches the journal$/m)
 }
