@@ -108,6 +108,21 @@ export async function liveBalance(ctx: TestContext, currency: string, merchant: 
   return balances.find((b) => b.currency === currency) ?? { currency, available: 0, pending: 0, total: 0 }
 }
 
+/**
+ * The payment's money was credited once, to the pending balance for the live hold (`before` is the balance
+ * read before the payment was made), and the ledger still verifies.
+ */
+export async function assertCreditedOnce(
+  ctx: TestContext,
+  payment: { settlement_amount: number },
+  before: Awaited<ReturnType<typeof liveBalance>>,
+) {
+  const after = await liveBalance(ctx, before.currency)
+  assert.equal(after.pending - before.pending, payment.settlement_amount)
+  assert.equal(after.available, before.available)
+  assert.equal((await ctx.services.ledger.verify()).ok, true)
+}
+
 /** What the emulator decides for the payment `reference` (its admin API, as the customer's page would). */
 export async function decide(acquirer: SuiteAcquirer, reference: string, status: string) {
   const res = await fetch(`${acquirer.base}/admin/payments/${reference}/decide`, {

@@ -6,6 +6,7 @@ import { computeFees, convertFloor } from '../../../src/lib/money.ts'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
+import { handoverOf } from '../providers/handover-helpers.ts'
 import { eventRows } from '../webhooks/helpers.ts'
 
 for (const backend of backends()) {
@@ -135,19 +136,13 @@ for (const backend of backends()) {
       assert.equal((await entries(tx.uuid)).length, 1)
       assert.equal((await eventRows(ctx, tx.uuid)).length, 1)
       // The provider saying it again changes nothing either.
-      assert.equal(await reportPaid((await handedOverReference(tx.uuid)) as string, 120000), 'duplicate')
+      assert.equal(
+        await reportPaid((await handoverOf(ctx, tx.uuid))?.provider_reference as string, 120000),
+        'duplicate',
+      )
       assert.equal((await entries(tx.uuid)).length, 1)
       assert.equal((await reviews(tx.uuid)).length, 1)
     })
-
-    const handedOverReference = async (uuid: string) =>
-      (
-        await ctx.db
-          .selectFrom('payment_handovers')
-          .select('provider_reference')
-          .where('transaction_uuid', '=', uuid)
-          .executeTakeFirstOrThrow()
-      ).provider_reference
 
     it('two accepts at once: one wins, the other is refused, the money is credited once', async () => {
       const { tx } = await underReview(151000)
