@@ -171,6 +171,22 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
         .executeTakeFirstOrThrow()
     ).status
 
+  /**
+   * What a kill before the provider's answer left: the payment pending, its first try begun, the hand-over (the
+   * row returned) waiting for status sync.
+   */
+  async function assertLeftHandingOver(uuid: string) {
+    assert.equal(await statusOf(uuid), 'pending')
+    const left = await handoverOf(ctx, uuid)
+    assert.ok(left)
+    assert.equal(left.state, 'handing_over')
+    assert.equal(left.provider_reference, null)
+    assert.deepEqual(await attemptsOf(ctx, uuid), [
+      { position: 0, account_uuid: account.uuid, result: 'started', provider_reference: null },
+    ])
+    return left
+  }
+
   /** What the emulator holds for the order (the payment's uuid). */
   async function emulatorPayments(order: string): Promise<{ reference: string; status: string }[]> {
     const res = await fetch(`${emulatorBase}/admin/payments?order_id=${order}`)
@@ -326,14 +342,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     const { uuid } = await paymentOf('handover-a')
     await killGateway()
     assert.equal(await pending, 'no answer', 'the kill came before the answer')
-    // What the kill left: the payment pending, its first try begun, the hand-over waiting for status sync.
-    assert.equal(await statusOf(uuid), 'pending')
-    const left = await handoverOf(ctx, uuid)
-    assert.equal(left?.state, 'handing_over')
-    assert.equal(left?.provider_reference, null)
-    assert.deepEqual(await attemptsOf(ctx, uuid), [
-      { position: 0, account_uuid: account.uuid, result: 'started', provider_reference: null },
-    ])
+    const left = await assertLeftHandingOver(uuid)
     assert.deepEqual(await emulatorPayments(uuid), [], 'the provider never took it')
 
     // The provider answers again (late: the rest of the drill needs the time to take its locks).
@@ -370,13 +379,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     }
     await killGateway(locks)
     assert.equal(await pending, 'no answer')
-    assert.equal(await statusOf(uuid), 'pending')
-    const left = await handoverOf(ctx, uuid)
-    assert.equal(left?.state, 'handing_over')
-    assert.equal(left?.provider_reference, null)
-    assert.deepEqual(await attemptsOf(ctx, uuid), [
-      { position: 0, account_uuid: account.uuid, result: 'started', provider_reference: null },
-    ])
+    await assertLeftHandingOver(uuid)
     const [first] = await emulatorPayments(uuid)
     assert.ok(first)
 

@@ -3,14 +3,8 @@ import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import { selectScoped } from '../../src/db/queries.ts'
 import { sign } from '../../src/http/auth.ts'
-import {
-  call,
-  createTestContext,
-  eventually,
-  postgresUrlOf,
-  serviceEnv,
-  type TestContext,
-} from '../helpers/harness.ts'
+import { serviceEnv } from '../helpers/config.ts'
+import { call, createTestContext, eventually, postgresUrlOf, type TestContext } from '../helpers/harness.ts'
 import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
 import { assertLedgerVerifies, type Reply, untilHealthy } from '../helpers/processes.ts'
 import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
