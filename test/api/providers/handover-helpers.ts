@@ -85,6 +85,15 @@ export const eventNames = async (ctx: TestContext, uuid: string) =>
       .execute()
   ).map((row) => row.event)
 
+/** The reviews opened about the payment, oldest first. */
+export const reviewsOf = (ctx: TestContext, uuid: string) =>
+  ctx.db
+    .selectFrom('payment_reviews')
+    .selectAll()
+    .where('transaction_uuid', '=', uuid)
+    .orderBy('created_at')
+    .execute()
+
 /** The callback log's entries about a provider's reference, oldest first. */
 export const callbackLog = (ctx: TestContext, reference: string) =>
   ctx.db

@@ -21,6 +21,7 @@ import {
   paymentBecomes,
   paymentNow,
   postSignedCallback,
+  reviewsOf,
   sentAbout,
 } from './handover-helpers.ts'
 
@@ -276,11 +277,7 @@ for (const backend of backends()) {
         [['verified', 'review']],
       )
       assert.match(log[0]?.detail ?? '', new RegExp(`reports ${payment.amount - 100} ${payment.currency}`))
-      const reviews = await ctx.db
-        .selectFrom('payment_reviews')
-        .selectAll()
-        .where('transaction_uuid', '=', payment.uuid)
-        .execute()
+      const reviews = await reviewsOf(ctx, payment.uuid)
       assert.equal(reviews.length, 1)
       assert.equal(reviews[0]?.status, 'open')
       assert.equal(reviews[0]?.account_uuid, acquirer.account.uuid)
@@ -298,12 +295,7 @@ for (const backend of backends()) {
         currency: payment.currency,
       })
       assert.equal((await again.json()).result, 'review')
-      const reviewsAfter = await ctx.db
-        .selectFrom('payment_reviews')
-        .select('uuid')
-        .where('transaction_uuid', '=', payment.uuid)
-        .execute()
-      assert.equal(reviewsAfter.length, 1)
+      assert.equal((await reviewsOf(ctx, payment.uuid)).length, 1)
       assert.equal((await paymentNow(ctx, payment.uuid)).status, 'pending')
     })
 
