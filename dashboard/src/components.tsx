@@ -27,10 +27,19 @@ export function Scroll({
   )
 }
 
+/** A column's heading: its name, or its name with how it is shown (`num`, `hidden`). */
+export type Column = string | { name: string; num?: boolean; hidden?: boolean }
+
+/** A column of amounts: its heading is aligned right, as its cells are. */
+export const num = (name: string): Column => ({ name, num: true })
+
+/** The heading of a table's last column, of buttons: named for a screen reader only. */
+export const ACTIONS: Column = { name: 'Actions', hidden: true }
+
 /**
- * A table of records in a Scroll: `head` is the header row's cells, `row` renders one record as a keyed `<tr>`,
- * and `empty` (spanning the `columns`) says so when there is none. Nothing is rendered in the body while
- * `rows` is not known yet.
+ * A table of records in a Scroll: `head` is its columns' headings (a `false` one is left out), `row` renders one
+ * record as a keyed `<tr>`, and `empty` (spanning every column) says so when there is none. Nothing is rendered
+ * in the body while `rows` is not known yet.
  */
 export function Table<T>({
   name,
@@ -40,29 +49,36 @@ export function Table<T>({
   rows,
   row,
   empty,
-  columns,
 }: {
   name: string
   label?: string
   caption?: ReactNode
-  head: ReactNode
+  head: readonly (Column | false)[]
   rows: readonly T[] | undefined
   row: (record: T) => ReactNode
   empty?: ReactNode
-  columns?: number
 }) {
+  const columns = head
+    .filter((column) => column !== false)
+    .map((column) => (typeof column === 'string' ? { name: column } : column))
   return (
     <Scroll label={label}>
       <table aria-label={name}>
         {caption !== undefined && <caption>{caption}</caption>}
         <thead>
-          <tr>{head}</tr>
+          <tr>
+            {columns.map((column) => (
+              <th key={column.name} scope="col" className={column.num ? 'num' : undefined}>
+                {column.hidden ? <span className="visually-hidden">{column.name}</span> : column.name}
+              </th>
+            ))}
+          </tr>
         </thead>
         <tbody>
           {rows?.map(row)}
           {empty !== undefined && rows?.length === 0 && (
             <tr>
-              <td colSpan={columns}>{empty}</td>
+              <td colSpan={columns.length}>{empty}</td>
             </tr>
           )}
         </tbody>
@@ -316,18 +332,7 @@ export function PaymentsTable({
     <Table
       name="Payments"
       caption={caption}
-      head={
-        <>
-          <th scope="col">Created</th>
-          <th scope="col">External id</th>
-          <th scope="col">Description</th>
-          <th scope="col" className="num">
-            Amount
-          </th>
-          <th scope="col">Status</th>
-          <th scope="col">Method</th>
-        </>
-      }
+      head={['Created', 'External id', 'Description', num('Amount'), 'Status', 'Method']}
       rows={rows}
       row={(t) => (
         <tr key={t.uuid}>
@@ -344,7 +349,6 @@ export function PaymentsTable({
         </tr>
       )}
       empty="No payments match."
-      columns={6}
     />
   )
 }
@@ -401,17 +405,7 @@ export function RefundsTable({
     <Table
       name={name}
       label={label}
-      head={
-        <>
-          <th scope="col">Created</th>
-          <th scope="col" className="num">
-            Amount
-          </th>
-          <th scope="col">Status</th>
-          <th scope="col">Reason</th>
-          {linked && <th scope="col">Payment</th>}
-        </>
-      }
+      head={['Created', num('Amount'), 'Status', 'Reason', linked && 'Payment']}
       rows={rows}
       row={(r) => (
         <tr key={r.uuid}>
@@ -429,17 +423,7 @@ export function RefundsTable({
         </tr>
       )}
       empty={empty}
-      columns={linked ? 5 : 4}
     />
-  )
-}
-
-/** The header of a table's last column, of buttons: named for a screen reader only. */
-export function ActionsHead() {
-  return (
-    <th scope="col">
-      <span className="visually-hidden">Actions</span>
-    </th>
   )
 }
 

@@ -147,6 +147,21 @@ export interface ProviderObject<S extends string> {
   status: S
 }
 
+/** A connector account's verified report on the refund or payout it has under `reference`. */
+export interface ObjectReport<Outcome extends string> {
+  accountUuid: string
+  reference: string
+  outcome: Outcome
+  connector: string
+  message: string
+}
+
+/** What a report did to the refund or payout it was about: applied it, or found it there already or past it. */
+export interface ObjectReportResult {
+  uuid: string
+  result: 'applied' | 'duplicate' | 'stale'
+}
+
 /** How a refund or payout with the provider's reference stands; `unknown` when the provider never received it. */
 export type ProviderObjectStatus<S extends string> =
   | { kind: 'known'; status: S }

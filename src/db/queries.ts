@@ -87,3 +87,47 @@ export const claimDueChecks = <T extends CheckedTable>(
     )
     .returningAll()
     .execute()
+
+/** A checked table whose rows a connector account holds under its own reference. */
+type HandedOverTable = CheckedTable &
+  TablesWith<{ account_uuid: string | null; provider_reference: string | null }>
+
+/**
+ * `SELECT * FROM <table> WHERE account_uuid = … AND provider_reference = …`: the row a connector account has under
+ * its reference `reference`, for the caller to lock or read.
+ */
+export const selectByAccountReference = <T extends HandedOverTable>(
+  db: Executor,
+  table: T,
+  accountUuid: string,
+  reference: string,
+): SelectQueryBuilder<Database, T, Selectable<Database[T]>> =>
+  // biome-ignore lint/suspicious/noExplicitAny: the table is the caller's, checked by the signature
+  (db as any)
+    .selectFrom(table)
+    .selectAll()
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+
+/**
+ * Makes the check of the row in one of the `open` statuses that a connector account has under `reference` due at
+ * `at`; whether there is one.
+ */
+export async function recheckOpen<T extends HandedOverTable>(
+  db: Executor,
+  table: T,
+  open: readonly StatusOf<T>[],
+  accountUuid: string,
+  reference: string,
+  at: Date,
+): Promise<boolean> {
+  // biome-ignore lint/suspicious/noExplicitAny: the table is the caller's, checked by the signature
+  const { numUpdatedRows } = await (db as any)
+    .updateTable(table)
+    .set({ next_check_at: at })
+    .where('account_uuid', '=', accountUuid)
+    .where('provider_reference', '=', reference)
+    .where('status', 'in', open)
+    .executeTakeFirst()
+  return Number(numUpdatedRows) > 0
+}

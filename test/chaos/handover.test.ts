@@ -1,21 +1,27 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
-import { promisify } from 'node:util'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../src/db/types.ts'
+import { attemptsOf, handoverOf } from '../api/providers/handover-helpers.ts'
 import { deferred } from '../helpers/deferred.ts'
 import {
   createTestContext,
   eventually,
   newTransaction,
   postgresUrlOf,
-  TEST_MASTER_KEY,
+  serviceEnv,
   type TestContext,
 } from '../helpers/harness.ts'
-import { onPostgres } from '../helpers/postgres.ts'
-import { assertRunning, type Reply, request, START_DEADLINE_MS } from '../helpers/processes.ts'
-import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
+import {
+  assertLedgerVerifies,
+  assertRunning,
+  type Reply,
+  request,
+  START_DEADLINE_MS,
+  untilHealthy,
+} from '../helpers/processes.ts'
+import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
  * Chaos drill: a live payment handed to a provider account is handed over once, and ends as the provider decides,
@@ -60,8 +66,6 @@ const SYNC_SCHEDULE = '2'
 /** After a restart (counted from its first answer), what the kill left is finished within this. */
 const RECOVERY_BOUND_MS = LEASE_MS + 15_000
 
-const run = promisify(execFile)
-
 describe('chaos: a live payment handed to a provider, the gateway killed at each step (PostgreSQL)', () => {
   let ctx: TestContext
   let baseUrl: URL
@@ -74,19 +78,9 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
   let gateway: { program: Program; name: string; base: string }
   let starts = 0
 
-  const databaseUrlFor = (name: string) => {
-    const url = new URL(baseUrl)
-    url.searchParams.set('application_name', name)
-    return url.toString()
-  }
+  /** A gateway process's environment: its sessions carry `name`. */
   const env = (name: string) =>
-    programEnv({
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrlFor(name),
-      MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
-      PORT: String(gatewayPort),
+    serviceEnv(sessionUrl(baseUrl, name), gatewayPort, {
       PROVIDER_HANDOVER_LEASE_MS: String(LEASE_MS),
       PROVIDER_SYNC_SCHEDULE: SYNC_SCHEDULE,
     })
@@ -110,17 +104,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     const program = spawnProgram(['serve', '--role', 'all'], env(name))
     programs.push(program)
     const base = `http://127.0.0.1:${gatewayPort}`
-    await eventually(
-      async () => {
-        assertRunning(program, name)
-        const res = await fetch(`${base}/integration/health`).catch(() => null)
-        if (!res) return false
-        await res.arrayBuffer()
-        return res.status === 200
-      },
-      START_DEADLINE_MS,
-      25,
-    )
+    await untilHealthy(program, base, name)
     gateway = { program, name, base }
     startMs.push(Date.now() - started)
   }
@@ -178,19 +162,6 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
       10_000,
       5,
     )
-  const handoverOf = (uuid: string) =>
-    ctx.db
-      .selectFrom('payment_handovers')
-      .selectAll()
-      .where('transaction_uuid', '=', uuid)
-      .executeTakeFirstOrThrow()
-  const attemptsOf = (uuid: string) =>
-    ctx.db
-      .selectFrom('payment_attempts')
-      .select(['position', 'result', 'provider_reference'])
-      .where('transaction_uuid', '=', uuid)
-      .orderBy('position')
-      .execute()
   const statusOf = async (uuid: string) =>
     (
       await ctx.db
@@ -199,6 +170,22 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
         .where('uuid', '=', uuid)
         .executeTakeFirstOrThrow()
     ).status
+
+  /**
+   * What a kill before the provider's answer left: the payment pending, its first try begun, the hand-over (the
+   * row returned) waiting for status sync.
+   */
+  async function assertLeftHandingOver(uuid: string) {
+    assert.equal(await statusOf(uuid), 'pending')
+    const left = await handoverOf(ctx, uuid)
+    assert.ok(left)
+    assert.equal(left.state, 'handing_over')
+    assert.equal(left.provider_reference, null)
+    assert.deepEqual(await attemptsOf(ctx, uuid), [
+      { position: 0, account_uuid: account.uuid, result: 'started', provider_reference: null },
+    ])
+    return left
+  }
 
   /** What the emulator holds for the order (the payment's uuid). */
   async function emulatorPayments(order: string): Promise<{ reference: string; status: string }[]> {
@@ -233,14 +220,14 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     const handover = await eventually(
       async () => {
         assertRunning(gateway.program, gateway.name)
-        const row = await handoverOf(uuid)
-        return row.state === 'handed_over' && row.provider_reference ? row : null
+        const row = await handoverOf(ctx, uuid)
+        return row?.state === 'handed_over' && row.provider_reference ? row : null
       },
       RECOVERY_BOUND_MS,
       50,
     ).catch(async (error) => {
       throw new Error(
-        `${error.message}: ${JSON.stringify(await handoverOf(uuid))}\n${gateway.program.output()}`,
+        `${error.message}: ${JSON.stringify(await handoverOf(ctx, uuid))}\n${gateway.program.output()}`,
       )
     })
     return handover.provider_reference as string
@@ -262,11 +249,11 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
       [[reference, status === 'paid' ? 'succeeded' : 'failed']],
       'exactly one payment at the provider for the order',
     )
-    const handover = await handoverOf(uuid)
-    assert.equal(handover.provider_reference, reference)
-    assert.equal(handover.account_uuid, account.uuid)
-    assert.deepEqual(await attemptsOf(uuid), [
-      { position: 0, result: 'accepted', provider_reference: reference },
+    const handover = await handoverOf(ctx, uuid)
+    assert.equal(handover?.provider_reference, reference)
+    assert.equal(handover?.account_uuid, account.uuid)
+    assert.deepEqual(await attemptsOf(ctx, uuid), [
+      { position: 0, account_uuid: account.uuid, result: 'accepted', provider_reference: reference },
     ])
     // Through the API too, as the merchant sees it.
     const shown = await request(gateway.base, 'GET', `/integration/transactions/${uuid}`, { secret: live() })
@@ -355,12 +342,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     const { uuid } = await paymentOf('handover-a')
     await killGateway()
     assert.equal(await pending, 'no answer', 'the kill came before the answer')
-    // What the kill left: the payment pending, its first try begun, the hand-over waiting for status sync.
-    assert.equal(await statusOf(uuid), 'pending')
-    const left = await handoverOf(uuid)
-    assert.equal(left.state, 'handing_over')
-    assert.equal(left.provider_reference, null)
-    assert.deepEqual(await attemptsOf(uuid), [{ position: 0, result: 'started', provider_reference: null }])
+    const left = await assertLeftHandingOver(uuid)
     assert.deepEqual(await emulatorPayments(uuid), [], 'the provider never took it')
 
     // The provider answers again (late: the rest of the drill needs the time to take its locks).
@@ -397,11 +379,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     }
     await killGateway(locks)
     assert.equal(await pending, 'no answer')
-    assert.equal(await statusOf(uuid), 'pending')
-    const left = await handoverOf(uuid)
-    assert.equal(left.state, 'handing_over')
-    assert.equal(left.provider_reference, null)
-    assert.deepEqual(await attemptsOf(uuid), [{ position: 0, result: 'started', provider_reference: null }])
+    await assertLeftHandingOver(uuid)
     const [first] = await emulatorPayments(uuid)
     assert.ok(first)
 
@@ -417,9 +395,9 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     const created = await createPayment('handover-c')
     assert.equal(created.status, 201, created.text)
     const { uuid } = created.json()
-    const handover = await handoverOf(uuid)
-    assert.equal(handover.state, 'handed_over')
-    const reference = handover.provider_reference as string
+    const handover = await handoverOf(ctx, uuid)
+    assert.equal(handover?.state, 'handed_over')
+    const reference = handover?.provider_reference as string
 
     const locks = await holdLocks((trx) =>
       sql`SELECT 1 FROM transactions WHERE uuid = ${uuid} FOR UPDATE`.execute(trx),
@@ -469,14 +447,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
 
   it('the gateway stops cleanly, and the ledger verifies', async (t) => {
     assert.equal(await stopProgram(gateway.program), 0, gateway.program.output())
-    const verify = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', 'ledger', 'verify'], {
-      cwd: ROOT,
-      env: env('mg-handover-verify'),
-      timeout: START_DEADLINE_MS,
-    }).catch((error: { code?: number; stdout?: string; stderr?: string }) => {
-      throw new Error(`ledger verify exited ${error.code}:\n${error.stdout}${error.stderr}`)
-    })
-    assert.match(verify.stdout, /^ledger ok: \d+ entries, every balance matches the journal$/m)
+    await assertLedgerVerifies(env('mg-handover-verify'))
     t.diagnostic(`the gateway's starts answered after ${startMs.join(', ')} ms`)
   })
 })

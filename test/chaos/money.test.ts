@@ -1,20 +1,13 @@
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
-import { promisify } from 'node:util'
 import { sql } from 'kysely'
+import { selectScoped } from '../../src/db/queries.ts'
 import { sign } from '../../src/http/auth.ts'
-import {
-  call,
-  createTestContext,
-  eventually,
-  postgresUrlOf,
-  TEST_MASTER_KEY,
-  type TestContext,
-} from '../helpers/harness.ts'
-import { onPostgres } from '../helpers/postgres.ts'
-import { assertRunning, type Reply } from '../helpers/processes.ts'
-import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { serviceEnv } from '../helpers/config.ts'
+import { call, createTestContext, eventually, postgresUrlOf, type TestContext } from '../helpers/harness.ts'
+import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
+import { assertLedgerVerifies, type Reply, untilHealthy } from '../helpers/processes.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 import { seededRandom } from '../helpers/random.ts'
 
 /**
@@ -66,14 +59,11 @@ const RECHECK_MS = 1000
  * is made again after 1 s and the sandbox completes a payout 2 s after it took it, so ~10 s is plenty.
  */
 const RECOVERY_BOUND_MS = Number(process.env.CHAOS_RECOVERY_BOUND_MS ?? 15_000)
-/** Each start compiles the program with tsx (~1.6 s); generous, as CI machines can be busy. */
-const START_DEADLINE_MS = 60_000
 /** Every paid transaction that is refunded: 1500.00 RUB or 100.00 USD by card, with a 250 bps fee. */
 const CARD_FEE_BPS = 250
 const PAYOUT_FEE_BPS = 100
 const PAYOUT_FIXED_FEE_MICRO = 100_000
 
-const run = promisify(execFile)
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** One money-moving request of the drill: its key and exact body bytes, kept for every retry. */
@@ -121,43 +111,22 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
   let keyId: string
   let secret: string
 
-  /** The database URL for one process: its own application_name, so its sessions can be told apart. */
-  const databaseUrlFor = (name: string) => {
-    const url = new URL(baseUrl)
-    url.searchParams.set('application_name', name)
-    return url.toString()
-  }
-  const env = (name: string, extra: Record<string, string> = {}) =>
-    programEnv({
-      APP_ENV: 'development',
-      DATABASE_URL: databaseUrlFor(name),
-      MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
-      HOST: '127.0.0.1',
+  /** A process's environment: its sessions carry `name`, so they can be told apart; `port` where it serves. */
+  const env = (name: string, port: number | null = null) =>
+    serviceEnv(sessionUrl(baseUrl, name), port, {
       RATE_LIMIT_PER_SECOND: '100000',
       RATE_LIMIT_BURST: '100000',
       IDEMPOTENCY_LEASE_MS: String(LEASE_MS),
       PROVIDER_RECHECK_MS: String(RECHECK_MS),
-      ...extra,
     })
 
   /** Starts `serve` and waits until it answers its health check; its base URL. */
   async function startServer(name: string): Promise<{ program: Program; base: string }> {
     const port = await freePort()
-    const program = spawnProgram(['serve', '--role', 'all'], env(name, { PORT: String(port) }))
+    const program = spawnProgram(['serve', '--role', 'all'], env(name, port))
     programs.push(program)
     const base = `http://127.0.0.1:${port}`
-    await eventually(
-      async () => {
-        assertRunning(program, name)
-        const res = await fetch(`${base}/integration/health`).catch(() => null)
-        if (!res) return false
-        await res.arrayBuffer()
-        return res.status === 200
-      },
-      START_DEADLINE_MS,
-      25,
-    )
+    await untilHealthy(program, base, name)
     // Its sessions carry its name (the health check used one): what it committed is read once they are gone.
     assert.ok((await sessionsOf(name)) > 0, `${name}: no session named ${name} in pg_stat_activity`)
     return { program, base }
@@ -591,21 +560,13 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
       })
       timings.recovered = Date.now() - restarted
 
+      // Everything the drill made was made with the merchant's test keys.
+      const scope = { merchantUuid: merchant.uuid, mode: 'test' } as const
       // Refunds: one per key and transaction, as asked, succeeded, debited once at the transaction's rate.
-      const refunds = await ctx.db
-        .selectFrom('refunds')
-        .selectAll()
-        .where('merchant_uuid', '=', merchant.uuid)
-        .execute()
+      const refunds = await selectScoped(ctx.db, 'refunds', scope).execute()
       assert.equal(refunds.length, refundOps.length, 'one refund per refund key, and no other')
       const transactions = new Map(
-        (
-          await ctx.db
-            .selectFrom('transactions')
-            .selectAll()
-            .where('merchant_uuid', '=', merchant.uuid)
-            .execute()
-        ).map((tx) => [tx.uuid, tx]),
+        (await selectScoped(ctx.db, 'transactions', scope).execute()).map((tx) => [tx.uuid, tx]),
       )
       for (const op of refundOps) {
         const rows = refunds.filter((r) => r.transaction_uuid === op.target)
@@ -635,11 +596,7 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
         )
       }
       // Payouts: one per key, as asked, completed, with the quote's arithmetic.
-      const payouts = await ctx.db
-        .selectFrom('payouts')
-        .selectAll()
-        .where('merchant_uuid', '=', merchant.uuid)
-        .execute()
+      const payouts = await selectScoped(ctx.db, 'payouts', scope).execute()
       assert.equal(payouts.length, payoutOps.length, 'one payout per payout key, and no other')
       for (const op of payoutOps) {
         const rows = payouts.filter((p) => p.external_id === op.target)
@@ -740,14 +697,7 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
 
       // The program stops cleanly, and the ledger's journal and balances agree.
       assert.equal(await stopProgram(final), 0, final.output())
-      const verify = await run(process.execPath, ['--import', 'tsx', 'src/main.ts', 'ledger', 'verify'], {
-        cwd: ROOT,
-        env: env('mg-chaos-verify'),
-        timeout: START_DEADLINE_MS,
-      }).catch((error: { code?: number; stdout?: string; stderr?: string }) => {
-        throw new Error(`ledger verify exited ${error.code}:\n${error.stdout}${error.stderr}`)
-      })
-      assert.match(verify.stdout, /^ledger ok: \d+ entries, every balance matches the journal$/m)
+      await assertLedgerVerifies(env('mg-chaos-verify'))
     } finally {
       summarize()
     }

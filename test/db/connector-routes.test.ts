@@ -9,6 +9,7 @@ import {
   type RouteKey,
 } from '../../src/modules/providers/service.ts'
 import { backends, migratedDatabase, testConfig } from '../helpers/harness.ts'
+import { rowCount } from '../helpers/rows.ts'
 
 for (const backend of backends()) {
   describe(`connector routes (${backend})`, () => {
@@ -128,15 +129,7 @@ for (const backend of backends()) {
     })
 
     it('refuses a route that cannot be followed, and writes nothing', async () => {
-      const count = async () =>
-        Number(
-          (
-            await db.handle.db
-              .selectFrom('connector_routes')
-              .select((eb) => eb.fn.countAll().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        )
+      const count = () => rowCount(db.handle.db, 'connector_routes')
       const before = await count()
       const cases: [string, RouteKey, string[], string][] = [
         ['an unknown method', { ...card(null), method: 'cash' }, ['acq-a'], 'method'],

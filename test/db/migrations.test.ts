@@ -347,14 +347,7 @@ for (const backend of backends()) {
 
     it('0018 adds the connector accounts, their callback secrets and callback log, and back down', async () => {
       const { db } = fresh.handle
-      const tables = async () => {
-        const { rows } = await sql<{ name: string }>`
-          SELECT table_name AS name FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name LIKE 'connector%' ORDER BY table_name`.execute(
-          db,
-        )
-        return rows.map((r) => r.name)
-      }
+      const tables = () => tablesLike(db, 'connector%')
       assert.deepEqual(await migrateTo(db, '0018_connector_accounts'), ['0018_connector_accounts'])
       assert.deepEqual(await tables(), [
         'connector_accounts',
@@ -397,14 +390,7 @@ for (const backend of backends()) {
 
     it('0019 adds hand-overs, attempts and reviews, and the callback results stale and review', async () => {
       const { db } = fresh.handle
-      const tables = async () => {
-        const { rows } = await sql<{ name: string }>`
-          SELECT table_name AS name FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_name LIKE 'payment\_%' ORDER BY table_name`.execute(
-          db,
-        )
-        return rows.map((r) => r.name)
-      }
+      const tables = () => tablesLike(db, 'payment\\_%')
       await migrateTo(db, '0018_connector_accounts')
       const at = new Date('2026-12-01T00:00:00.000Z')
       const accountUuid = '00000000-0000-4000-8000-000000000190'
@@ -533,6 +519,14 @@ async function migrateTo(db: DbHandle['db'], name: string): Promise<string[]> {
   const { error, results } = await migrator(db).migrateTo(name)
   if (error) throw error
   return (results ?? []).map((r) => r.migrationName)
+}
+
+/** The names of the schema's tables that are LIKE `pattern`, in order. */
+async function tablesLike(db: DbHandle['db'], pattern: string): Promise<string[]> {
+  const { rows } = await sql<{ name: string }>`
+    SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_name LIKE ${pattern} ORDER BY table_name`.execute(db)
+  return rows.map((r) => r.name)
 }
 
 /** The indexes of `transactions`, by name, with their definitions. */

@@ -14,7 +14,7 @@ import {
   type TestContext,
 } from '../helpers/harness.ts'
 import { onPostgres } from '../helpers/postgres.ts'
-import { assertRunning, START_DEADLINE_MS } from '../helpers/processes.ts'
+import { START_DEADLINE_MS, untilHealthy } from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, ROOT, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -69,16 +69,7 @@ describe('merchant-gateway listen and trigger against the service on PostgreSQL'
   const startService = () =>
     spawnProgram(['serve'], serviceEnv(databaseUrl, port, { PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }))
 
-  const serviceUp = async (program: Program) => {
-    await eventually(
-      async () => {
-        assertRunning(program, 'the service')
-        return (await fetch(`${base}/integration/health`).catch(() => null))?.status === 200
-      },
-      START_DEADLINE_MS,
-      100,
-    )
-  }
+  const serviceUp = (program: Program) => untilHealthy(program, base, 'the service', 100)
 
   /** The receiver's request carrying the event `name` of the object `uuid`, once it has come. */
   const receivedEvent = (name: string, uuid: string) =>

@@ -15,7 +15,7 @@ import {
   type TestContext,
 } from '../helpers/harness.ts'
 import { onPostgres } from '../helpers/postgres.ts'
-import { START_DEADLINE_MS } from '../helpers/processes.ts'
+import { START_DEADLINE_MS, untilHealthy } from '../helpers/processes.ts'
 import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
 
 /**
@@ -88,17 +88,7 @@ describe('shutdown of the real program on PostgreSQL', () => {
     const program = spawnProgram(['serve', '--role', role], serviceEnv(databaseUrl, port, env))
     programs.push(program)
     const base = `http://127.0.0.1:${port}`
-    await eventually(
-      async () => {
-        if (program.child.exitCode !== null)
-          throw new Error(`the server exited (${program.child.exitCode}):\n${program.output()}`)
-        const res = await fetch(`${base}/integration/health`).catch(() => null)
-        await res?.arrayBuffer()
-        return res?.status === 200
-      },
-      START_DEADLINE_MS,
-      100,
-    )
+    await untilHealthy(program, base, 'the server', 100)
     return { program, port, base }
   }
 

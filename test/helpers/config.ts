@@ -6,10 +6,11 @@ export const TEST_MASTER_KEY = randomBytes(32).toString('hex')
 
 /**
  * The environment of a real `serve` on a test's PostgreSQL database (postgresUrlOf): development, the suites'
- * master key, warnings only, on 127.0.0.1:`port`; `extra` adds to it. Nothing of the caller's leaks in.
+ * master key, warnings only, on 127.0.0.1:`port` (a command that listens on nothing needs none); `extra` adds
+ * to it. Nothing of the caller's leaks in.
  */
-export const serviceEnv = (databaseUrl: string, port: number, extra: Record<string, string> = {}) =>
-  workerEnv(databaseUrl, { HOST: '127.0.0.1', PORT: String(port), ...extra })
+export const serviceEnv = (databaseUrl: string, port: number | null, extra: Record<string, string> = {}) =>
+  workerEnv(databaseUrl, { HOST: '127.0.0.1', ...(port === null ? {} : { PORT: String(port) }), ...extra })
 
 /** The environment of a program on `databaseUrl` that serves no API (`serve --role worker`, a CLI command). */
 export const workerEnv = (databaseUrl: string, extra: Record<string, string> = {}) =>

@@ -47,3 +47,10 @@ export async function listeningSessions(db: Db): Promise<number> {
     WHERE datname = current_database() AND query LIKE 'LISTEN%'`.execute(db)
   return rows[0]?.n ?? 0
 }
+
+/** `url` with `application_name` set to `name`, so that one process's sessions can be told apart in pg_stat_activity. */
+export function sessionUrl(url: string | URL, name: string): string {
+  const named = new URL(url)
+  named.searchParams.set('application_name', name)
+  return named.toString()
+}

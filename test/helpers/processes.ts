@@ -1,5 +1,8 @@
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { eventually } from './eventually.ts'
-import { type Program, programEnv, spawnProgram } from './program.ts'
+import { type Program, programEnv, ROOT, spawnProgram } from './program.ts'
 
 /**
  * How long a real program may take to start: it compiles its TypeScript with tsx first; generous, as CI machines
@@ -48,6 +51,35 @@ export function assertRunning(program: Program, name = 'the program'): void {
     )
 }
 
+/**
+ * Waits until the program serving at `base` answers its health check 200, polling every `intervalMs`; fails with
+ * its output as soon as it exits.
+ */
+export async function untilHealthy(program: Program, base: string, name = 'the program', intervalMs = 25) {
+  await eventually(
+    async () => {
+      assertRunning(program, name)
+      const res = await fetch(`${base}/integration/health`).catch(() => null)
+      await res?.arrayBuffer()
+      return res?.status === 200
+    },
+    START_DEADLINE_MS,
+    intervalMs,
+  )
+}
+
+/** Runs `ledger verify` from the sources with `env`, and fails with its output unless the ledger is clean. */
+export async function assertLedgerVerifies(env: NodeJS.ProcessEnv): Promise<void> {
+  const verify = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', 'src/main.ts', 'ledger', 'verify'],
+    { cwd: ROOT, env, timeout: START_DEADLINE_MS },
+  ).catch((error: { code?: number; stdout?: string; stderr?: string }) => {
+    throw new Error(`ledger verify exited ${error.code}:\n${error.stdout}${error.stderr}`)
+  })
+  assert.match(verify.stdout, /^ledger ok: \d+ entries, every balance matches the journal$/m)
+}
+
 /** Waits until `probe` says `program` is up (to START_DEADLINE_MS), failing at once if it exits. */
 export const untilUp = (program: Program, name: string, probe: () => Promise<boolean>) =>
   eventually(
@@ -58,13 +90,6 @@ export const untilUp = (program: Program, name: string, probe: () => Promise<boo
     START_DEADLINE_MS,
     100,
   )
-
-/** Waits until the API at `origin` answers its health check. */
-export const untilHealthy = (gateway: Program, origin: string) =>
-  untilUp(gateway, 'the gateway', async () => {
-    const res = await fetch(`${origin}/integration/health`).catch(() => null)
-    return res?.status === 200
-  })
 
 /**
  * `provider-emulator` on `port` as a program of its own, taking `apiKey` and signing its callbacks to

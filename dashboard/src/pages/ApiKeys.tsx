@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { data } from '../api/client'
 import { type DashboardSchemas, dashboardApi } from '../api/dashboard'
-import { ActionsHead, ErrorNote, Scroll, Table } from '../components'
+import { ACTIONS, ErrorNote, Scroll, Table } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -89,17 +89,7 @@ export function ApiKeys() {
       <ErrorNote error={keys.error ?? revoke.error} />
       <Table
         name="API keys"
-        head={
-          <>
-            <th scope="col">Key id</th>
-            <th scope="col">Mode</th>
-            <th scope="col">Secret ends</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Status</th>
-            <ActionsHead />
-          </>
-        }
+        head={['Key id', 'Mode', 'Secret ends', 'Created', 'Last used', 'Status', ACTIONS]}
         rows={keys.data?.data}
         row={(k) => (
           <tr key={k.key_id}>

@@ -8,6 +8,7 @@ import {
   FilterInput,
   FilterSelect,
   Filters,
+  num,
   Paged,
   Table,
   useExport,
@@ -44,23 +45,7 @@ export function Balances() {
       <ErrorNote error={balances.error} />
       <Table
         name="Balances"
-        head={
-          <>
-            <th scope="col">Currency</th>
-            <th scope="col" className="num">
-              Available
-            </th>
-            <th scope="col" className="num">
-              Pending
-            </th>
-            <th scope="col" className="num">
-              Reserved
-            </th>
-            <th scope="col" className="num">
-              Total
-            </th>
-          </>
-        }
+        head={['Currency', num('Available'), num('Pending'), num('Reserved'), num('Total')]}
         rows={balances.data?.data}
         row={(b) => (
           <tr key={b.currency}>
@@ -83,17 +68,7 @@ export function Balances() {
         {(rows) => (
           <Table
             name="Balance history"
-            head={
-              <>
-                <th scope="col">When</th>
-                <th scope="col">Type</th>
-                <th scope="col">Balance</th>
-                <th scope="col" className="num">
-                  Amount
-                </th>
-                <th scope="col">Source</th>
-              </>
-            }
+            head={['When', 'Type', 'Balance', num('Amount'), 'Source']}
             rows={rows}
             row={(row) => {
               const path = sourcePath[row.source.type]?.(row.source.uuid)
@@ -114,7 +89,6 @@ export function Balances() {
               )
             }}
             empty="No movement matches."
-            columns={5}
           />
         )}
       </Paged>

@@ -26,16 +26,7 @@ export function Events() {
           <>
             <Table
               name="Events"
-              head={
-                <>
-                  <th scope="col">When</th>
-                  <th scope="col">Event</th>
-                  <th scope="col">Object</th>
-                  <th scope="col">Version</th>
-                  <th scope="col">Webhook</th>
-                  <th scope="col">Payload</th>
-                </>
-              }
+              head={['When', 'Event', 'Object', 'Version', 'Webhook', 'Payload']}
               rows={rows}
               row={(event) => {
                 const object = objectOf(event)

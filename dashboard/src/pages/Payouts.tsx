@@ -5,6 +5,7 @@ import {
   Details,
   ErrorNote,
   ExportButton,
+  num,
   Paged,
   type Pair,
   RecordHead,
@@ -48,17 +49,7 @@ export function Payouts() {
         {(rows) => (
           <Table
             name="Payouts"
-            head={
-              <>
-                <th scope="col">Created</th>
-                <th scope="col">External id</th>
-                <th scope="col" className="num">
-                  Amount
-                </th>
-                <th scope="col">Status</th>
-                <th scope="col">Destination</th>
-              </>
-            }
+            head={['Created', 'External id', num('Amount'), 'Status', 'Destination']}
             rows={rows}
             row={(p) => (
               <tr key={p.uuid}>
@@ -74,7 +65,6 @@ export function Payouts() {
               </tr>
             )}
             empty="No payouts yet."
-            columns={5}
           />
         )}
       </Paged>

@@ -4,7 +4,7 @@ import { useSearchParams } from 'react-router'
 import { data, noContent } from '../api/client'
 import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
 import { ROLE_VALUES } from '../api/values'
-import { ActionsHead, Details, ErrorNote, Pager, Table } from '../components'
+import { ACTIONS, Details, ErrorNote, num, Pager, Table } from '../components'
 import { money, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
@@ -84,16 +84,7 @@ export function People() {
       <ErrorNote error={users.error ?? disable.error ?? changeRole.error} />
       <Table
         name="People"
-        head={
-          <>
-            <th scope="col">Email</th>
-            <th scope="col">Role</th>
-            <th scope="col">Status</th>
-            <th scope="col">Two-factor</th>
-            <th scope="col">Since</th>
-            <ActionsHead />
-          </>
-        }
+        head={['Email', 'Role', 'Status', 'Two-factor', 'Since', ACTIONS]}
         rows={users.data?.data}
         row={(u) => (
           <tr key={u.uuid}>
@@ -159,16 +150,7 @@ export function AuditLog() {
       <ErrorNote error={log.error} />
       <Table
         name="Audit log"
-        head={
-          <>
-            <th scope="col">When</th>
-            <th scope="col">Who</th>
-            <th scope="col">Action</th>
-            <th scope="col">On</th>
-            <th scope="col">Mode</th>
-            <th scope="col">From</th>
-          </>
-        }
+        head={['When', 'Who', 'Action', 'On', 'Mode', 'From']}
         rows={log.data?.data}
         row={(row) => (
           <tr key={row.uuid}>
@@ -324,17 +306,7 @@ export function Profile() {
           />
           <Table
             name="Payment fees"
-            head={
-              <>
-                <th scope="col">Method</th>
-                <th scope="col" className="num">
-                  Fee
-                </th>
-                <th scope="col" className="num">
-                  Paid by you
-                </th>
-              </>
-            }
+            head={['Method', num('Fee'), num('Paid by you')]}
             rows={profile.data.fees}
             row={(f) => (
               <tr key={f.payment_method}>

@@ -4,7 +4,7 @@ import { api, type Delivery, data, type Schemas } from '../api/client'
 import { dashboardApi, inMode } from '../api/dashboard'
 import { DELIVERY_STATUS_VALUES, WEBHOOK_EVENT_VALUES } from '../api/values'
 import {
-  ActionsHead,
+  ACTIONS,
   ErrorNote,
   FilterSelect,
   Filters,
@@ -203,20 +203,10 @@ export function Webhooks() {
         {(rows) => (
           <Table
             name="Delivery log"
-            head={
-              <>
-                <th scope="col">Created</th>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-                <ActionsHead />
-              </>
-            }
+            head={['Created', 'Event', 'Status', 'Attempts', 'Last answer', ACTIONS]}
             rows={rows}
             row={(d) => <DeliveryRow key={d.uuid} delivery={d} onDetails={() => setDetails(d.uuid)} />}
             empty="No deliveries."
-            columns={6}
           />
         )}
       </Paged>

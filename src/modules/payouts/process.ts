@@ -1,5 +1,11 @@
 import type { Updateable } from 'kysely'
-import type { PaymentConnector, PayoutOutcome, ProviderPayoutResult } from '../../connectors/types.ts'
+import type {
+  ObjectReport,
+  ObjectReportResult,
+  PaymentConnector,
+  PayoutOutcome,
+  ProviderPayoutResult,
+} from '../../connectors/types.ts'
 import type { Executor } from '../../db/index.ts'
 import type { PayoutRow, PayoutStatus, PayoutsTable } from '../../db/types.ts'
 import { AppError, notFound } from '../../http/errors.ts'
@@ -100,14 +106,8 @@ export async function settlePayout(
 export async function applyPayoutReport(
   deps: Pick<PayoutDeps, 'ledger' | 'webhooks' | 'timing'>,
   trx: Executor,
-  report: {
-    accountUuid: string
-    reference: string
-    outcome: Exclude<PayoutOutcome, 'processing'>
-    connector: string
-    message: string
-  },
-): Promise<{ uuid: string; result: 'applied' | 'duplicate' | 'stale' } | null> {
+  report: ObjectReport<Exclude<PayoutOutcome, 'processing'>>,
+): Promise<ObjectReportResult | null> {
   const row = await repo.lockByAccountReference(trx, report.accountUuid, report.reference)
   if (!row) return null
   const { kind } = payoutTransition(row.status, report.outcome)

@@ -1,7 +1,7 @@
 import type { Insertable, Updateable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { pagedList } from '../../db/keyset.ts'
-import { claimDueChecks, selectScoped } from '../../db/queries.ts'
+import { claimDueChecks, recheckOpen, selectByAccountReference, selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { PayoutCallbacksTable, PayoutQuotesTable, PayoutsTable } from '../../db/types.ts'
 
@@ -65,27 +65,8 @@ export const findByIdempotencyKey = (db: Executor, scope: Scope, key: string) =>
 
 /** The payout a connector account has under its reference `reference`, locked for the caller's transaction. */
 export const lockByAccountReference = (db: Executor, accountUuid: string, reference: string) =>
-  db
-    .selectFrom('payouts')
-    .selectAll()
-    .where('account_uuid', '=', accountUuid)
-    .where('provider_reference', '=', reference)
-    .forUpdate()
-    .executeTakeFirst()
+  selectByAccountReference(db, 'payouts', accountUuid, reference).forUpdate().executeTakeFirst()
 
 /** Makes the check of the open payout the account has under `reference` due at `at`; whether there is one. */
-export async function recheckByAccountReference(
-  db: Executor,
-  accountUuid: string,
-  reference: string,
-  at: Date,
-): Promise<boolean> {
-  const { numUpdatedRows } = await db
-    .updateTable('payouts')
-    .set({ next_check_at: at })
-    .where('account_uuid', '=', accountUuid)
-    .where('provider_reference', '=', reference)
-    .where('status', 'in', ['pending', 'processing'])
-    .executeTakeFirst()
-  return Number(numUpdatedRows) > 0
-}
+export const recheckByAccountReference = (db: Executor, accountUuid: string, reference: string, at: Date) =>
+  recheckOpen(db, 'payouts', ['pending', 'processing'], accountUuid, reference, at)

@@ -4,7 +4,7 @@ import { compiledOnce, updateByUuid } from '../../db/driver/statement.ts'
 import type { RefundStatus } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { pagedList } from '../../db/keyset.ts'
-import { claimDueChecks, selectScoped } from '../../db/queries.ts'
+import { claimDueChecks, recheckOpen, selectByAccountReference, selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { Database, RefundsTable } from '../../db/types.ts'
 
@@ -158,26 +158,8 @@ export const listPage = pagedList(filtered)
 
 /** The refund a connector account has under its reference `reference`. */
 export const findByAccountReference = (db: Executor, accountUuid: string, reference: string) =>
-  db
-    .selectFrom('refunds')
-    .selectAll()
-    .where('account_uuid', '=', accountUuid)
-    .where('provider_reference', '=', reference)
-    .executeTakeFirst()
+  selectByAccountReference(db, 'refunds', accountUuid, reference).executeTakeFirst()
 
 /** Makes the check of the pending refund the account has under `reference` due at `at`; whether there is one. */
-export async function recheckByAccountReference(
-  db: Executor,
-  accountUuid: string,
-  reference: string,
-  at: Date,
-): Promise<boolean> {
-  const { numUpdatedRows } = await db
-    .updateTable('refunds')
-    .set({ next_check_at: at })
-    .where('account_uuid', '=', accountUuid)
-    .where('provider_reference', '=', reference)
-    .where('status', '=', 'pending')
-    .executeTakeFirst()
-  return Number(numUpdatedRows) > 0
-}
+export const recheckByAccountReference = (db: Executor, accountUuid: string, reference: string, at: Date) =>
+  recheckOpen(db, 'refunds', ['pending'], accountUuid, reference, at)

@@ -1,4 +1,9 @@
-import type { ProviderRefundResult, ProviderRefundStatus } from '../../connectors/types.ts'
+import type {
+  ObjectReport,
+  ObjectReportResult,
+  ProviderRefundResult,
+  ProviderRefundStatus,
+} from '../../connectors/types.ts'
 import type { Executor } from '../../db/index.ts'
 import type { RefundRow } from '../../db/types.ts'
 import { notFound } from '../../http/errors.ts'
@@ -97,13 +102,8 @@ export async function settleRefund(
 export async function applyRefundReport(
   deps: Pick<RefundDeps, 'transactions' | 'ledger' | 'timing'>,
   trx: Executor,
-  report: {
-    accountUuid: string
-    reference: string
-    outcome: Exclude<ProviderRefundStatus, 'pending'>
-    message: string
-  },
-): Promise<{ uuid: string; result: 'applied' | 'duplicate' | 'stale' } | null> {
+  report: ObjectReport<Exclude<ProviderRefundStatus, 'pending'>>,
+): Promise<ObjectReportResult | null> {
   const found = await repo.findByAccountReference(trx, report.accountUuid, report.reference)
   if (!found) return null
   const { row, before } = await settleRefundIn(deps, trx, found, {

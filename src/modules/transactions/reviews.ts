@@ -92,29 +92,42 @@ async function lockOpenReview(trx: Executor, paymentUuid: string) {
   return { row, review }
 }
 
-const resolvedView = (
-  row: TransactionRow,
-  review: Review,
-  account: string,
-  status: Review['status'],
-  resolution: string,
-  at: Date,
-  original: { amount: number; currency: string },
-): ReviewView => ({
-  uuid: review.uuid,
-  payment_uuid: row.uuid,
-  merchant_uuid: row.merchant_uuid,
-  mode: row.mode,
-  status,
-  payment_status: row.status,
-  ...original,
-  reported_amount: review.reported_amount,
-  reported_currency: review.reported_currency,
-  account,
-  opened_at: review.created_at,
-  resolved_at: at,
-  resolution,
-})
+/** What resolving a review committed, and what its answer shows. */
+interface Resolution {
+  /** The payment as the resolution left it. */
+  payment: TransactionRow
+  review: Review
+  status: Review['status']
+  resolution: string
+  at: Date
+  /** The payment's amount before the resolution (accepting another amount changes it). */
+  original: { amount: number; currency: string }
+  providerReference: string | null
+}
+
+/** The answer to a resolution: the review as the operator's list shows it now, with its payment. */
+async function resolved(deps: Pick<Deps, 'providers'>, done: Resolution): Promise<ResolvedReview> {
+  const { payment, review } = done
+  return {
+    review: {
+      uuid: review.uuid,
+      payment_uuid: payment.uuid,
+      merchant_uuid: payment.merchant_uuid,
+      mode: payment.mode,
+      status: done.status,
+      payment_status: payment.status,
+      ...done.original,
+      reported_amount: review.reported_amount,
+      reported_currency: review.reported_currency,
+      account: await accountName(deps, review.account_uuid),
+      opened_at: review.created_at,
+      resolved_at: done.at,
+      resolution: done.resolution,
+    },
+    payment,
+    providerReference: done.providerReference,
+  }
+}
 
 async function accountName(deps: Pick<Deps, 'providers'>, accountUuid: string): Promise<string> {
   const accounts = await deps.providers.accounts.list()
@@ -136,7 +149,7 @@ const noted = (text: string, note?: string) =>
  * money in another one is returned (`refundReview`).
  */
 export async function acceptReview(deps: Deps, paymentUuid: string, note?: string): Promise<ResolvedReview> {
-  const done = await deps.db.transaction().execute(async (trx) => {
+  const done = await deps.db.transaction().execute(async (trx): Promise<Resolution> => {
     const { row, review } = await lockOpenReview(trx, paymentUuid)
     if (review.reported_currency !== row.currency)
       throw new AppError(
@@ -173,21 +186,10 @@ export async function acceptReview(deps: Deps, paymentUuid: string, note?: strin
     await repo.resolveReview(trx, review.uuid, 'accepted', resolution, at)
     await deps.providers.handovers.close(trx, row.uuid, 'final', at)
     const handover = await deps.providers.handovers.find(trx, row.uuid)
-    return { paid, review, resolution, at, original, providerReference: handover?.provider_reference ?? null }
+    const providerReference = handover?.provider_reference ?? null
+    return { payment: paid, review, status: 'accepted', resolution, at, original, providerReference }
   })
-  return {
-    review: resolvedView(
-      done.paid,
-      done.review,
-      await accountName(deps, done.review.account_uuid),
-      'accepted',
-      done.resolution,
-      done.at,
-      done.original,
-    ),
-    payment: done.paid,
-    providerReference: done.providerReference,
-  }
+  return resolved(deps, done)
 }
 
 /**
@@ -198,7 +200,7 @@ export async function acceptReview(deps: Deps, paymentUuid: string, note?: strin
  * provider's reference to ask about.
  */
 export async function refundReview(deps: Deps, paymentUuid: string, note?: string): Promise<ResolvedReview> {
-  const done = await deps.db.transaction().execute(async (trx) => {
+  const done = await deps.db.transaction().execute(async (trx): Promise<Resolution> => {
     const { row, review } = await lockOpenReview(trx, paymentUuid)
     if (transition(row.status as TransactionStatus, 'paid').kind !== 'applied')
       throw new AppError(
@@ -225,19 +227,8 @@ export async function refundReview(deps: Deps, paymentUuid: string, note?: strin
     )
     await repo.resolveReview(trx, review.uuid, 'refunded', resolution, at)
     await deps.providers.handovers.close(trx, row.uuid, 'final', at)
-    return { current, review, resolution, at, providerReference }
+    const original = { amount: current.amount, currency: current.currency }
+    return { payment: current, review, status: 'refunded', resolution, at, original, providerReference }
   })
-  return {
-    review: resolvedView(
-      done.current,
-      done.review,
-      await accountName(deps, done.review.account_uuid),
-      'refunded',
-      done.resolution,
-      done.at,
-      { amount: done.current.amount, currency: done.current.currency },
-    ),
-    payment: done.current,
-    providerReference: done.providerReference,
-  }
+  return resolved(deps, done)
 }

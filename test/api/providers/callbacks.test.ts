@@ -5,6 +5,7 @@ import { registry } from '../../../src/lib/metrics.ts'
 import { runMaintenance } from '../../../src/workers/maintenance.ts'
 import { backends } from '../../helpers/harness.ts'
 import { seededRandom } from '../../helpers/random.ts'
+import { rowCounts } from '../../helpers/rows.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
 const callback = (reference: string, type = 'payment.succeeded') =>
@@ -52,19 +53,7 @@ for (const backend of backends()) {
     const logged = (uuid: string) =>
       ctx.db.selectFrom('connector_callbacks').selectAll().where('uuid', '=', uuid).executeTakeFirstOrThrow()
     /** What a callback could change: nothing may move while no verified outcome is applied. */
-    const state = async () =>
-      Promise.all(
-        (['transactions', 'refunds', 'payouts', 'events', 'journal_entries'] as const).map(async (table) =>
-          Number(
-            (
-              await ctx.db
-                .selectFrom(table)
-                .select((eb) => eb.fn.countAll().as('n'))
-                .executeTakeFirstOrThrow()
-            ).n,
-          ),
-        ),
-      )
+    const state = () => rowCounts(ctx.db, ['transactions', 'refunds', 'payouts', 'events', 'journal_entries'])
 
     it('acknowledges a verified callback about a reference it never handed over, and keeps it as unmatched', async () => {
       const body = callback('acq_unknown_1')

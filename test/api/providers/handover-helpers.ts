@@ -85,6 +85,15 @@ export const eventNames = async (ctx: TestContext, uuid: string) =>
       .execute()
   ).map((row) => row.event)
 
+/** The reviews opened about the payment, oldest first. */
+export const reviewsOf = (ctx: TestContext, uuid: string) =>
+  ctx.db
+    .selectFrom('payment_reviews')
+    .selectAll()
+    .where('transaction_uuid', '=', uuid)
+    .orderBy('created_at')
+    .execute()
+
 /** The callback log's entries about a provider's reference, oldest first. */
 export const callbackLog = (ctx: TestContext, reference: string) =>
   ctx.db
@@ -106,6 +115,21 @@ export async function liveBalance(ctx: TestContext, currency: string, merchant: 
     total: number
   }[]
   return balances.find((b) => b.currency === currency) ?? { currency, available: 0, pending: 0, total: 0 }
+}
+
+/**
+ * The payment's money was credited once, to the pending balance for the live hold (`before` is the balance
+ * read before the payment was made), and the ledger still verifies.
+ */
+export async function assertCreditedOnce(
+  ctx: TestContext,
+  payment: { settlement_amount: number },
+  before: Awaited<ReturnType<typeof liveBalance>>,
+) {
+  const after = await liveBalance(ctx, before.currency)
+  assert.equal(after.pending - before.pending, payment.settlement_amount)
+  assert.equal(after.available, before.available)
+  assert.equal((await ctx.services.ledger.verify()).ok, true)
 }
 
 /** What the emulator decides for the payment `reference` (its admin API, as the customer's page would). */

@@ -6,6 +6,7 @@ import { providerCallbacks } from '../../helpers/rows.ts'
 import { FAST_WORKERS, suiteContext, suiteWorkers } from '../../helpers/suite.ts'
 import {
   allSent,
+  assertCreditedOnce,
   callbackLog,
   decide,
   eventNames,
@@ -15,6 +16,7 @@ import {
   livePayment,
   paymentBecomes,
   paymentNow,
+  reviewsOf,
   sentAbout,
 } from './handover-helpers.ts'
 
@@ -71,9 +73,7 @@ for (const backend of backends()) {
         [['acquirer', 'paid', 'applied', null]],
       )
       assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
-      const balanceAfter = await liveBalance(ctx, 'USDT')
-      assert.equal(balanceAfter.pending - balanceBefore.pending, payment.settlement_amount)
-      assert.equal((await ctx.services.ledger.verify()).ok, true)
+      await assertCreditedOnce(ctx, payment, balanceBefore)
     })
 
     it('callbacks dropped: a failure is found the same way', async () => {
@@ -113,9 +113,7 @@ for (const backend of backends()) {
         ],
       )
       assert.equal((await handoverOf(ctx, payment.uuid))?.sync_due_at, null)
-      const balanceAfter = await liveBalance(ctx, 'USDT')
-      assert.equal(balanceAfter.pending - balanceBefore.pending, payment.settlement_amount)
-      assert.equal((await ctx.services.ledger.verify()).ok, true)
+      await assertCreditedOnce(ctx, payment, balanceBefore)
     })
 
     it('callbacks signed wrongly are refused 401; the status asked from the provider makes the payment paid', async () => {
@@ -147,24 +145,13 @@ for (const backend of backends()) {
       const balanceBefore = await liveBalance(ctx, 'USDT')
       const { payment, reference } = await handedOver()
       await decide(acquirer, reference, 'succeeded')
-      const review = await eventually(() =>
-        ctx.db
-          .selectFrom('payment_reviews')
-          .selectAll()
-          .where('transaction_uuid', '=', payment.uuid)
-          .executeTakeFirst(),
-      )
+      const review = await eventually(async () => (await reviewsOf(ctx, payment.uuid))[0])
       assert.equal(review.status, 'open')
       assert.equal(Number(review.reported_amount), payment.amount + 250)
       // Asked again and again, the provider says the same: still one review, still unpaid.
       const asked = (await handoverOf(ctx, payment.uuid))?.sync_count ?? 0
       await eventually(async () => ((await handoverOf(ctx, payment.uuid))?.sync_count ?? 0) >= asked + 2)
-      const reviews = await ctx.db
-        .selectFrom('payment_reviews')
-        .select('uuid')
-        .where('transaction_uuid', '=', payment.uuid)
-        .execute()
-      assert.equal(reviews.length, 1)
+      assert.equal((await reviewsOf(ctx, payment.uuid)).length, 1)
       const now = await paymentNow(ctx, payment.uuid)
       assert.equal(now.status, 'pending')
       assert.equal(now.aggregate_version, 1)

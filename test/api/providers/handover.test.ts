@@ -4,10 +4,11 @@ import { before, beforeEach, describe, it } from 'node:test'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { assertError } from '../../helpers/errors.ts'
 import { backends, call, eventually, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
-import { providerCallbacks } from '../../helpers/rows.ts'
+import { providerCallbacks, rowCounts } from '../../helpers/rows.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 import {
   allSent,
+  assertCreditedOnce,
   attemptsOf,
   callbackLog,
   decide,
@@ -20,6 +21,7 @@ import {
   paymentBecomes,
   paymentNow,
   postSignedCallback,
+  reviewsOf,
   sentAbout,
 } from './handover-helpers.ts'
 
@@ -99,10 +101,7 @@ for (const backend of backends()) {
         [['verified', 'applied', 'payment.succeeded']],
       )
       // The money arrived: the merchant's, pending for the live hold.
-      const balanceAfter = await liveBalance(ctx, 'USDT')
-      assert.equal(balanceAfter.pending - balanceBefore.pending, payment.settlement_amount)
-      assert.equal(balanceAfter.available, balanceBefore.available)
-      assert.equal((await ctx.services.ledger.verify()).ok, true)
+      await assertCreditedOnce(ctx, payment, balanceBefore)
       // Its hand-over is over: status sync will not ask about it.
       assert.equal((await handoverOf(ctx, payment.uuid))?.sync_due_at, null)
     })
@@ -135,9 +134,7 @@ for (const backend of backends()) {
       assert.equal(now.status, 'paid')
       assert.equal(now.aggregate_version, 2)
       assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
-      const balanceAfter = await liveBalance(ctx, 'USDT')
-      assert.equal(balanceAfter.pending - balanceBefore.pending, payment.settlement_amount)
-      assert.equal((await ctx.services.ledger.verify()).ok, true)
+      await assertCreditedOnce(ctx, payment, balanceBefore)
     })
 
     it('the same callback posted five times at once: applied once, the others duplicates', async () => {
@@ -280,11 +277,7 @@ for (const backend of backends()) {
         [['verified', 'review']],
       )
       assert.match(log[0]?.detail ?? '', new RegExp(`reports ${payment.amount - 100} ${payment.currency}`))
-      const reviews = await ctx.db
-        .selectFrom('payment_reviews')
-        .selectAll()
-        .where('transaction_uuid', '=', payment.uuid)
-        .execute()
+      const reviews = await reviewsOf(ctx, payment.uuid)
       assert.equal(reviews.length, 1)
       assert.equal(reviews[0]?.status, 'open')
       assert.equal(reviews[0]?.account_uuid, acquirer.account.uuid)
@@ -302,12 +295,7 @@ for (const backend of backends()) {
         currency: payment.currency,
       })
       assert.equal((await again.json()).result, 'review')
-      const reviewsAfter = await ctx.db
-        .selectFrom('payment_reviews')
-        .select('uuid')
-        .where('transaction_uuid', '=', payment.uuid)
-        .execute()
-      assert.equal(reviewsAfter.length, 1)
+      assert.equal((await reviewsOf(ctx, payment.uuid)).length, 1)
       assert.equal((await paymentNow(ctx, payment.uuid)).status, 'pending')
     })
 
@@ -490,18 +478,12 @@ for (const backend of backends()) {
         assert.equal(error.details.reason, 'no_route', res.body)
         assert.deepEqual(await rowsOf(body.external_id), [])
       }
-      const counts = await Promise.all(
-        (['transactions', 'payment_attempts', 'payment_handovers', 'events'] as const).map(async (table) =>
-          Number(
-            (
-              await ctx.db
-                .selectFrom(table)
-                .select((eb) => eb.fn.countAll().as('n'))
-                .executeTakeFirstOrThrow()
-            ).n,
-          ),
-        ),
-      )
+      const counts = await rowCounts(ctx.db, [
+        'transactions',
+        'payment_attempts',
+        'payment_handovers',
+        'events',
+      ])
       assert.deepEqual(counts, [0, 0, 0, 0])
       // The requisites a host-to-host payment would have taken were never handed out.
       const assigned = await ctx.db.selectFrom('requisites').select('assigned_count').execute()

@@ -6,6 +6,7 @@ import { computeFees, convertFloor } from '../../../src/lib/money.ts'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
+import { handoverOf, reviewsOf } from '../providers/handover-helpers.ts'
 import { eventRows } from '../webhooks/helpers.ts'
 
 for (const backend of backends()) {
@@ -51,13 +52,6 @@ for (const backend of backends()) {
     }
     const payment = (uuid: string) =>
       ctx.db.selectFrom('transactions').selectAll().where('uuid', '=', uuid).executeTakeFirstOrThrow()
-    const reviews = (uuid: string) =>
-      ctx.db
-        .selectFrom('payment_reviews')
-        .selectAll()
-        .where('transaction_uuid', '=', uuid)
-        .orderBy('created_at')
-        .execute()
     const entries = (uuid: string) =>
       ctx.db
         .selectFrom('journal_entries as e')
@@ -83,7 +77,7 @@ for (const backend of backends()) {
       assert.equal(row.aggregate_version, 1)
       assert.deepEqual(await entries(tx.uuid), [])
       assert.deepEqual(await eventRows(ctx, tx.uuid), [])
-      const [review] = await reviews(tx.uuid)
+      const [review] = await reviewsOf(ctx, tx.uuid)
       assert.deepEqual(
         [review?.status, review?.reported_amount, review?.reported_currency],
         ['open', 120000, 'RUB'],
@@ -116,7 +110,7 @@ for (const backend of backends()) {
       assert.equal(resource.status, 'paid')
       assert.deepEqual(await entries(tx.uuid), [{ kind: 'payment_received', amount: settlement }])
 
-      const [review] = await reviews(tx.uuid)
+      const [review] = await reviewsOf(ctx, tx.uuid)
       assert.equal(review?.status, 'accepted')
       assert.match(
         review?.resolution ?? '',
@@ -135,19 +129,13 @@ for (const backend of backends()) {
       assert.equal((await entries(tx.uuid)).length, 1)
       assert.equal((await eventRows(ctx, tx.uuid)).length, 1)
       // The provider saying it again changes nothing either.
-      assert.equal(await reportPaid((await handedOverReference(tx.uuid)) as string, 120000), 'duplicate')
+      assert.equal(
+        await reportPaid((await handoverOf(ctx, tx.uuid))?.provider_reference as string, 120000),
+        'duplicate',
+      )
       assert.equal((await entries(tx.uuid)).length, 1)
-      assert.equal((await reviews(tx.uuid)).length, 1)
+      assert.equal((await reviewsOf(ctx, tx.uuid)).length, 1)
     })
-
-    const handedOverReference = async (uuid: string) =>
-      (
-        await ctx.db
-          .selectFrom('payment_handovers')
-          .select('provider_reference')
-          .where('transaction_uuid', '=', uuid)
-          .executeTakeFirstOrThrow()
-      ).provider_reference
 
     it('two accepts at once: one wins, the other is refused, the money is credited once', async () => {
       const { tx } = await underReview(151000)
@@ -178,13 +166,13 @@ for (const backend of backends()) {
         ['transaction.failed'],
       )
       assert.deepEqual(await entries(tx.uuid), [])
-      const [review] = await reviews(tx.uuid)
+      const [review] = await reviewsOf(ctx, tx.uuid)
       assert.equal(review?.status, 'refunded')
       assert.match(review?.resolution ?? '', new RegExp(`900\\.00 RUB to be returned.*${reference}`))
 
       // The provider repeating its report (a lost acknowledgement) neither reopens nor pays it.
       assert.equal(await reportPaid(reference, 90000), 'duplicate')
-      assert.equal((await reviews(tx.uuid)).length, 1)
+      assert.equal((await reviewsOf(ctx, tx.uuid)).length, 1)
       assert.equal((await payment(tx.uuid)).status, 'failed')
       assert.equal(await refusal(ctx.services.transactions.refundReview(tx.uuid)), 'invalid_state')
       assert.equal(await refusal(ctx.services.transactions.acceptReview(tx.uuid)), 'invalid_state')
@@ -194,7 +182,7 @@ for (const backend of backends()) {
     it('another currency cannot be accepted, only returned', async () => {
       const { tx } = await underReview(150000, 'KZT')
       assert.equal(await refusal(ctx.services.transactions.acceptReview(tx.uuid)), 'invalid_state')
-      assert.equal((await reviews(tx.uuid))[0]?.status, 'open')
+      assert.equal((await reviewsOf(ctx, tx.uuid))[0]?.status, 'open')
       assert.equal((await payment(tx.uuid)).status, 'pending')
       const resolved = await ctx.services.transactions.refundReview(tx.uuid)
       assert.deepEqual([resolved.review.status, resolved.payment.status], ['refunded', 'failed'])
