@@ -1,5 +1,6 @@
 import type { PaymentOrder, ProviderPayment } from '../../connectors/types.ts'
 import type { TransactionRow } from '../../db/types.ts'
+import { isUniqueViolation } from '../../db/unique.ts'
 import type { RoutedAccount } from '../providers/service.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -38,28 +39,32 @@ export const orderOf = (deps: Pick<TransactionDeps, 'config'>, row: TransactionR
  * customer (only the account that took the payment has its page shown), so the customer can be charged by one
  * provider only.
  */
-export async function handOverPayment(
+export function handOverPayment(
   deps: Deps,
   row: TransactionRow,
   accounts: RoutedAccount[],
   firstAttempt: string,
 ): Promise<TransactionRow> {
+  return tryAccounts(deps, row, accounts, 0, firstAttempt)
+}
+
+/**
+ * Hands the payment to `accounts` in order, their tries numbered from `from` (the first one already begun as
+ * `begun`, when given): the first that takes it has it; a refusal or no answer passes it on; none: it fails. Stops
+ * where the hand-over has moved on without it (status sync, or the try it raced, finished it).
+ */
+export async function tryAccounts(
+  deps: Deps,
+  row: TransactionRow,
+  accounts: RoutedAccount[],
+  from: number,
+  begun?: string,
+): Promise<TransactionRow> {
   const records = deps.providers.handovers
   const order = orderOf(deps, row)
-  for (const [position, account] of accounts.entries()) {
+  for (const [index, account] of accounts.entries()) {
     const attempt =
-      position === 0
-        ? firstAttempt
-        : await deps.db.transaction().execute((trx) =>
-            records.next(trx, {
-              transactionUuid: row.uuid,
-              accountUuid: account.uuid,
-              position,
-              at: new Date(),
-              leaseMs: handoverLeaseMs(deps),
-            }),
-          )
-    // Status sync finished the hand-over meanwhile: it made the try before again, which outlasted its lease.
+      index === 0 && begun !== undefined ? begun : await beginTry(deps, row.uuid, account.uuid, from + index)
     if (attempt === null) return (await repo.findAnyByUuid(deps.db, row.uuid)) as TransactionRow
     const { connector } = await deps.providers.accounts.connector(account.uuid)
     const answer = await connector.createPayment(order)
@@ -74,6 +79,27 @@ export async function handOverPayment(
   }
   return failHandedOver(deps, row.uuid, 'routing')
 }
+
+/**
+ * The try at `position` begins with `accountUuid`; null when the hand-over no longer waits on a try, or when a
+ * concurrent hand-over of the same payment began that try first (its begin is then undone).
+ */
+const beginTry = (deps: Deps, transactionUuid: string, accountUuid: string, position: number) =>
+  deps.db
+    .transaction()
+    .execute((trx) =>
+      deps.providers.handovers.next(trx, {
+        transactionUuid,
+        accountUuid,
+        position,
+        at: new Date(),
+        leaseMs: handoverLeaseMs(deps),
+      }),
+    )
+    .catch((error: unknown) => {
+      if (isUniqueViolation(error, 'payment_attempts_position')) return null
+      throw error
+    })
 
 /** No provider has the payment: it fails now, and the merchant is told as for any failed payment. */
 export function failHandedOver(deps: Deps, uuid: string, connector: string): Promise<TransactionRow> {

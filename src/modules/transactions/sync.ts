@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely'
 import type { PaymentHandoversTable, TransactionRow } from '../../db/types.ts'
 import type { TransactionDeps } from './deps.ts'
-import { failHandedOver, handoverLeaseMs, orderOf, recordAccepted } from './handover.ts'
+import { failHandedOver, handoverLeaseMs, orderOf, recordAccepted, tryAccounts } from './handover.ts'
 import * as repo from './repository.ts'
 import { applyProviderReport } from './status.ts'
 
@@ -56,6 +56,24 @@ export async function syncHandedOverPayments(deps: Deps, limit = 100, now = new 
   return due.length
 }
 
+/** The payment's route today, past the accounts it was already tried with, its tries numbered from `from`. */
+async function passOn(deps: Deps, row: TransactionRow, from: number): Promise<void> {
+  const tried = new Set((await deps.providers.handovers.attempts(row.uuid)).map((attempt) => attempt.account))
+  const route = await deps.providers.routes.resolve({
+    merchantUuid: row.merchant_uuid,
+    mode: row.mode,
+    subject: 'payment',
+    method: row.payment_method,
+    currency: row.currency,
+  })
+  await tryAccounts(
+    deps,
+    row,
+    route.filter((account) => !tried.has(account.name)),
+    from,
+  )
+}
+
 async function syncOne(
   deps: Deps,
   handover: Handover,
@@ -78,8 +96,9 @@ async function syncOne(
         return null
       }
       if (answer.kind === 'refused') {
+        // Refused as a live try would be: the payment goes on to the rest of its route, as the try would have.
         await records.tryFailed(deps.db, attempt.uuid, 'refused', `${answer.code}: ${answer.message}`, now)
-        await failHandedOver(deps, row.uuid, account.name)
+        await passOn(deps, row, attempt.position + 1)
         return null
       }
     }

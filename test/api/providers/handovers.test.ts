@@ -144,5 +144,42 @@ for (const backend of backends()) {
         [[0, 'early-first', 'accepted', atFirst.reference]],
       )
     })
+
+    it('a try status sync repeats and the account now refuses passes the payment on to the next account', async () => {
+      // The live try waits on the first account (its 1 s time-out); meanwhile the first account stops taking the
+      // gateway's key, so status sync's repeat of the try is refused, and the payment goes on to the second.
+      const first = await acquirer('refusing-first', 1000, { timeout_rate: 1 })
+      const second = await acquirer('refusing-second', 2000, {})
+      await route(['refusing-first', 'refusing-second'])
+      const { uuid, created } = await startPayment()
+      await ctx.services.providers.accounts.update('refusing-first', { secrets: { api_key: 'sk_revoked' } })
+      assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
+      const answer = await created
+      assert.equal(answer.statusCode, 201, answer.body)
+      assert.equal(answer.json().status, 'pending')
+
+      const [atSecond] = await second.payments(uuid)
+      assert.ok(atSecond)
+      assert.deepEqual(await first.payments(uuid), [])
+      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
+      assert.deepEqual(
+        [handover?.state, handover?.account_uuid, handover?.provider_reference],
+        ['handed_over', second.uuid, atSecond.reference],
+      )
+      const attempts = await ctx.services.providers.handovers.attempts(uuid)
+      assert.deepEqual(
+        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
+        [
+          [0, 'refusing-first', 'refused', null],
+          [1, 'refusing-second', 'accepted', atSecond.reference],
+        ],
+      )
+      const row = await ctx.db
+        .selectFrom('transactions')
+        .select('status')
+        .where('uuid', '=', uuid)
+        .executeTakeFirst()
+      assert.equal(row?.status, 'pending')
+    })
   })
 }
