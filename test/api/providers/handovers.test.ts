@@ -73,6 +73,33 @@ for (const backend of backends()) {
         accounts,
       )
 
+    /** Status sync runs while the live try waits; then the create answers, the payment pending. */
+    async function syncWhileWaiting(created: ReturnType<typeof call>) {
+      assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
+      const answer = await created
+      assert.equal(answer.statusCode, 201, answer.body)
+      assert.equal(answer.json().status, 'pending')
+    }
+
+    /** The hand-over is `accountUuid`'s under `reference`, after these tries (position, account, result, reference). */
+    async function assertHandedOver(
+      uuid: string,
+      accountUuid: string,
+      reference: string,
+      tries: [number, string, string, string | null][],
+    ) {
+      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
+      assert.deepEqual(
+        [handover?.state, handover?.account_uuid, handover?.provider_reference],
+        ['handed_over', accountUuid, reference],
+      )
+      const attempts = await ctx.services.providers.handovers.attempts(uuid)
+      assert.deepEqual(
+        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
+        tries,
+      )
+    }
+
     it('a first try that answers after the next account took the payment does not take it back', async () => {
       // The first account never answers the live try (its 1 s time-out ends it); the second answers at once.
       const first = await acquirer('first', 1000, { timeout_rate: 1 })
@@ -83,30 +110,17 @@ for (const backend of backends()) {
       // is answered after 2 s: by then the live try has ended and the second account has the payment.
       await first.setFaults({ latency_ms: 2000 })
       await ctx.services.providers.accounts.update('first', { settings: { timeout_ms: '5000' } })
-      const synced = await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0)
-      assert.ok(synced)
-      const answer = await created
-      assert.equal(answer.statusCode, 201, answer.body)
-      assert.equal(answer.json().status, 'pending')
+      await syncWhileWaiting(created)
 
       // Each provider holds one payment; the hand-over is the second's, which the live try handed it to.
       const [atFirst] = await first.payments(uuid)
       const [atSecond] = await second.payments(uuid)
       assert.ok(atFirst && atSecond)
-      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
-      assert.deepEqual(
-        [handover?.state, handover?.account_uuid, handover?.provider_reference],
-        ['handed_over', second.uuid, atSecond.reference],
-      )
       // What each try ended with: the first took it too, late, and keeps its reference for the record.
-      const attempts = await ctx.services.providers.handovers.attempts(uuid)
-      assert.deepEqual(
-        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
-        [
-          [0, 'first', 'accepted', atFirst.reference],
-          [1, 'second', 'accepted', atSecond.reference],
-        ],
-      )
+      await assertHandedOver(uuid, second.uuid, atSecond.reference, [
+        [0, 'first', 'accepted', atFirst.reference],
+        [1, 'second', 'accepted', atSecond.reference],
+      ])
       // The second provider's word about its payment finds it.
       const found = await ctx.services.providers.handovers.findByReference(
         ctx.db,
@@ -124,25 +138,15 @@ for (const backend of backends()) {
       await route(['early-first', 'early-second'])
       const { uuid, created } = await startPayment()
       await first.setFaults({ latency_ms: 300 })
-      assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
-      const answer = await created
-      assert.equal(answer.statusCode, 201, answer.body)
-      assert.equal(answer.json().status, 'pending')
+      await syncWhileWaiting(created)
 
       // The payment stays with the first account, which took it; the second was never asked.
       const [atFirst] = await first.payments(uuid)
       assert.ok(atFirst)
       assert.deepEqual(await second.payments(uuid), [])
-      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
-      assert.deepEqual(
-        [handover?.state, handover?.account_uuid, handover?.provider_reference],
-        ['handed_over', first.uuid, atFirst.reference],
-      )
-      const attempts = await ctx.services.providers.handovers.attempts(uuid)
-      assert.deepEqual(
-        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
-        [[0, 'early-first', 'accepted', atFirst.reference]],
-      )
+      await assertHandedOver(uuid, first.uuid, atFirst.reference, [
+        [0, 'early-first', 'accepted', atFirst.reference],
+      ])
     })
 
     it('a try status sync repeats and the account now refuses passes the payment on to the next account', async () => {
@@ -153,27 +157,15 @@ for (const backend of backends()) {
       await route(['refusing-first', 'refusing-second'])
       const { uuid, created } = await startPayment()
       await ctx.services.providers.accounts.update('refusing-first', { secrets: { api_key: 'sk_revoked' } })
-      assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
-      const answer = await created
-      assert.equal(answer.statusCode, 201, answer.body)
-      assert.equal(answer.json().status, 'pending')
+      await syncWhileWaiting(created)
 
       const [atSecond] = await second.payments(uuid)
       assert.ok(atSecond)
       assert.deepEqual(await first.payments(uuid), [])
-      const handover = await ctx.services.providers.handovers.find(ctx.db, uuid)
-      assert.deepEqual(
-        [handover?.state, handover?.account_uuid, handover?.provider_reference],
-        ['handed_over', second.uuid, atSecond.reference],
-      )
-      const attempts = await ctx.services.providers.handovers.attempts(uuid)
-      assert.deepEqual(
-        attempts.map((a) => [a.position, a.account, a.result, a.provider_reference]),
-        [
-          [0, 'refusing-first', 'refused', null],
-          [1, 'refusing-second', 'accepted', atSecond.reference],
-        ],
-      )
+      await assertHandedOver(uuid, second.uuid, atSecond.reference, [
+        [0, 'refusing-first', 'refused', null],
+        [1, 'refusing-second', 'accepted', atSecond.reference],
+      ])
       const row = await ctx.db
         .selectFrom('transactions')
         .select('status')
