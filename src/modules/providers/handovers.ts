@@ -103,6 +103,12 @@ export function createHandoverRecords(deps: ProviderDeps) {
       closing(db, transactionUuid, state, at).execute(),
     /** The statement `close` runs, to be run with another (as a common table expression). */
     closing,
+    /**
+     * No account took the payment: the hand-over ends failed, unless it no longer waits on a try (a repeat of a try
+     * took the payment meanwhile). Whether it ended.
+     */
+    giveUp: async (db: Executor, transactionUuid: string, at: Date) =>
+      (await repo.failHandingOver(db, transactionUuid, at)) === 1,
 
     /**
      * Status sync's next asks, in one statement: each hand-over still under the claim that ends at `claimedUntil`

@@ -116,6 +116,10 @@ export const moveHandover = (
   change: Updateable<PaymentHandoversTable>,
 ) => countUpdated(handingOver(db, transactionUuid, change))
 
+/** The hand-over ends failed, if it still waits on a try (no account took the payment): rows changed (0 or 1). */
+export const failHandingOver = (db: Executor, transactionUuid: string, at: Date) =>
+  countUpdated(handingOver(db, transactionUuid, { state: 'failed', sync_due_at: null, updated_at: at }))
+
 /** `change` to the payment's hand-over while it still waits on an account's try. */
 const handingOver = (db: Executor, transactionUuid: string, change: Updateable<PaymentHandoversTable>) =>
   db

@@ -77,7 +77,7 @@ export async function tryAccounts(
       new Date(),
     )
   }
-  return failHandedOver(deps, row.uuid, 'routing')
+  return failHandedOver(deps, row.uuid, 'routing', { unlessTaken: true })
 }
 
 /**
@@ -102,10 +102,18 @@ const beginTry = (deps: Deps, transactionUuid: string, accountUuid: string, posi
     })
 
 /** No provider has the payment: it fails now, and the merchant is told as for any failed payment. */
-export function failHandedOver(deps: Deps, uuid: string, connector: string): Promise<TransactionRow> {
+export function failHandedOver(
+  deps: Deps,
+  uuid: string,
+  connector: string,
+  /** Only while the hand-over still waits on a try: a repeat of one (status sync's) may have been taken. */
+  options: { unlessTaken?: boolean } = {},
+): Promise<TransactionRow> {
   return deps.db.transaction().execute(async (trx) => {
     const locked = (await repo.lockByUuid(trx, uuid)) as TransactionRow
-    await deps.providers.handovers.close(trx, uuid, 'failed', new Date())
+    const records = deps.providers.handovers
+    if (!options.unlessTaken) await records.close(trx, uuid, 'failed', new Date())
+    else if (!(await records.giveUp(trx, uuid, new Date()))) return locked
     return (await applyTransactionOutcome(deps, trx, locked, 'failed', { connector, reference: null })).row
   })
 }

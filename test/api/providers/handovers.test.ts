@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildEmulator, parseFaults } from '../../../src/emulator/server.ts'
 import { backends, call, eventually, newTransaction } from '../../helpers/harness.ts'
 import { beforeClose, suiteContext } from '../../helpers/suite.ts'
+import { eventNames } from './handover-helpers.ts'
 
 // The record of a payment's hand-over when two tries of it overlap (docs/OPERATIONS.md, Crashes and recovery).
 for (const backend of backends()) {
@@ -147,6 +148,21 @@ for (const backend of backends()) {
       await assertHandedOver(uuid, first.uuid, atFirst.reference, [
         [0, 'early-first', 'accepted', atFirst.reference],
       ])
+    })
+
+    it('the last try of a route ending without an answer leaves the payment with the account status sync handed it to', async () => {
+      // The route's only account never answers the live try (its 1 s time-out ends it); status sync's repeat of
+      // the try, made while the live try waits, is answered in 0.3 s: the payment is that account's.
+      const lone = await acquirer('lone', 1000, { timeout_rate: 1 })
+      await route(['lone'])
+      const { uuid, created } = await startPayment()
+      await lone.setFaults({ latency_ms: 300 })
+      await syncWhileWaiting(created)
+
+      const [atLone] = await lone.payments(uuid)
+      assert.ok(atLone)
+      await assertHandedOver(uuid, lone.uuid, atLone.reference, [[0, 'lone', 'accepted', atLone.reference]])
+      assert.deepEqual(await eventNames(ctx, uuid), [])
     })
 
     it('a try status sync repeats and the account now refuses passes the payment on to the next account', async () => {
