@@ -5,6 +5,7 @@ import { Webhook } from 'standardwebhooks'
 import type { EmulatorFaults } from '../../src/emulator/server.ts'
 import { sign } from '../../src/http/auth.ts'
 import { formatMinor } from '../../src/lib/money.ts'
+import { callbackLog } from '../api/providers/handover-helpers.ts'
 import { launchChromium } from '../helpers/browser.ts'
 import {
   createTestContext,
@@ -229,14 +230,6 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       return sent.length >= count && sent.every((c) => c.attempts.length > 0) ? sent : null
     }, STEP_MS)
 
-  /** The gateway's callback log for `reference`, oldest first. */
-  const callbackLog = (reference: string) =>
-    ctx.db
-      .selectFrom('connector_callbacks')
-      .select(['verification', 'result', 'event_type', 'detail'])
-      .where('provider_reference', '=', reference)
-      .orderBy('received_at')
-      .execute()
   /** The outcomes applied to a payment, each with the callback id it came from (null: a status call). */
   const outcomes = (uuid: string) =>
     ctx.db
@@ -327,7 +320,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     // Paid by the acquirer's signed callback, applied once by the gateway program.
     const paid = await transaction(tx.uuid)
     assert.equal(paid.status, 'paid')
-    const [first, ...again] = await callbackLog(reference)
+    const [first, ...again] = await callbackLog(ctx, reference)
     assert.deepEqual(
       { ...first, detail: undefined },
       { verification: 'verified', result: 'applied', event_type: 'payment.succeeded', detail: undefined },
@@ -369,7 +362,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     }, STEP_MS)
     assert.equal(refunded.amount_minor, AMOUNT / 4)
     assert.deepEqual(
-      (await callbackLog(refundReference)).map((c) => [c.verification, c.result, c.event_type]),
+      (await callbackLog(ctx, refundReference)).map((c) => [c.verification, c.result, c.event_type]),
       [['verified', 'applied', 'refund.succeeded']],
     )
     assert.equal((await transaction(tx.uuid)).status, 'partially_refunded')
@@ -402,7 +395,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       STEP_MS,
     )
     assert.deepEqual(
-      (await callbackLog(payoutReference)).map((c) => [c.verification, c.result, c.event_type]),
+      (await callbackLog(ctx, payoutReference)).map((c) => [c.verification, c.result, c.event_type]),
       [['verified', 'applied', 'payout.completed']],
     )
     const payoutHook = await webhookOf('payout.completed', payout.json().uuid)
@@ -420,7 +413,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       const { tx, reference } = await livePayment('dropped')
       const decided = await payInChromium(tx, reference, 'dropped')
       // Nothing came from the acquirer: the worker asked it, within one interval of its schedule.
-      assert.deepEqual(await callbackLog(reference), [])
+      assert.deepEqual(await callbackLog(ctx, reference), [])
       assert.deepEqual(await sentAbout(reference, 0), [])
       assert.deepEqual(await outcomes(tx.uuid), [{ to_status: 'paid', provider_reference: null }])
       const lag = (await paidAt(tx.uuid)).getTime() - decided
@@ -443,7 +436,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
         sent.every((c) => c.attempts.at(-1) === 200),
         JSON.stringify(sent),
       )
-      const log = await callbackLog(reference)
+      const log = await callbackLog(ctx, reference)
       assert.deepEqual(
         log.map((c) => c.result),
         ['applied', 'duplicate', 'duplicate', 'duplicate', 'duplicate', 'duplicate'],
@@ -487,7 +480,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
         await admin('POST', `/payments/${reference}/decide`, { status: 'succeeded' })
         // Its callback held back, the payment is found paid by status sync.
         await eventually(async () => (await transaction(tx.uuid)).status === 'paid', STEP_MS)
-        assert.deepEqual(await callbackLog(reference), [])
+        assert.deepEqual(await callbackLog(ctx, reference), [])
         assert.deepEqual(await outcomes(tx.uuid), [{ to_status: 'paid', provider_reference: null }])
         const refund = await signed('/integration/refunds', {
           transaction_uuid: tx.uuid,
@@ -513,11 +506,11 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
           ['refund.succeeded', 'payment.succeeded'],
         )
         assert.deepEqual(
-          (await callbackLog(refundReference)).map((c) => c.result),
+          (await callbackLog(ctx, refundReference)).map((c) => c.result),
           ['applied'],
         )
         // The refunded payment was paid on its way there: the late word is kept, and changes nothing.
-        const late = await callbackLog(reference)
+        const late = await callbackLog(ctx, reference)
         assert.deepEqual(
           late.map((c) => [c.verification, c.result]),
           [['verified', 'duplicate']],
@@ -555,7 +548,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
         assert.ok((await paidAt(tx.uuid)) < scheduled, 'paid before the ask the schedule had set')
         const [sent] = await sentAbout(reference, 1)
         assert.deepEqual(sent?.attempts, [401, 401, 401])
-        const log = await callbackLog(reference)
+        const log = await callbackLog(ctx, reference)
         assert.equal(log.length, 3)
         assert.ok(
           log.every((c) => c.verification === 'mismatch' && c.result === 'refused'),
@@ -572,7 +565,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       const { tx, reference } = await livePayment('other-amount')
       await admin('POST', `/payments/${reference}/decide`, { status: 'succeeded' })
       const [logged] = await eventually(async () => {
-        const log = await callbackLog(reference)
+        const log = await callbackLog(ctx, reference)
         return log.length > 0 && log
       }, STEP_MS)
       assert.deepEqual([logged?.verification, logged?.result], ['verified', 'review'])
