@@ -30,8 +30,8 @@ const refused = (reason: PayoutAddressRefusal, message: string): PayoutAddressCh
   message,
 })
 
-/** Checks `input` as the destination of a transfer of the token at `token`. */
-export function checkPayoutAddress(input: string, token: Address): PayoutAddressCheck {
+/** Checks `input` as an address tokens may be sent to: well formed, its checksum right, not the zero address. */
+export function checkAddress(input: string): PayoutAddressCheck {
   if (!HEX_ADDRESS.test(input))
     return refused('not_an_address', 'An address is 0x followed by 40 hexadecimal digits.')
   const digits = input.slice(2)
@@ -44,7 +44,13 @@ export function checkPayoutAddress(input: string, token: Address): PayoutAddress
     )
   if (address === zeroAddress)
     return refused('zero_address', 'The zero address belongs to no one: tokens sent to it are lost.')
-  if (address.toLowerCase() === token.toLowerCase())
-    return refused('token_contract', 'This is the token contract itself: tokens sent to it are lost.')
   return { ok: true, address }
+}
+
+/** Checks `input` as the destination of a transfer of the token at `token`. */
+export function checkPayoutAddress(input: string, token: Address): PayoutAddressCheck {
+  const checked = checkAddress(input)
+  if (checked.ok && checked.address.toLowerCase() === token.toLowerCase())
+    return refused('token_contract', 'This is the token contract itself: tokens sent to it are lost.')
+  return checked
 }

@@ -81,6 +81,25 @@ describe('checkDestination: usdt_wallet', () => {
     assertRefused(() => checkDestination('usdt_wallet', { address: '', network: 'TRC20' }), ['address'])
   })
 
+  it('refuses an ERC20 address whose mixed case breaks its checksum, and the zero address', () => {
+    // The EIP-55 form of the address, then one letter's case flipped.
+    const checksummed = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed'
+    assert.equal(
+      checkDestination('usdt_wallet', { network: 'ERC20', address: checksummed }).shown.address,
+      checksummed,
+    )
+    const flipped = checksummed.replace('aAeb', 'aaeb')
+    assertRefused(() => checkDestination('usdt_wallet', { network: 'ERC20', address: flipped }), ['address'])
+    assert.throws(
+      () => checkDestination('usdt_wallet', { network: 'ERC20', address: flipped }),
+      (error: AppError) => /checksum/.test(String(error.errors?.['destination.address'])),
+    )
+    assertRefused(
+      () => checkDestination('usdt_wallet', { network: 'ERC20', address: `0x${'0'.repeat(40)}` }),
+      ['address'],
+    )
+  })
+
   it('refuses missing fields, each named', () => {
     assertRefused(() => checkDestination('usdt_wallet', {}), ['address', 'network'])
     assertRefused(() => checkDestination('usdt_wallet', { network: 'TRC20' }), ['address'])

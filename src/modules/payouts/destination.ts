@@ -1,5 +1,6 @@
 import cardValidator from 'card-validator'
 import luhn10 from 'card-validator/dist/luhn-10.js'
+import { checkAddress } from '../../chain/address.ts'
 import { AppError } from '../../http/errors.ts'
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts'
 import { newId } from '../../lib/ids.ts'
@@ -58,6 +59,11 @@ export function checkDestination(
       fail('network', `must be one of ${WALLET_NETWORKS.join(', ')}`)
     else if (network && address !== undefined && !ADDRESS[network].test(address))
       fail('address', `is not a ${network} address`)
+    else if (network === 'ERC20' && address !== undefined) {
+      // The gateway may sign this transfer itself: a mistyped or ownerless address is refused now.
+      const erc20 = checkAddress(address)
+      if (!erc20.ok) fail('address', erc20.message)
+    }
     if (network && address)
       checked = {
         shown: { address, network },
