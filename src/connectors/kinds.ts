@@ -1,4 +1,5 @@
 import { type TObject, Type } from 'typebox'
+import { EVM_ERC20_SETTINGS } from './evm-erc20/settings.ts'
 
 /**
  * What the operator configures for each connector kind (docs/OPERATIONS.md, Connector accounts): the settings
@@ -51,6 +52,13 @@ export const CONNECTOR_KINDS = {
     ),
     secrets: ['api_key'],
     signedCallbacks: true,
+  },
+  'evm-erc20': {
+    description:
+      'ERC-20 token payouts (USDT) paid by the gateway from its hot wallet on an EVM chain (docs/CONNECTORS.md).',
+    settings: EVM_ERC20_SETTINGS,
+    secrets: ['hot_wallet_key'],
+    signedCallbacks: false,
   },
 } as const satisfies Record<string, ConnectorKindSpec>
 

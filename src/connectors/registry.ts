@@ -1,3 +1,6 @@
+import { EvmErc20Connector } from './evm-erc20/index.ts'
+import type { EvmErc20Settings } from './evm-erc20/settings.ts'
+import type { ChainTransactionStore } from './evm-erc20/store.ts'
 import type { AcquirerSettings } from './http-acquirer/client.ts'
 import { HttpAcquirerConnector } from './http-acquirer/index.ts'
 import type { ConnectorKind } from './kinds.ts'
@@ -8,17 +11,31 @@ import type { AccountConnector } from './types.ts'
  * How each connector kind is built from an account's settings and secrets (docs/CONNECTORS.md, Writing a
  * connector kind): a new kind adds its line here and its entry in kinds.ts.
  */
+/** What the gateway lends a connector that keeps state: where an EVM account keeps what it signs. */
+export interface ConnectorContext {
+  chainTransactions: ChainTransactionStore
+}
+
 const BUILDERS: Record<
   ConnectorKind,
-  (settings: Record<string, unknown>, secrets: Record<string, string>) => AccountConnector
+  (
+    settings: Record<string, unknown>,
+    secrets: Record<string, string>,
+    context?: ConnectorContext,
+  ) => AccountConnector
 > = {
   simulator: () => new SimulatorAccountConnector(),
   'http-acquirer': (settings, secrets) =>
     new HttpAcquirerConnector(settings as unknown as AcquirerSettings, secrets),
+  'evm-erc20': (settings, secrets, context) => {
+    if (!context) throw new Error("an evm-erc20 account needs the gateway's store of signed transactions")
+    return new EvmErc20Connector(settings as unknown as EvmErc20Settings, secrets, context.chainTransactions)
+  },
 }
 
 export const buildConnector = (
   kind: ConnectorKind,
   settings: Record<string, unknown>,
   secrets: Record<string, string>,
-): AccountConnector => BUILDERS[kind](settings, secrets)
+  context?: ConnectorContext,
+): AccountConnector => BUILDERS[kind](settings, secrets, context)

@@ -25,6 +25,7 @@ import * as transactionStatistics from './migrations/0017_transaction_statistics
 import * as connectorAccounts from './migrations/0018_connector_accounts.ts'
 import * as paymentHandovers from './migrations/0019_payment_handovers.ts'
 import * as refundPayoutAccounts from './migrations/0020_refund_payout_accounts.ts'
+import * as chainPayouts from './migrations/0021_chain_payouts.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -429,6 +430,7 @@ export const migrator = (db: Db) =>
         '0018_connector_accounts': connectorAccounts,
         '0019_payment_handovers': paymentHandovers,
         '0020_refund_payout_accounts': refundPayoutAccounts,
+        '0021_chain_payouts': chainPayouts,
       }),
     },
   })

@@ -275,6 +275,8 @@ export interface Database {
   refunds: RefundsTable
   payout_quotes: PayoutQuotesTable
   payouts: PayoutsTable
+  chain_wallets: ChainWalletsTable
+  chain_transactions: ChainTransactionsTable
   payout_callbacks: PayoutCallbacksTable
   merchant_users: MerchantUsersTable
   merchant_user_invitations: MerchantUserInvitationsTable
@@ -567,3 +569,28 @@ export interface DashboardAuditLogTable {
 export type MerchantUserRow = Selectable<MerchantUsersTable>
 export type DashboardSessionRow = Selectable<DashboardSessionsTable>
 export type AuditRow = Selectable<DashboardAuditLogTable>
+
+/** A hot wallet's next nonce on its chain (taken under the row's lock). */
+export interface ChainWalletsTable {
+  chain_id: number
+  address: string
+  next_nonce: number
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** A signed payout transaction, kept before it is broadcast; a replacement names the one it replaces. */
+export interface ChainTransactionsTable {
+  uuid: string
+  payout_uuid: string
+  chain_id: number
+  wallet: string
+  nonce: number
+  hash: string
+  raw: string
+  max_fee_per_gas: ColumnType<string, string | bigint, string | bigint>
+  max_priority_fee_per_gas: ColumnType<string, string | bigint, string | bigint>
+  replaces_uuid: string | null
+  signed_at_block: number
+  created_at: Timestamp
+}

@@ -385,6 +385,7 @@ for (const backend of backends()) {
         '0018_connector_accounts',
         '0019_payment_handovers',
         '0020_refund_payout_accounts',
+        '0021_chain_payouts',
       ])
     })
 
@@ -435,7 +436,11 @@ for (const backend of backends()) {
         .where('account_uuid', '=', accountUuid)
         .execute()
       assert.deepEqual(kept, [{ result: 'applied' }])
-      assert.deepEqual(await migrateToLatest(db), ['0019_payment_handovers', '0020_refund_payout_accounts'])
+      assert.deepEqual(await migrateToLatest(db), [
+        '0019_payment_handovers',
+        '0020_refund_payout_accounts',
+        '0021_chain_payouts',
+      ])
     })
 
     it("0020 gives refunds and payouts the account that has them, unique with the account's reference, and back down", async () => {
@@ -447,7 +452,10 @@ for (const backend of backends()) {
             AND table_name IN ('refunds', 'payouts') ORDER BY name`.execute(db)
         return rows.map((r) => r.name)
       }
-      assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), ['0020_refund_payout_accounts'])
+      assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), [
+        '0021_chain_payouts',
+        '0020_refund_payout_accounts',
+      ])
       assert.deepEqual(await columns(), [])
       const at = new Date('2026-12-01T00:00:00.000Z')
       const accountUuid = '00000000-0000-4000-8000-000000000190'
@@ -510,7 +518,64 @@ for (const backend of backends()) {
         .where('external_id', 'like', 'po-0020-%')
         .execute()
       assert.equal(kept.length, 3)
-      assert.deepEqual(await migrateToLatest(db), ['0020_refund_payout_accounts'])
+      assert.deepEqual(await migrateToLatest(db), ['0020_refund_payout_accounts', '0021_chain_payouts'])
+    })
+
+    it("0021 keeps hot wallets' nonces and signed payout transactions, one hash once, and back down", async () => {
+      const { db } = fresh.handle
+      assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), ['0021_chain_payouts'])
+      assert.deepEqual(await tablesLike(db, 'chain_%'), [])
+      assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0021_chain_payouts'])
+      assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
+      const at = new Date('2026-12-07T00:00:00.000Z')
+      const wallet = { chain_id: 31337, address: '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed' }
+      await db
+        .insertInto('chain_wallets')
+        .values({ ...wallet, next_nonce: 0, created_at: at, updated_at: at })
+        .execute()
+      await assert.rejects(
+        db
+          .insertInto('chain_wallets')
+          .values({ ...wallet, next_nonce: 5, created_at: at, updated_at: at })
+          .execute(),
+        (error) => isUniqueViolation(error, 'chain_wallets_pkey'),
+      )
+      const payoutUuid = (
+        await db
+          .selectFrom('payouts')
+          .select('uuid')
+          .where('external_id', '=', 'po-0020-0')
+          .executeTakeFirstOrThrow()
+      ).uuid
+      const signed = (n: number, hash: string, payout = payoutUuid) =>
+        db
+          .insertInto('chain_transactions')
+          .values({
+            uuid: `00000000-0000-4000-8000-00000000021${n}`,
+            payout_uuid: payout,
+            chain_id: wallet.chain_id,
+            wallet: wallet.address,
+            nonce: 0,
+            hash,
+            raw: '0x02',
+            max_fee_per_gas: '123456789012345678901234567890',
+            max_priority_fee_per_gas: '1',
+            replaces_uuid: null,
+            signed_at_block: 1,
+            created_at: at,
+          })
+          .execute()
+      await signed(0, '0xaa')
+      await assert.rejects(signed(1, '0xaa'), (error) =>
+        isUniqueViolation(error, 'chain_transactions_hash_key'),
+      )
+      // Only a payout's transactions: none without one.
+      await assert.rejects(signed(2, '0xbb', '00000000-0000-4000-8000-0000000002ff'))
+      const [kept] = await db.selectFrom('chain_transactions').select(['max_fee_per_gas', 'nonce']).execute()
+      assert.deepEqual(kept, { max_fee_per_gas: '123456789012345678901234567890', nonce: 0 })
+      assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), ['0021_chain_payouts'])
+      assert.deepEqual(await tablesLike(db, 'chain_%'), [])
+      assert.deepEqual(await migrateToLatest(db), ['0021_chain_payouts'])
     })
   })
 }

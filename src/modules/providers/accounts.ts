@@ -17,6 +17,7 @@ import { isUniqueViolation } from '../../db/unique.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
 import { newId } from '../../lib/ids.ts'
+import { createChainTransactionStore } from './chain-transactions.ts'
 import * as repo from './repository.ts'
 
 /**
@@ -124,6 +125,7 @@ export interface AccountChange {
 }
 
 export function createAccountOperations(deps: ProviderDeps) {
+  const chainTransactions = createChainTransactionStore(deps.db)
   const key = deriveKey(deps.config.masterKey, 'connector-secrets')
   const seal = (value: string) => encryptSecret(key, value)
   const open = (sealed: string) => decryptSecret(key, sealed)
@@ -328,7 +330,12 @@ export function createAccountOperations(deps: ProviderDeps) {
       if (!entry || entry.version !== version) {
         void entry?.connector.close()
         const secrets = row.secrets_sealed ? JSON.parse(open(row.secrets_sealed)) : {}
-        entry = { version, connector: buildConnector(row.kind as ConnectorKind, row.settings, secrets) }
+        entry = {
+          version,
+          connector: buildConnector(row.kind as ConnectorKind, row.settings, secrets, {
+            chainTransactions,
+          }),
+        }
         built.set(row.uuid, entry)
       }
       return {
