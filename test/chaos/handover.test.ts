@@ -1,27 +1,23 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { type Kysely, sql } from 'kysely'
 import type { Database } from '../../src/db/types.ts'
-import { attemptsOf, handoverOf } from '../api/providers/handover-helpers.ts'
+import { attemptsOf, handoverOf, type SentCallback } from '../api/providers/handover-helpers.ts'
+import { type AcquirerProgram, emulatorAdmin, startAcquirerProgram } from '../helpers/acquirer-program.ts'
+import { columnOf } from '../helpers/columns.ts'
 import { deferred } from '../helpers/deferred.ts'
-import {
-  createTestContext,
-  eventually,
-  newTransaction,
-  postgresUrlOf,
-  serviceEnv,
-  type TestContext,
-} from '../helpers/harness.ts'
+import { eventually, newTransaction, postgresUrlOf, serviceEnv } from '../helpers/harness.ts'
 import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
 import {
   assertLedgerVerifies,
   assertRunning,
   type Reply,
   request,
-  START_DEADLINE_MS,
+  untilEmulatorListens,
   untilHealthy,
 } from '../helpers/processes.ts'
-import { freePort, type Program, programEnv, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { beforeClose, suiteContext } from '../helpers/suite.ts'
 
 /**
  * Chaos drill: a live payment handed to a provider account is handed over once, and ends as the provider decides,
@@ -67,12 +63,10 @@ const SYNC_SCHEDULE = '2'
 const RECOVERY_BOUND_MS = LEASE_MS + 15_000
 
 describe('chaos: a live payment handed to a provider, the gateway killed at each step (PostgreSQL)', () => {
-  let ctx: TestContext
+  const ctx = suiteContext('postgres')
   let baseUrl: URL
   let gatewayPort: number
-  let emulatorBase: string
-  let emulator: Program
-  let account: { uuid: string; name: string }
+  let acquirer: AcquirerProgram
   const programs: Program[] = []
   /** The gateway running now, and its name (its sessions' application_name). */
   let gateway: { program: Program; name: string; base: string }
@@ -162,14 +156,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
       10_000,
       5,
     )
-  const statusOf = async (uuid: string) =>
-    (
-      await ctx.db
-        .selectFrom('transactions')
-        .select('status')
-        .where('uuid', '=', uuid)
-        .executeTakeFirstOrThrow()
-    ).status
+  const statusOf = (uuid: string) => columnOf(ctx.db, 'transactions', uuid, 'status')
 
   /**
    * What a kill before the provider's answer left: the payment pending, its first try begun, the hand-over (the
@@ -182,38 +169,22 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     assert.equal(left.state, 'handing_over')
     assert.equal(left.provider_reference, null)
     assert.deepEqual(await attemptsOf(ctx, uuid), [
-      { position: 0, account_uuid: account.uuid, result: 'started', provider_reference: null },
+      { position: 0, account_uuid: acquirer.account.uuid, result: 'started', provider_reference: null },
     ])
     return left
   }
 
   /** What the emulator holds for the order (the payment's uuid). */
-  async function emulatorPayments(order: string): Promise<{ reference: string; status: string }[]> {
-    const res = await fetch(`${emulatorBase}/admin/payments?order_id=${order}`)
-    assert.equal(res.status, 200)
-    return (await res.json()) as { reference: string; status: string }[]
-  }
-  async function decide(reference: string, status: 'succeeded' | 'failed') {
-    const res = await fetch(`${emulatorBase}/admin/payments/${reference}/decide`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ status }),
-    })
-    assert.equal(res.status, 200, await res.text())
-  }
-  async function setFaults(faults: Record<string, unknown>) {
-    const res = await fetch(`${emulatorBase}/admin/faults`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(faults),
-    })
-    assert.equal(res.status, 200, await res.text())
-  }
-  async function callbacksAbout(reference: string) {
-    const res = await fetch(`${emulatorBase}/admin/callbacks`)
-    const sent = (await res.json()) as { type: string; reference: string; attempts: number[] }[]
-    return sent.filter((c) => c.reference === reference)
-  }
+  const emulatorPayments = (order: string): Promise<{ reference: string; status: string }[]> =>
+    emulatorAdmin(acquirer.base, 'GET', `/payments?order_id=${order}`)
+  const decide = (reference: string, status: 'succeeded' | 'failed') =>
+    emulatorAdmin(acquirer.base, 'POST', `/payments/${reference}/decide`, { status })
+  const setFaults = (faults: Record<string, unknown>) =>
+    emulatorAdmin(acquirer.base, 'PUT', '/faults', faults)
+  const callbacksAbout = async (reference: string) =>
+    ((await emulatorAdmin(acquirer.base, 'GET', '/callbacks')) as SentCallback[]).filter(
+      (c) => c.reference === reference,
+    )
 
   /** Status sync finishes the hand-over the kill left: the reference it records, after the lease. */
   async function handedOver(uuid: string): Promise<string> {
@@ -251,9 +222,9 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     )
     const handover = await handoverOf(ctx, uuid)
     assert.equal(handover?.provider_reference, reference)
-    assert.equal(handover?.account_uuid, account.uuid)
+    assert.equal(handover?.account_uuid, acquirer.account.uuid)
     assert.deepEqual(await attemptsOf(ctx, uuid), [
-      { position: 0, account_uuid: account.uuid, result: 'accepted', provider_reference: reference },
+      { position: 0, account_uuid: acquirer.account.uuid, result: 'accepted', provider_reference: reference },
     ])
     // Through the API too, as the merchant sees it.
     const shown = await request(gateway.base, 'GET', `/integration/transactions/${uuid}`, { secret: live() })
@@ -282,57 +253,22 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
   }
 
   before(async () => {
-    ctx = await createTestContext('postgres')
     baseUrl = new URL(await postgresUrlOf(ctx))
     gatewayPort = await freePort()
-    const emulatorPort = await freePort()
-    emulatorBase = `http://127.0.0.1:${emulatorPort}`
     // A live http-acquirer account at the emulator, and the operator's default route of live card payments to it.
-    const added = await ctx.services.providers.accounts.add({
+    acquirer = await startAcquirerProgram(ctx, {
+      gateway: `http://127.0.0.1:${gatewayPort}`,
+      apiKey: 'sk_chaos_handover',
       name: 'emulated-acquirer',
-      kind: 'http-acquirer',
-      mode: 'live',
-      settings: { base_url: `${emulatorBase}/v1`, timeout_ms: String(ACCOUNT_TIMEOUT_MS) },
-      secrets: { api_key: 'sk_chaos_handover' },
+      timeoutMs: ACCOUNT_TIMEOUT_MS,
+      args: ['--callback-retry-ms', CALLBACK_RETRY_MS.join(','), '--fault', 'timeout_rate=1'],
     })
-    account = { uuid: added.account.uuid, name: added.account.name }
-    await ctx.services.providers.routes.set(
-      { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
-      [account.name],
-    )
-    emulator = spawnProgram(
-      [
-        'provider-emulator',
-        '--port',
-        String(emulatorPort),
-        '--api-key',
-        'env:EMULATOR_API_KEY',
-        '--callback-url',
-        `http://127.0.0.1:${gatewayPort}/providers/${account.uuid}/callbacks`,
-        '--callback-secret',
-        'env:EMULATOR_CALLBACK_SECRET',
-        '--callback-retry-ms',
-        CALLBACK_RETRY_MS.join(','),
-        '--fault',
-        'timeout_rate=1',
-      ],
-      programEnv({
-        EMULATOR_API_KEY: 'sk_chaos_handover',
-        EMULATOR_CALLBACK_SECRET: added.callbackSecret as string,
-      }),
-    )
-    programs.push(emulator)
-    await eventually(async () => {
-      assertRunning(emulator, 'the emulator')
-      return /provider emulator listening/.test(emulator.output())
-    }, START_DEADLINE_MS)
+    programs.push(acquirer.program)
+    await untilEmulatorListens(acquirer.program)
     await startGateway()
   })
 
-  after(async () => {
-    await Promise.all(programs.map((p) => stopProgram(p, 'SIGKILL')))
-    await ctx?.close()
-  })
+  beforeClose(ctx, () => Promise.all(programs.map((p) => stopProgram(p, 'SIGKILL'))))
 
   it('(a) killed before the provider took the payment: status sync makes the same call, and one payment exists', async (t) => {
     const pending = createPayment('handover-a').then(

@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import type { Browser } from 'playwright-core'
+import { describe, it } from 'node:test'
 import { Webhook } from 'standardwebhooks'
-import { launchChromium } from '../helpers/browser.ts'
-import {
-  createTestContext,
-  eventually,
-  postgresUrlOf,
-  serviceEnv,
-  startReceiver,
-  type TestContext,
-} from '../helpers/harness.ts'
+import { eventually } from '../helpers/harness.ts'
+import { suiteLiveGateway } from '../helpers/live-gateway.ts'
 import { checkPage, openPage, screenshot, withPage } from '../helpers/pages.ts'
 import { onPostgres } from '../helpers/postgres.ts'
-import { request, spawnEmulator, untilEmulatorListens, untilHealthy } from '../helpers/processes.ts'
-import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { request } from '../helpers/processes.ts'
+import { suiteContext } from '../helpers/suite.ts'
 
 /**
  * A live card payment from the customer's first click to the merchant's balance, with every party a real
@@ -33,72 +25,15 @@ const API_KEY = 'sk_live_acquirer_e2e'
 const JOURNEY_MS = 30_000
 
 describe('a live card payment through the acquirer emulator, in Chromium', () => {
-  let ctx: TestContext
-  let browser: Browser
-  let gateway: Program
-  let emulator: Program
-  let origin: string
-  let receiver: Awaited<ReturnType<typeof startReceiver>>
-  let liveKey: string
-  let webhookSecret: string
+  const ctx = suiteContext('postgres')
+  const live = suiteLiveGateway(ctx, { apiKey: API_KEY, events: ['transaction.paid'] })
+  const liveKey = () => ctx.merchant.keys.live.secret
   const cspViolations: string[] = []
   const pageErrors: string[] = []
 
-  before(async () => {
-    ctx = await createTestContext('postgres')
-    const [gatewayPort, emulatorPort] = [await freePort(), await freePort()]
-    origin = `http://127.0.0.1:${gatewayPort}`
-    liveKey = ctx.merchant.keys.live.secret
-    // The gateway starts (it reads accounts and routes from the database when a payment comes) while the
-    // operator's side is set up on the same database: a live http-acquirer account at the emulator, and the
-    // default route of live card payments to it.
-    gateway = spawnProgram(
-      ['serve'],
-      serviceEnv(await postgresUrlOf(ctx), gatewayPort, { PUBLIC_BASE_URL: origin }),
-    )
-    const added = await ctx.services.providers.accounts.add({
-      name: 'acquirer',
-      kind: 'http-acquirer',
-      mode: 'live',
-      settings: { base_url: `http://127.0.0.1:${emulatorPort}/v1`, timeout_ms: '5000' },
-      secrets: { api_key: API_KEY },
-    })
-    await ctx.services.providers.routes.set(
-      { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
-      ['acquirer'],
-    )
-    emulator = spawnEmulator({
-      port: emulatorPort,
-      apiKey: API_KEY,
-      callbackUrl: `${origin}/providers/${added.account.uuid}/callbacks`,
-      callbackSecret: added.callbackSecret as string,
-    })
-    receiver = await startReceiver()
-    ;[browser] = await Promise.all([
-      launchChromium(),
-      untilEmulatorListens(emulator),
-      untilHealthy(gateway, origin),
-    ])
-
-    // The merchant's live webhook, at a local receiver.
-    const webhook = await request(origin, 'PUT', '/integration/webhook', {
-      secret: liveKey,
-      body: { url: `${receiver.url}/hooks`, events: ['transaction.paid'] },
-    })
-    assert.equal(webhook.status, 200, webhook.text)
-    webhookSecret = webhook.json().secret
-  })
-
-  after(async () => {
-    await browser?.close()
-    await Promise.all([gateway && stopProgram(gateway), emulator && stopProgram(emulator)])
-    await receiver?.close()
-    await ctx?.close()
-  })
-
   /** The merchant's live balance in USDT, their settlement currency. */
   const balance = async () => {
-    const res = await request(origin, 'GET', '/integration/balances', { secret: liveKey })
+    const res = await request(live.origin, 'GET', '/integration/balances', { secret: liveKey() })
     assert.equal(res.status, 200, res.text)
     const usdt = (
       res.json().data as { currency: string; total: number; pending: number; available: number }[]
@@ -112,8 +47,8 @@ describe('a live card payment through the acquirer emulator, in Chromium', () =>
       timeout: JOURNEY_MS,
     }, async () => {
       const before = await balance()
-      const created = await request(origin, 'POST', '/integration/transactions', {
-        secret: liveKey,
+      const created = await request(live.origin, 'POST', '/integration/transactions', {
+        secret: liveKey(),
         body: {
           amount: 150000,
           currency: 'RUB',
@@ -126,12 +61,12 @@ describe('a live card payment through the acquirer emulator, in Chromium', () =>
       const tx = created.json()
       assert.equal(tx.mode, 'live')
       const handover = await ctx.services.providers.handovers.find(ctx.db, tx.uuid)
-      assert.equal(handover?.state, 'handed_over', gateway.output())
+      assert.equal(handover?.state, 'handed_over', live.gateway.output())
       const reference = handover?.provider_reference as string
       const token = new URL(tx.payment_url).pathname.split('/')[2]
-      assert.equal(tx.payment_url, `${origin}/pay/${token}`)
+      assert.equal(tx.payment_url, `${live.origin}/pay/${token}`)
 
-      await withPage(openPage(browser, width, { cspViolations, pageErrors }), async (page) => {
+      await withPage(openPage(live.browser, width, { cspViolations, pageErrors }), async (page) => {
         const landed = await page.goto(tx.payment_url)
         // The hosted page sent the customer on, at once: the acquirer's page, for this payment.
         assert.equal(landed?.request().redirectedFrom()?.url(), tx.payment_url)
@@ -143,18 +78,20 @@ describe('a live card payment through the acquirer emulator, in Chromium', () =>
         await page.getByRole('button', { name: 'Pay' }).click()
 
         // Back at the gateway, told the customer is back: the page stays, and shows the provider's word.
-        await page.waitForURL(`${origin}/pay/${token}?returned=1`)
+        await page.waitForURL(`${live.origin}/pay/${token}?returned=1`)
         await page.locator('#status.status-paid').waitFor({ timeout: 15_000 })
         assert.equal(await page.locator('#status').textContent(), 'Payment received. Thank you!')
         assert.equal(await page.locator('#amount-label').textContent(), 'Amount paid')
         assert.equal(await page.locator('.amount').textContent(), '₽1,500.00')
         assert.equal(await page.locator('[data-simulate]').count(), 0)
         await checkPage(page, `the returned page at ${width} px`, width, `provider-checkout-paid-${width}`)
-        assert.equal(page.url(), `${origin}/pay/${token}?returned=1`)
+        assert.equal(page.url(), `${live.origin}/pay/${token}?returned=1`)
       })
 
       // The outcome came from the acquirer's signed callback, applied once.
-      const paid = await request(origin, 'GET', `/integration/transactions/${tx.uuid}`, { secret: liveKey })
+      const paid = await request(live.origin, 'GET', `/integration/transactions/${tx.uuid}`, {
+        secret: liveKey(),
+      })
       assert.equal(paid.json().status, 'paid', paid.text)
       // (A callback the acquirer sent again, had an answer been slow, would be kept as a duplicate.)
       const callbacks = await ctx.db
@@ -175,10 +112,10 @@ describe('a live card payment through the acquirer emulator, in Chromium', () =>
 
       // The merchant was told, signed with the live webhook secret.
       const delivered = await eventually(
-        async () => receiver.received.find((r) => JSON.parse(r.body).transaction?.uuid === tx.uuid),
+        async () => live.receiver.received.find((r) => JSON.parse(r.body).transaction?.uuid === tx.uuid),
         15_000,
       )
-      const event = new Webhook(webhookSecret).verify(
+      const event = new Webhook(live.webhookSecret).verify(
         delivered.body,
         delivered.headers as Record<string, string>,
       ) as { event: string; transaction: { status: string; settlement_amount: number } }

@@ -1,33 +1,21 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import type { Browser, Page } from 'playwright-core'
+import { before, describe, it } from 'node:test'
+import type { Page } from 'playwright-core'
 import { Webhook } from 'standardwebhooks'
 import type { EmulatorFaults } from '../../src/emulator/server.ts'
 import { sign } from '../../src/http/auth.ts'
 import { formatMinor } from '../../src/lib/money.ts'
 import { callbackLog } from '../api/providers/handover-helpers.ts'
-import { launchChromium } from '../helpers/browser.ts'
-import {
-  createTestContext,
-  eventually,
-  postgresUrlOf,
-  serviceEnv,
-  startReceiver,
-  type TestContext,
-  workerEnv,
-} from '../helpers/harness.ts'
+import { emulatorAdmin } from '../helpers/acquirer-program.ts'
+import { columnOf } from '../helpers/columns.ts'
+import { eventually, postgresUrlOf, workerEnv } from '../helpers/harness.ts'
+import { suiteLiveGateway } from '../helpers/live-gateway.ts'
 import { checkPage, openPage, screenshot, withPage } from '../helpers/pages.ts'
 import { newPayout } from '../helpers/payouts.ts'
-import { listeningSessions, onPostgres } from '../helpers/postgres.ts'
-import {
-  type Reply,
-  request,
-  spawnEmulator,
-  untilEmulatorListens,
-  untilHealthy,
-  untilUp,
-} from '../helpers/processes.ts'
-import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { onPostgres } from '../helpers/postgres.ts'
+import { type Reply, request } from '../helpers/processes.ts'
+import { spawnProgram } from '../helpers/program.ts'
+import { suiteContext } from '../helpers/suite.ts'
 
 /**
  * Live money with every party a real program: the gateway's API (`serve --role api`), its worker (`serve --role
@@ -57,113 +45,45 @@ type Balance = { currency: string; total: number; pending: number; available: nu
 type Sent = { type: string; reference: string; attempts: number[] }
 
 describe('live money through the gateway, its worker, the acquirer emulator and Chromium', () => {
-  let ctx: TestContext
-  let browser: Browser
-  let gateway: Program
-  let worker: Program
-  let emulator: Program
-  let origin: string
-  let emulatorBase: string
-  let accountUuid: string
-  let receiver: Awaited<ReturnType<typeof startReceiver>>
-  let webhookSecret: string
-  let key: { key_id: string; secret: string }
+  const ctx = suiteContext('postgres')
+  // The operator's side, on the same database: a live http-acquirer account at the emulator, the default
+  // routes of live card payments and of USDT (TRC20) payouts to it. Both programs read the sync schedule: the
+  // API sets a payment's first ask when it hands it over, the worker the next.
+  const live = suiteLiveGateway(ctx, {
+    apiKey: API_KEY,
+    events: [
+      'transaction.paid',
+      'transaction.partially_refunded',
+      'transaction.refunded',
+      'payout.completed',
+    ],
+    worker: true,
+    env: { PROVIDER_SYNC_SCHEDULE: SYNC_SCHEDULE_S.join(',') },
+    acquirer: {
+      payouts: [{ method: 'usdt_wallet', network: 'TRC20' }],
+      args: ['--callback-retry-ms', '200,400'],
+    },
+  })
+  const key = () => ctx.merchant.keys.live
   let sequence = 0
   const cspViolations: string[] = []
   const pageErrors: string[] = []
 
-  before(async () => {
-    ctx = await createTestContext('postgres')
-    const databaseUrl = await postgresUrlOf(ctx)
-    const [gatewayPort, emulatorPort] = [await freePort(), await freePort()]
-    origin = `http://127.0.0.1:${gatewayPort}`
-    emulatorBase = `http://127.0.0.1:${emulatorPort}`
-    key = ctx.merchant.keys.live
-    // Both read the sync schedule: the API sets a payment's first ask when it hands it over, the worker the next.
-    const schedule = { PROVIDER_SYNC_SCHEDULE: SYNC_SCHEDULE_S.join(',') }
-    gateway = spawnProgram(
-      ['serve', '--role', 'api'],
-      serviceEnv(databaseUrl, gatewayPort, { PUBLIC_BASE_URL: origin, ...schedule }),
-    )
-    worker = spawnProgram(
-      ['serve', '--role', 'worker'],
-      workerEnv(databaseUrl, { PUBLIC_BASE_URL: origin, ...schedule }),
-    )
-    // The operator's side, on the same database: a live http-acquirer account at the emulator, the default
-    // routes of live card payments and of USDT (TRC20) payouts to it, and no settlement hold for the merchant, so
-    // that a payment's money can be paid out at once.
-    const added = await ctx.services.providers.accounts.add({
-      name: 'acquirer',
-      kind: 'http-acquirer',
-      mode: 'live',
-      settings: { base_url: `${emulatorBase}/v1`, timeout_ms: '5000' },
-      secrets: { api_key: API_KEY },
-    })
-    accountUuid = added.account.uuid
-    await ctx.services.providers.routes.set(
-      { merchantUuid: null, mode: 'live', subject: 'payment', method: 'card' },
-      ['acquirer'],
-    )
-    await ctx.services.providers.routes.set(
-      { merchantUuid: null, mode: 'live', subject: 'payout', method: 'usdt_wallet', network: 'TRC20' },
-      ['acquirer'],
-    )
-    await ctx.services.merchants.updateMerchant(ctx.merchant.uuid, { settlementHoldSeconds: 0 })
-    emulator = spawnEmulator({
-      port: emulatorPort,
-      apiKey: API_KEY,
-      callbackUrl: `${origin}/providers/${accountUuid}/callbacks`,
-      callbackSecret: added.callbackSecret as string,
-      args: ['--callback-retry-ms', '200,400'],
-    })
-    receiver = await startReceiver()
-    ;[browser] = await Promise.all([
-      launchChromium(),
-      untilEmulatorListens(emulator),
-      untilHealthy(gateway, origin),
-      // The worker is up once its dispatcher listens for new deliveries (the API process does not).
-      untilUp(worker, 'the worker', async () => (await listeningSessions(ctx.db)) === 1),
-    ])
-
-    const webhook = await request(origin, 'PUT', '/integration/webhook', {
-      secret: key.secret,
-      body: {
-        url: `${receiver.url}/hooks`,
-        events: [
-          'transaction.paid',
-          'transaction.partially_refunded',
-          'transaction.refunded',
-          'payout.completed',
-        ],
-      },
-    })
-    assert.equal(webhook.status, 200, webhook.text)
-    webhookSecret = webhook.json().secret
-  })
-
-  after(async () => {
-    await browser?.close()
-    await Promise.all([
-      gateway && stopProgram(gateway),
-      worker && stopProgram(worker),
-      emulator && stopProgram(emulator),
-    ])
-    await receiver?.close()
-    await ctx?.close()
-  })
+  // No settlement hold for the merchant, so that a payment's money can be paid out at once.
+  before(() => ctx.services.merchants.updateMerchant(ctx.merchant.uuid, { settlementHoldSeconds: 0 }))
 
   /** A request that moves money: signed with the live key (X-Signature), under a fresh Idempotency-Key. */
   async function signed(path: string, body: unknown): Promise<Reply> {
     const idempotencyKey = `live-e2e-${++sequence}`
     const payload = JSON.stringify(body)
     const t = Math.floor(Date.now() / 1000)
-    const v1 = sign(key.secret, t, 'POST', path, idempotencyKey, payload)
-    const res = await fetch(`${origin}${path}`, {
+    const v1 = sign(key().secret, t, 'POST', path, idempotencyKey, payload)
+    const res = await fetch(`${live.origin}${path}`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
         'idempotency-key': idempotencyKey,
-        'x-signature': `key_id=${key.key_id},t=${t},v1=${v1}`,
+        'x-signature': `key_id=${key().key_id},t=${t},v1=${v1}`,
       },
       body: payload,
     })
@@ -172,7 +92,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
   }
 
   const get = async (path: string) => {
-    const res = await request(origin, 'GET', path, { secret: key.secret })
+    const res = await request(live.origin, 'GET', path, { secret: key().secret })
     assert.equal(res.status, 200, res.text)
     return res.json()
   }
@@ -187,8 +107,8 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
 
   /** A live 1000.00 USD card payment, handed to the acquirer: the transaction and the acquirer's reference. */
   async function livePayment(name: string) {
-    const created = await request(origin, 'POST', '/integration/transactions', {
-      secret: key.secret,
+    const created = await request(live.origin, 'POST', '/integration/transactions', {
+      secret: key().secret,
       body: {
         amount: AMOUNT,
         currency: 'USD',
@@ -200,20 +120,13 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     assert.equal(created.status, 201, created.text)
     const tx = created.json() as Transaction
     const handover = await ctx.services.providers.handovers.find(ctx.db, tx.uuid)
-    assert.equal(handover?.state, 'handed_over', gateway.output())
+    assert.equal(handover?.state, 'handed_over', live.gateway.output())
     return { tx, reference: handover?.provider_reference as string }
   }
 
   /** A call to the emulator's admin API, as its back office (or a test) makes it. */
-  async function admin(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown) {
-    const res = await fetch(`${emulatorBase}/admin${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    assert.equal(res.status, 200, `${method} /admin${path}: ${await res.clone().text()}`)
-    return res.json()
-  }
+  const admin = (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown) =>
+    emulatorAdmin(live.acquirer.base, method, path, body)
   /** What the acquirer is told to do wrong, until `work` ends. */
   async function withFaults<T>(faults: Partial<EmulatorFaults>, work: () => Promise<T>): Promise<T> {
     await admin('PUT', '/faults', faults)
@@ -245,25 +158,48 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
       .where('reference_uuid', '=', uuid)
       .orderBy('created_at')
       .execute()
-  const paidAt = async (uuid: string) =>
-    (
-      await ctx.db
-        .selectFrom('transactions')
-        .select('paid_at')
-        .where('uuid', '=', uuid)
-        .executeTakeFirstOrThrow()
-    ).paid_at as Date
+  const paidAt = async (uuid: string) => (await columnOf(ctx.db, 'transactions', uuid, 'paid_at')) as Date
+
+  /** The refund or payout `uuid` went to the acquirer's account: the reference the acquirer gave it. */
+  async function acquirerReference(table: 'refunds' | 'payouts', uuid: string, prefix: RegExp) {
+    assert.equal(await columnOf(ctx.db, table, uuid, 'account_uuid'), live.acquirer.account.uuid)
+    const reference = (await columnOf(ctx.db, table, uuid, 'provider_reference')) as string
+    assert.match(reference, prefix)
+    return reference
+  }
+
+  /**
+   * The acquirer's back office decides the refund or payout `reference` (`status`), and the gateway applies its
+   * callback once: resolves with the merchant's `path` once it reads `status`.
+   */
+  async function decidedByCallback(
+    kind: 'refund' | 'payout',
+    reference: string,
+    status: 'succeeded' | 'completed',
+    path: string,
+  ) {
+    await admin('POST', `/${kind}s/${reference}/decide`, { status })
+    const decided = await eventually(async () => {
+      const got = await get(path)
+      return got.status === status && got
+    }, STEP_MS)
+    assert.deepEqual(
+      (await callbackLog(ctx, reference)).map((c) => [c.verification, c.result, c.event_type]),
+      [['verified', 'applied', `${kind}.${status}`]],
+    )
+    return decided
+  }
 
   /** The merchant's webhook `event` about the resource `uuid`, verified with the live webhook secret. */
   async function webhookOf(event: string, uuid: string) {
     const matching = () =>
-      receiver.received.filter((r) => {
+      live.receiver.received.filter((r) => {
         const body = JSON.parse(r.body)
         return body.event === event && (body.transaction ?? body.payout)?.uuid === uuid
       })
     const [delivered] = await eventually(async () => matching().length > 0 && matching(), STEP_MS)
     assert.ok(delivered)
-    const verified = new Webhook(webhookSecret).verify(
+    const verified = new Webhook(live.webhookSecret).verify(
       delivered.body,
       delivered.headers as Record<string, string>,
     ) as { event: string; transaction?: Transaction; payout?: { uuid: string; status: string } }
@@ -283,15 +219,15 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
    * challenge and pay, and are sent back; resolves once they see the payment paid, with the time they were back.
    */
   async function payInChromium(tx: Transaction, reference: string, name: string): Promise<number> {
-    return withPage(openPage(browser, WIDTHS[1], { cspViolations, pageErrors }), async (page) => {
+    return withPage(openPage(live.browser, WIDTHS[1], { cspViolations, pageErrors }), async (page) => {
       const token = new URL(tx.payment_url).pathname.split('/')[2]
       await page.goto(tx.payment_url)
-      assert.match(page.url(), new RegExp(`^${emulatorBase}/pay/${reference}$`))
+      assert.match(page.url(), new RegExp(`^${live.acquirer.base}/pay/${reference}$`))
       await page.getByRole('heading', { name: 'Emulated acquirer' }).waitFor()
       await page.getByLabel(/Confirmation code/).fill('1234')
       await shots(page, `${name}-acquirer`)
       await page.getByRole('button', { name: 'Pay' }).click()
-      await page.waitForURL(`${origin}/pay/${token}?returned=1`)
+      await page.waitForURL(`${live.origin}/pay/${token}?returned=1`)
       // The acquirer decided before it sent the customer back.
       const decided = Date.now()
       await page.locator('#status.status-paid').waitFor({ timeout: STEP_MS })
@@ -343,34 +279,25 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     )
     assert.equal(refund.status, 201, refund.text)
     assert.equal(refund.json().status, 'pending')
-    const refundRow = await ctx.db
-      .selectFrom('refunds')
-      .select(['account_uuid', 'provider_reference', 'settlement_debit'])
-      .where('uuid', '=', refund.json().uuid)
-      .executeTakeFirstOrThrow()
-    assert.equal(refundRow.account_uuid, accountUuid)
-    const refundReference = refundRow.provider_reference as string
-    assert.match(refundReference, /^re_/)
+    const refundReference = await acquirerReference('refunds', refund.json().uuid, /^re_/)
+    const debit = await columnOf(ctx.db, 'refunds', refund.json().uuid, 'settlement_debit')
     // The refund's debit is taken from the available balance while it is pending.
     const refunding = await balance()
-    assert.equal(afterPayment.available - refunding.available, refundRow.settlement_debit)
-    assert.ok(refundRow.settlement_debit > 0)
-    await admin('POST', `/refunds/${refundReference}/decide`, { status: 'succeeded' })
-    const refunded = await eventually(async () => {
-      const got = await get(`/integration/refunds/${refund.json().uuid}`)
-      return got.status === 'succeeded' && got
-    }, STEP_MS)
-    assert.equal(refunded.amount_minor, AMOUNT / 4)
-    assert.deepEqual(
-      (await callbackLog(ctx, refundReference)).map((c) => [c.verification, c.result, c.event_type]),
-      [['verified', 'applied', 'refund.succeeded']],
+    assert.equal(afterPayment.available - refunding.available, debit)
+    assert.ok(debit > 0)
+    const refunded = await decidedByCallback(
+      'refund',
+      refundReference,
+      'succeeded',
+      `/integration/refunds/${refund.json().uuid}`,
     )
+    assert.equal(refunded.amount_minor, AMOUNT / 4)
     assert.equal((await transaction(tx.uuid)).status, 'partially_refunded')
     const refundHook = await webhookOf('transaction.partially_refunded', tx.uuid)
     assert.equal(refundHook.body.transaction?.status, 'partially_refunded')
     const afterRefund = await balance()
     assert.equal(afterRefund.available, refunding.available)
-    assert.equal(afterPayment.total - afterRefund.total, refundRow.settlement_debit)
+    assert.equal(afterPayment.total - afterRefund.total, debit)
 
     // A payout of 100.00 USD to a TRC20 wallet, by the payout route to the acquirer.
     const payout = await signed('/integration/payouts', newPayout())
@@ -378,25 +305,15 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     assert.equal(payout.json().status, 'processing')
     const total = payout.json().payout_usdt_amount_micro as number
     assert.ok(total > 0)
-    const payoutRow = await ctx.db
-      .selectFrom('payouts')
-      .select(['account_uuid', 'provider_reference'])
-      .where('uuid', '=', payout.json().uuid)
-      .executeTakeFirstOrThrow()
-    assert.equal(payoutRow.account_uuid, accountUuid)
-    const payoutReference = payoutRow.provider_reference as string
-    assert.match(payoutReference, /^po_/)
+    const payoutReference = await acquirerReference('payouts', payout.json().uuid, /^po_/)
     const reserved = await balance()
     assert.equal(afterRefund.available - reserved.available, total)
     assert.equal(reserved.reserved - afterRefund.reserved, total)
-    await admin('POST', `/payouts/${payoutReference}/decide`, { status: 'completed' })
-    await eventually(
-      async () => (await get(`/integration/payouts/${payout.json().uuid}`)).status === 'completed',
-      STEP_MS,
-    )
-    assert.deepEqual(
-      (await callbackLog(ctx, payoutReference)).map((c) => [c.verification, c.result, c.event_type]),
-      [['verified', 'applied', 'payout.completed']],
+    await decidedByCallback(
+      'payout',
+      payoutReference,
+      'completed',
+      `/integration/payouts/${payout.json().uuid}`,
     )
     const payoutHook = await webhookOf('payout.completed', payout.json().uuid)
     assert.equal(payoutHook.body.payout?.status, 'completed')
@@ -405,7 +322,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
     assert.equal(end.reserved, afterRefund.reserved)
     assert.equal(end.available, reserved.available)
     assert.equal(afterRefund.total - end.total, total)
-    assert.equal(end.total - start.total, paid.settlement_amount - refundRow.settlement_debit - total)
+    assert.equal(end.total - start.total, paid.settlement_amount - debit - total)
   })
 
   it('a dropped callback: status sync finds the payment paid at its next ask', { timeout: 2 * STEP_MS }, () =>
@@ -487,13 +404,7 @@ describe('live money through the gateway, its worker, the acquirer emulator and 
           amount_minor: AMOUNT,
         })
         assert.equal(refund.status, 201, refund.text)
-        const refundReference = (
-          await ctx.db
-            .selectFrom('refunds')
-            .select('provider_reference')
-            .where('uuid', '=', refund.json().uuid)
-            .executeTakeFirstOrThrow()
-        ).provider_reference as string
+        const refundReference = await acquirerReference('refunds', refund.json().uuid, /^re_/)
         await admin('POST', `/refunds/${refundReference}/decide`, { status: 'succeeded' })
 
         const sent = await eventually(async () => {
