@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { createServices, type Services } from '../../src/app.ts'
 import { connect, type DbHandle } from '../../src/db/index.ts'
 import { startWorkers } from '../../src/workers/index.ts'
-import {
-  call,
-  createTestContext,
-  eventually,
-  newTransaction,
-  postgresUrlOf,
-  startReceiver,
-  type TestContext,
-  testDriver,
-} from '../helpers/harness.ts'
+import { call, eventually, newTransaction, postgresUrlOf, testDriver } from '../helpers/harness.ts'
 import { onPostgres } from '../helpers/postgres.ts'
+import { beforeClose, suiteContext, suiteReceiver } from '../helpers/suite.ts'
 
 /**
  * The workers have connections of their own on PostgreSQL: with every connection of the requests' pool taken
@@ -36,8 +28,8 @@ const WORKER_POOL_SIZE = 2
 const DEADLINE_MS = 3_000
 
 describe("the workers' own connections (postgres)", () => {
-  let ctx: TestContext
-  let receiver: Awaited<ReturnType<typeof startReceiver>>
+  const ctx = suiteContext('postgres')
+  const receiver = suiteReceiver(ctx)
   let handle: DbHandle
   let jobServices: Services | undefined
   let workers: ReturnType<typeof startWorkers> | undefined
@@ -46,8 +38,6 @@ describe("the workers' own connections (postgres)", () => {
   const holding: Promise<unknown>[] = []
 
   before(async () => {
-    ctx = await createTestContext('postgres')
-    receiver = await startReceiver()
     const url = await postgresUrlOf(ctx)
     // A process of its own on the suite's database, configured as `serve` connects.
     handle = await connect({
@@ -61,7 +51,7 @@ describe("the workers' own connections (postgres)", () => {
     await locker.connect()
   })
 
-  after(async () => {
+  beforeClose(ctx, async () => {
     await workers?.stop()
     await jobServices?.close()
     release()
@@ -69,8 +59,6 @@ describe("the workers' own connections (postgres)", () => {
     await Promise.all(holding)
     await locker.end()
     await handle.close()
-    await receiver.close()
-    await ctx.close()
   })
 
   it('expiry, settlement and webhook deliveries complete while requests hold every other connection', async (t) => {
