@@ -69,10 +69,37 @@ function setField(d: Draft, name: string, value: unknown) {
   pairs.push([name, value])
   d.body = new Entries(pairs)
 }
+/** Replaces the query's `name` parameters (and its empty pairs) with `name=value` for each of `values`, last. */
+function setParam(d: Draft, name: string, ...values: string[]) {
+  const pairs = d.query.split('&').filter((p) => p && !p.startsWith(`${name}=`))
+  d.query = [...pairs, ...values.map((value) => `${name}=${value}`)].join('&')
+}
 const fieldOf = (r: Rng, d: Draft) =>
   d.target.bodyFields.length && chance(r, 0.9) ? pick(r, d.target.bodyFields) : pick(r, ['amount', 'x'])
 
 const BODY_LIMIT = 64 * 1024
+
+/** Page sizes out of range, malformed or oddly written, and a few good ones among them. */
+const PER_PAGE_VALUES = [
+  '0',
+  '-1',
+  '101',
+  '100',
+  '1',
+  '1.5',
+  '1e2',
+  'abc',
+  '',
+  '99999999999999999999',
+  '1e309',
+  '%205',
+  '5%20',
+  '0x10',
+  '%00',
+  '٣',
+  '+5',
+  '05',
+]
 
 export interface Mutator {
   name: string
@@ -340,12 +367,10 @@ export const MUTATORS: Mutator[] = [
     weight: 3,
     applies: (d) => d.target.queryFields.includes('cursor'),
     apply: (r, d, fc) => {
-      const pairs = d.query.split('&').filter((p) => p && !p.startsWith('cursor='))
       // A real cursor under other filters is refused too.
       if (chance(r, 0.2))
-        pairs.push(pick(r, ['status=paid', 'per_page=7', 'currency=USD', 'event=webhook.test']))
-      pairs.push(`cursor=${chance(r, 0.15) ? pick(r, fc.cursors) : badCursor(r, fc)}`)
-      d.query = pairs.join('&')
+        d.query = `${d.query}&${pick(r, ['status=paid', 'per_page=7', 'currency=USD', 'event=webhook.test'])}`
+      setParam(d, 'cursor', chance(r, 0.15) ? pick(r, fc.cursors) : badCursor(r, fc))
     },
   },
   {
@@ -353,12 +378,9 @@ export const MUTATORS: Mutator[] = [
     weight: 2,
     applies: (d) => d.target.queryFields.includes('per_page'),
     apply: (r, d) => {
-      const pairs = d.query.split('&').filter((p) => p && !p.startsWith('per_page='))
-      for (let i = 0; i < (chance(r, 0.2) ? 2 : 1); i++)
-        pairs.push(
-          `per_page=${pick(r, ['0', '-1', '101', '100', '1', '1.5', '1e2', 'abc', '', '99999999999999999999', '1e309', '%205', '5%20', '0x10', '%00', '٣', '+5', '05'])}`,
-        )
-      d.query = pairs.join('&')
+      const values: string[] = []
+      for (let i = 0; i < (chance(r, 0.2) ? 2 : 1); i++) values.push(pick(r, PER_PAGE_VALUES))
+      setParam(d, 'per_page', ...values)
     },
   },
   {
