@@ -1,40 +1,19 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
 import { connectPglite } from '../../src/db/index.ts'
-import { TEST_MASTER_KEY } from '../helpers/harness.ts'
-import { programEnv, spawnProgram } from '../helpers/program.ts'
+import { suiteCommand } from '../helpers/commands.ts'
 
 // The commands over the embedded database; the service under them is tested on both backends
 // (test/db/connector-accounts.test.ts).
 describe('connectors commands', () => {
   const apiKey = `sk_live_${randomBytes(12).toString('hex')}`
   const issued = `whsec_${randomBytes(12).toString('hex')}`
-  let dataDir: string
-  let env: NodeJS.ProcessEnv
-
-  /** Runs `merchant-gateway connectors <args>`: its exit code and all it printed. */
-  async function connectors(...args: string[]): Promise<{ code: number | null; output: string }> {
-    const program = spawnProgram(['connectors', ...args], env)
-    const code = await program.exited
-    return { code, output: program.output() }
-  }
-
-  before(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'mg-connectors-cli-'))
-    await writeFile(join(dataDir, 'issued-secret'), `${issued}\n`)
-    env = programEnv({
-      APP_ENV: 'development',
-      MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: dataDir,
-      ACQUIRER_API_KEY: apiKey,
-    })
-  })
-  after(() => rm(dataDir, { recursive: true, force: true }))
+  const cli = suiteCommand('connectors', { ACQUIRER_API_KEY: apiKey })
+  const connectors = cli.run
+  before(() => writeFile(join(cli.dataDir, 'issued-secret'), `${issued}\n`))
 
   const FROM_ENV = ['--secret', 'api_key=env:ACQUIRER_API_KEY']
   /** `connectors add <name>` of an acquirer in `mode` with its base URL, then `extra` (settings, the secret). */
@@ -75,7 +54,7 @@ describe('connectors commands', () => {
       '--overlap',
       '2h',
       '--callback-secret',
-      `file:${join(dataDir, 'issued-secret')}`,
+      `file:${join(cli.dataDir, 'issued-secret')}`,
     )
     assert.equal(rotated.code, 0, rotated.output)
     assert.match(rotated.output, /the previous one accepted until \d{4}-\d\d-\d\dT/)
@@ -104,7 +83,7 @@ describe('connectors commands', () => {
       assert.ok(!/whsec_/.test(output))
     }
     // Stored sealed: the database files hold neither secret as given.
-    const handle = await connectPglite(dataDir)
+    const handle = await connectPglite(cli.dataDir)
     try {
       const rows = await handle.db.selectFrom('connector_accounts').selectAll().execute()
       const secrets = await handle.db.selectFrom('connector_callback_secrets').selectAll().execute()

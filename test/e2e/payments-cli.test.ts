@@ -1,34 +1,11 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
-import { TEST_MASTER_KEY } from '../helpers/harness.ts'
-import { programEnv, spawnProgram } from '../helpers/program.ts'
+import { describe, it } from 'node:test'
+import { suiteCommand } from '../helpers/commands.ts'
 
 // The commands over the embedded database; the service under them is tested on both backends
 // (test/api/transactions/reviews.test.ts).
 describe('payments commands', () => {
-  let dataDir: string
-  let env: NodeJS.ProcessEnv
-
-  /** Runs `merchant-gateway payments <args>`: its exit code and all it printed. */
-  async function payments(...args: string[]): Promise<{ code: number | null; output: string }> {
-    const program = spawnProgram(['payments', ...args], env)
-    const code = await program.exited
-    return { code, output: program.output() }
-  }
-
-  before(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'mg-payments-cli-'))
-    env = programEnv({
-      APP_ENV: 'development',
-      MASTER_KEY: TEST_MASTER_KEY,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: dataDir,
-    })
-  })
-  after(() => rm(dataDir, { recursive: true, force: true }))
+  const payments = suiteCommand('payments').run
 
   it('lists no reviews on a new database', async () => {
     const listed = await payments('reviews', '--open')
