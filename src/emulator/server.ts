@@ -191,8 +191,62 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     })
   }
 
+  function decidePayout(payout: Payout, status: 'completed' | 'failed') {
+    if (payout.status !== 'processing') return
+    payout.status = status
+    void notify(`payout.${status}`, {
+      reference: payout.reference,
+      amount: payout.amount,
+      currency: payout.currency,
+    })
+  }
+
+  function decideRefund(refund: Refund, status: 'succeeded' | 'failed') {
+    if (refund.status !== 'pending') return
+    const payment = payments.get(refund.payment) as Payment
+    refund.status = status
+    // A failed refund gives back what it had taken of the payment's refundable amount.
+    if (status === 'failed') payment.refunded -= refund.amount
+    void notify(`refund.${status}`, {
+      reference: refund.reference,
+      amount: refund.amount,
+      currency: payment.currency,
+    })
+  }
+
   const refuse = (reply: FastifyReply, status: number, code: string, message: string) =>
     reply.code(status).send({ error: { code, message } })
+
+  /**
+   * The admin route that decides the `noun` of `store` under a reference with one of `outcomes` (`decide` does
+   * nothing to one decided already), and answers it as `answer` shows it.
+   */
+  function decideRoute<T, S extends string>(
+    noun: string,
+    store: Map<string, T>,
+    outcomes: readonly S[],
+    decide: (item: T, status: S) => void,
+    answer: (item: T) => unknown,
+  ) {
+    const isOutcome = (status: string | undefined): status is S => outcomes.includes(status as S)
+    app.post<{ Params: { reference: string }; Body: { status?: string } }>(
+      `/admin/${noun}s/:reference/decide`,
+      async (request, reply) => {
+        const item = store.get(request.params.reference)
+        const status = request.body?.status
+        if (!item) return refuse(reply, 404, 'not_found', `No such ${noun}.`)
+        if (!isOutcome(status))
+          return refuse(
+            reply,
+            400,
+            'invalid_request',
+            `status: ${outcomes.slice(0, -1).join(', ')} or ${outcomes.at(-1)}.`,
+          )
+        decide(item, status)
+        return answer(item)
+      },
+    )
+  }
 
   app.addHook('onRequest', async (request, reply) => {
     if (!request.url.startsWith('/v1/')) return
@@ -236,38 +290,53 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
     status,
     body: { error: { code, message } },
   })
-  /** A create's own id (named `idField`), amount and currency, or null when one is missing or wrong. */
-  const basics = (body: Record<string, unknown>, idField: string) =>
-    typeof body[idField] === 'string' && positive(body.amount) && typeof body.currency === 'string'
-      ? { id: body[idField] as string, money: { amount: body.amount, currency: body.currency } }
-      : null
+  /**
+   * `once`'s create of an object from a body with its own id (named `idField`), an amount and a currency: `make`
+   * makes it of them, and a body with one of them missing or wrong is refused.
+   */
+  const withBasics =
+    (
+      request: FastifyRequest,
+      idField: string,
+      make: (
+        given: { id: string; money: { amount: number; currency: string } },
+        body: Record<string, unknown>,
+      ) => { status: number; body: unknown },
+    ) =>
+    () => {
+      const body = (request.body ?? {}) as Record<string, unknown>
+      return typeof body[idField] === 'string' && positive(body.amount) && typeof body.currency === 'string'
+        ? make({ id: body[idField], money: { amount: body.amount, currency: body.currency } }, body)
+        : refusal(400, 'invalid_request', `${idField}, amount, currency.`)
+    }
 
   app.post('/v1/payments', (request, reply) =>
-    once(request, reply, () => {
-      const body = (request.body ?? {}) as Record<string, unknown>
-      const given = basics(body, 'order_id')
-      if (!given) return refusal(400, 'invalid_request', 'order_id, amount, currency.')
-      const payment: Payment = {
-        reference: reference('pay'),
-        order_id: given.id,
-        status: 'pending',
-        ...given.money,
-        method: String(body.method ?? 'card'),
-        return_url: String(body.return_url ?? ''),
-        refunded: 0,
-      }
-      payments.set(payment.reference, payment)
-      const requisites = H2H_REQUISITES[payment.method]
-      return {
-        status: 201,
-        body: {
-          ...view(payment),
-          ...(requisites
-            ? { requisites }
-            : { redirect_url: `${options.publicUrl}/pay/${payment.reference}` }),
-        },
-      }
-    }),
+    once(
+      request,
+      reply,
+      withBasics(request, 'order_id', (given, body) => {
+        const payment: Payment = {
+          reference: reference('pay'),
+          order_id: given.id,
+          status: 'pending',
+          ...given.money,
+          method: String(body.method ?? 'card'),
+          return_url: String(body.return_url ?? ''),
+          refunded: 0,
+        }
+        payments.set(payment.reference, payment)
+        const requisites = H2H_REQUISITES[payment.method]
+        return {
+          status: 201,
+          body: {
+            ...view(payment),
+            ...(requisites
+              ? { requisites }
+              : { redirect_url: `${options.publicUrl}/pay/${payment.reference}` }),
+          },
+        }
+      }),
+    ),
   )
 
   app.get<{ Params: { reference: string } }>('/v1/payments/:reference', async (request, reply) => {
@@ -306,31 +375,31 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
         })
       return {
         status: 201,
-        body: { reference: refund.reference, status: refund.status, amount: refund.amount },
+        body: refundView(refund),
       }
     }),
   )
 
   app.get<{ Params: { reference: string } }>('/v1/refunds/:reference', async (request, reply) => {
     const refund = refunds.get(request.params.reference)
-    return refund
-      ? { reference: refund.reference, status: refund.status, amount: refund.amount }
-      : refuse(reply, 404, 'not_found', 'No such refund.')
+    return refund ? refundView(refund) : refuse(reply, 404, 'not_found', 'No such refund.')
   })
 
   app.post('/v1/payouts', (request, reply) =>
-    once(request, reply, () => {
-      const given = basics((request.body ?? {}) as Record<string, unknown>, 'payout_id')
-      if (!given) return refusal(400, 'invalid_request', 'payout_id, amount, currency.')
-      const payout: Payout = {
-        reference: reference('po'),
-        payout_id: given.id,
-        status: 'processing',
-        ...given.money,
-      }
-      payouts.set(payout.reference, payout)
-      return { status: 201, body: payoutView(payout) }
-    }),
+    once(
+      request,
+      reply,
+      withBasics(request, 'payout_id', (given) => {
+        const payout: Payout = {
+          reference: reference('po'),
+          payout_id: given.id,
+          status: 'processing',
+          ...given.money,
+        }
+        payouts.set(payout.reference, payout)
+        return { status: 201, body: payoutView(payout) }
+      }),
+    ),
   )
 
   app.get<{ Params: { reference: string } }>('/v1/payouts/:reference', async (request, reply) => {
@@ -339,59 +408,9 @@ export function buildEmulator(options: EmulatorOptions): FastifyInstance {
   })
 
   // The admin API: what the customer's page or the provider's back office would decide.
-  app.post<{ Params: { reference: string }; Body: { status?: string } }>(
-    '/admin/payments/:reference/decide',
-    async (request, reply) => {
-      const payment = payments.get(request.params.reference)
-      const status = request.body?.status
-      if (!payment) return refuse(reply, 404, 'not_found', 'No such payment.')
-      if (status !== 'succeeded' && status !== 'failed' && status !== 'expired')
-        return refuse(reply, 400, 'invalid_request', 'status: succeeded, failed or expired.')
-      decidePayment(payment, status)
-      return view(payment)
-    },
-  )
-  app.post<{ Params: { reference: string }; Body: { status?: string } }>(
-    '/admin/payouts/:reference/decide',
-    async (request, reply) => {
-      const payout = payouts.get(request.params.reference)
-      const status = request.body?.status
-      if (!payout) return refuse(reply, 404, 'not_found', 'No such payout.')
-      if (status !== 'completed' && status !== 'failed')
-        return refuse(reply, 400, 'invalid_request', 'status: completed or failed.')
-      if (payout.status === 'processing') {
-        payout.status = status
-        void notify(`payout.${status}`, {
-          reference: payout.reference,
-          amount: payout.amount,
-          currency: payout.currency,
-        })
-      }
-      return payoutView(payout)
-    },
-  )
-  app.post<{ Params: { reference: string }; Body: { status?: string } }>(
-    '/admin/refunds/:reference/decide',
-    async (request, reply) => {
-      const refund = refunds.get(request.params.reference)
-      const status = request.body?.status
-      if (!refund) return refuse(reply, 404, 'not_found', 'No such refund.')
-      if (status !== 'succeeded' && status !== 'failed')
-        return refuse(reply, 400, 'invalid_request', 'status: succeeded or failed.')
-      const payment = payments.get(refund.payment) as Payment
-      if (refund.status === 'pending') {
-        refund.status = status
-        // A failed refund gives back what it had taken of the payment's refundable amount.
-        if (status === 'failed') payment.refunded -= refund.amount
-        void notify(`refund.${status}`, {
-          reference: refund.reference,
-          amount: refund.amount,
-          currency: payment.currency,
-        })
-      }
-      return { reference: refund.reference, status: refund.status, amount: refund.amount }
-    },
-  )
+  decideRoute('payment', payments, ['succeeded', 'failed', 'expired'], decidePayment, view)
+  decideRoute('payout', payouts, ['completed', 'failed'], decidePayout, payoutView)
+  decideRoute('refund', refunds, ['succeeded', 'failed'], decideRefund, refundView)
 
   app.get<{ Querystring: { order_id?: string } }>('/admin/payments', async (request) =>
     [...payments.values()]
@@ -461,3 +480,4 @@ const view = (p: Payment) => ({
 })
 
 const payoutView = (p: Payout) => ({ reference: p.reference, status: p.status, amount: p.amount })
+const refundView = (r: Refund) => ({ reference: r.reference, status: r.status, amount: r.amount })
