@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
+import type { Mode } from '../../db/enums.ts'
+import type { Executor } from '../../db/index.ts'
 import { authOf } from '../../http/auth.ts'
 import { AppError, errorResponses } from '../../http/errors.ts'
 import { answers } from '../../http/routes.ts'
@@ -14,6 +16,7 @@ import type { TransactionService } from '../transactions/service.ts'
 import { dashboardActor } from '../users/deps.ts'
 import type { UserService } from '../users/service.ts'
 import type { DashboardSession } from '../users/sessions.ts'
+import type { Self } from '../users/totp.ts'
 import type { WebhookService } from '../webhooks/service.ts'
 import {
   cookieIsSecure,
@@ -102,11 +105,17 @@ const sectionRoute =
     schema: { ...schema, tags: [tag] },
   })
 
+/** The options of a route of a section whose every route needs the one session `session`. */
+const sectionOf =
+  (tag: string, session: SessionRequirement) =>
+  <S extends object>(schema: S) =>
+    sectionRoute(tag)({ session, ...schema })
+
 const signInRoute = sectionRoute('Sign-in')
-const peopleRoute = sectionRoute('People')
-const auditRoute = sectionRoute('Audit log')
+const peopleRoute = sectionOf('People', { permission: 'manage_users' })
+const auditRoute = sectionOf('Audit log', { permission: 'read_audit_log' })
 const securityRoute = sectionRoute('Security')
-const keysRoute = sectionRoute('API keys')
+const keysRoute = sectionOf('API keys', { permission: 'developer_tools' })
 
 /** A 204: no body (`type: null` is how the OpenAPI document says so). */
 const noContent = (description: string) => Type.Unsafe<undefined>({ type: 'null', description })
@@ -255,7 +264,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.get(
     `${PREFIX}/users`,
     peopleRoute({
-      session: { permission: 'manage_users' },
       operationId: 'listUsers',
       summary: "List the merchant's people",
       response: { 200: Ref(MemberList, { description: 'Every person of the merchant.' }) },
@@ -269,7 +277,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.post(
     `${PREFIX}/users/invitations`,
     peopleRoute({
-      session: { permission: 'manage_users' },
       operationId: 'inviteUser',
       summary: 'Invite someone',
       description:
@@ -295,7 +302,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.patch(
     `${PREFIX}/users/:uuid`,
     peopleRoute({
-      session: { permission: 'manage_users' },
       operationId: 'changeUserRole',
       summary: "Change a person's role",
       params: MemberParams,
@@ -311,7 +317,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.post(
     `${PREFIX}/users/:uuid/disable`,
     peopleRoute({
-      session: { permission: 'manage_users' },
       operationId: 'disableUser',
       summary: 'Disable a person',
       description: 'They cannot sign in any more, and their sessions end now.',
@@ -328,7 +333,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.get(
     `${PREFIX}/audit-log`,
     auditRoute({
-      session: { permission: 'read_audit_log' },
       operationId: 'listAuditLog',
       summary: 'Read the audit log',
       description: 'What was done in the dashboard and by the operator, newest first, a page at a time.',
@@ -432,10 +436,23 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   // new key (its secret answered once and never again), and revoking one. Never a secret of an existing key,
   // its hash or its seal. Making and revoking are written to the audit log in the same transaction.
 
+  /** What `self` did to an API key, for the audit log in the key's own transaction; `at` names when. */
+  const auditKey =
+    <At extends 'created_at' | 'revoked_at'>(
+      self: Self,
+      action: 'api_key_created' | 'api_key_revoked',
+      at: At,
+    ) =>
+    (trx: Executor, key: { key_id: string; mode: Mode } & Record<At, Date>) =>
+      users.audit(
+        self,
+        { action, target: { type: 'api_key', id: key.key_id }, mode: key.mode, at: key[at] },
+        trx,
+      )
+
   app.get(
     `${PREFIX}/keys`,
     keysRoute({
-      session: { permission: 'developer_tools' },
       operationId: 'listApiKeys',
       summary: "List the merchant's API keys",
       response: { 200: Ref(ApiKeyList, { description: 'Every key of both modes, revoked ones too.' }) },
@@ -458,7 +475,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.post(
     `${PREFIX}/keys`,
     keysRoute({
-      session: { permission: 'developer_tools' },
       operationId: 'createApiKey',
       summary: 'Make an API key',
       body: CreateKeyRequest,
@@ -467,17 +483,10 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
     async (request, reply) => {
       const self = selfOf(sessionOf(request), request)
       const mode = request.body.mode as 'test' | 'live'
-      const key = await merchants.createKey(self.merchantUuid, mode, (trx, made) =>
-        users.audit(
-          self,
-          {
-            action: 'api_key_created',
-            target: { type: 'api_key', id: made.key_id },
-            mode: made.mode,
-            at: made.created_at,
-          },
-          trx,
-        ),
+      const key = await merchants.createKey(
+        self.merchantUuid,
+        mode,
+        auditKey(self, 'api_key_created', 'created_at'),
       )
       if (!key) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
       return reply.code(201).send({
@@ -492,7 +501,6 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   app.delete(
     `${PREFIX}/keys/:key_id`,
     keysRoute({
-      session: { permission: 'developer_tools' },
       operationId: 'revokeApiKey',
       summary: 'Revoke an API key',
       description: 'It stops working at once, everywhere.',
@@ -504,17 +512,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
       const revoked = await merchants.revokeMerchantKey(
         self.merchantUuid,
         request.params.key_id,
-        (trx, key) =>
-          users.audit(
-            self,
-            {
-              action: 'api_key_revoked',
-              target: { type: 'api_key', id: key.key_id },
-              mode: key.mode,
-              at: key.revoked_at,
-            },
-            trx,
-          ),
+        auditKey(self, 'api_key_revoked', 'revoked_at'),
       )
       if (revoked === 'not_found') throw new AppError('not_found', 'No such API key.')
       if (revoked === 'already_revoked')
