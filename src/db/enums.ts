@@ -6,10 +6,15 @@ import { LiteralUnion } from '../lib/schema.ts'
  * OpenAPI document) and the state machines all take their literal unions from here.
  */
 
+/** The type guard of one closed list: whether a string read from outside is one of its values. */
+const memberOf =
+  <const T extends readonly string[]>(values: T) =>
+  (value: string): value is T[number] =>
+    (values as readonly string[]).includes(value)
+
 export const MODES = ['test', 'live'] as const
 export const ModeSchema = LiteralUnion(MODES)
-export const isMode = (value: string): value is (typeof MODES)[number] =>
-  (MODES as readonly string[]).includes(value)
+export const isMode = memberOf(MODES)
 export type Mode = Static<typeof ModeSchema>
 
 export const TRANSACTION_STATUSES = [
@@ -22,21 +27,18 @@ export const TRANSACTION_STATUSES = [
 ] as const
 export const TransactionStatusSchema = LiteralUnion(TRANSACTION_STATUSES)
 export type TransactionStatus = Static<typeof TransactionStatusSchema>
-export const isTransactionStatus = (value: string): value is TransactionStatus =>
-  (TRANSACTION_STATUSES as readonly string[]).includes(value)
+export const isTransactionStatus = memberOf(TRANSACTION_STATUSES)
 
 export const PAYMENT_METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number]
-export const isPaymentMethod = (value: string): value is PaymentMethod =>
-  (PAYMENT_METHODS as readonly string[]).includes(value)
+export const isPaymentMethod = memberOf(PAYMENT_METHODS)
 export const FEE_PAYERS = ['merchant', 'customer', 'split'] as const
 export type FeePayer = (typeof FEE_PAYERS)[number]
 
 export const REFUND_STATUSES = ['pending', 'succeeded', 'failed'] as const
 export const RefundStatusSchema = LiteralUnion(REFUND_STATUSES)
 export type RefundStatus = Static<typeof RefundStatusSchema>
-export const isRefundStatus = (value: string): value is RefundStatus =>
-  (REFUND_STATUSES as readonly string[]).includes(value)
+export const isRefundStatus = memberOf(REFUND_STATUSES)
 
 export const PAYOUT_METHODS = ['usdt_wallet', 'card'] as const
 export type PayoutMethod = (typeof PAYOUT_METHODS)[number]
@@ -59,18 +61,6 @@ export const JOURNAL_REFERENCE_TYPES = ['transaction', 'refund', 'payout'] as co
 export const JournalReferenceTypeSchema = LiteralUnion(JOURNAL_REFERENCE_TYPES)
 export type JournalReferenceType = Static<typeof JournalReferenceTypeSchema>
 
-/** Every kind of journal entry the ledger posts (src/modules/ledger/service.ts, Posting.kind). */
-export const JOURNAL_ENTRY_KINDS = [
-  'payment_received',
-  'payment_settled',
-  'refund_debited',
-  'refund_reversed',
-  'payout_reserved',
-  'payout_completed',
-  'payout_released',
-] as const
-export type JournalEntryKind = (typeof JOURNAL_ENTRY_KINDS)[number]
-
 /** What a movement of a merchant's balance is called in the API (GET /integration/balance-transactions). */
 export const BALANCE_TRANSACTION_TYPES = [
   'payment',
@@ -86,10 +76,11 @@ export const BalanceTransactionTypeSchema = LiteralUnion(BALANCE_TRANSACTION_TYP
 export type BalanceTransactionType = Static<typeof BalanceTransactionTypeSchema>
 
 /**
- * The type each entry kind shows as. Typed over every kind, so a new kind does not compile until it is named
- * here; a kind the database holds that is not in the list (none today) shows as `adjustment`.
+ * Every kind of journal entry the ledger posts (src/modules/ledger/service.ts, Posting.kind), with the type it
+ * shows as: a kind is named here once, with its type. A kind the database holds that is not in the list (none
+ * today) shows as `adjustment`.
  */
-export const BALANCE_TRANSACTION_TYPE_OF_KIND: Record<JournalEntryKind, BalanceTransactionType> = {
+export const BALANCE_TRANSACTION_TYPE_OF_KIND = {
   payment_received: 'payment',
   payment_settled: 'settlement',
   refund_debited: 'refund',
@@ -97,14 +88,17 @@ export const BALANCE_TRANSACTION_TYPE_OF_KIND: Record<JournalEntryKind, BalanceT
   payout_reserved: 'payout_reserve',
   payout_completed: 'payout',
   payout_released: 'payout_release',
-}
+} as const satisfies Record<string, BalanceTransactionType>
+export type JournalEntryKind = keyof typeof BALANCE_TRANSACTION_TYPE_OF_KIND
+export const JOURNAL_ENTRY_KINDS = Object.keys(
+  BALANCE_TRANSACTION_TYPE_OF_KIND,
+) as readonly JournalEntryKind[]
 
 /** A dashboard user's role (docs/DASHBOARD.md: what each may do, modules/users/roles.ts). */
 export const USER_ROLES = ['owner', 'admin', 'developer', 'support', 'viewer'] as const
 export const UserRoleSchema = LiteralUnion(USER_ROLES)
 export type UserRole = Static<typeof UserRoleSchema>
-export const isUserRole = (value: string): value is UserRole =>
-  (USER_ROLES as readonly string[]).includes(value)
+export const isUserRole = memberOf(USER_ROLES)
 
 export const USER_STATUSES = ['active', 'disabled'] as const
 export const UserStatusSchema = LiteralUnion(USER_STATUSES)
