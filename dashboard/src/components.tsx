@@ -101,6 +101,34 @@ export function ErrorNote({ error }: { error: unknown }) {
 }
 
 /**
+ * A form that runs one mutation: its submit button (`submit`) waits while the mutation runs, and the mutation's
+ * error shows under the form.
+ */
+export function MutationForm({
+  mutation,
+  submit,
+  onSubmit,
+  children,
+}: {
+  mutation: { isPending: boolean; error: unknown }
+  submit: string
+  onSubmit: (event: FormEvent<HTMLFormElement>) => void
+  children: ReactNode
+}) {
+  return (
+    <>
+      <form className="form inline" onSubmit={onSubmit}>
+        {children}
+        <button type="submit" disabled={mutation.isPending}>
+          {submit}
+        </button>
+      </form>
+      <ErrorNote error={mutation.error} />
+    </>
+  )
+}
+
+/**
  * Cursor paging: the API's prev/next cursors as two links to this page's address with that cursor (the
  * filters kept). An empty cursor is the first page.
  */

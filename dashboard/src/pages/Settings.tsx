@@ -4,7 +4,7 @@ import { useSearchParams } from 'react-router'
 import { data, noContent } from '../api/client'
 import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
 import { ROLE_VALUES } from '../api/values'
-import { ACTIONS, Details, ErrorNote, num, Pager, Table } from '../components'
+import { ACTIONS, Details, ErrorNote, MutationForm, num, Pager, Table } from '../components'
 import { money, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
@@ -47,7 +47,7 @@ export function People() {
       <h1>People</h1>
       <section className="card" aria-labelledby="invite-title">
         <h2 id="invite-title">Invite someone</h2>
-        <form className="form inline" onSubmit={submit}>
+        <MutationForm mutation={invite} submit="Invite" onSubmit={submit}>
           <label>
             Email
             <input name="email" type="email" required />
@@ -60,11 +60,7 @@ export function People() {
               ))}
             </select>
           </label>
-          <button type="submit" disabled={invite.isPending}>
-            Invite
-          </button>
-        </form>
-        <ErrorNote error={invite.error} />
+        </MutationForm>
         {invite.data && (
           <div role="status" className="ok">
             <p>

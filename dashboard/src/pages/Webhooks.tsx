@@ -8,6 +8,7 @@ import {
   ErrorNote,
   FilterSelect,
   Filters,
+  MutationForm,
   Paged,
   Scroll,
   Status,
@@ -92,7 +93,7 @@ export function Webhooks() {
       {config.data && (
         <section className="card" aria-labelledby="endpoint-title">
           <h2 id="endpoint-title">Endpoint</h2>
-          <form className="form inline" onSubmit={submitUrl}>
+          <MutationForm mutation={save} submit="Save" onSubmit={submitUrl}>
             <label className="grow">
               URL that receives the {mode} mode's events
               <input
@@ -116,11 +117,7 @@ export function Webhooks() {
                 </label>
               ))}
             </fieldset>
-            <button type="submit" disabled={save.isPending}>
-              Save
-            </button>
-          </form>
-          <ErrorNote error={save.error} />
+          </MutationForm>
           <p>
             {config.data.enabled
               ? 'Deliveries are on'
@@ -168,8 +165,9 @@ export function Webhooks() {
               />
             </div>
           )}
-          <form
-            className="form inline"
+          <MutationForm
+            mutation={rotate}
+            submit="Rotate secret"
             onSubmit={(e) => {
               e.preventDefault()
               const overlap = Number(new FormData(e.currentTarget).get('overlap'))
@@ -187,11 +185,7 @@ export function Webhooks() {
                 ))}
               </select>
             </label>
-            <button type="submit" disabled={rotate.isPending}>
-              Rotate secret
-            </button>
-          </form>
-          <ErrorNote error={rotate.error} />
+          </MutationForm>
         </section>
       )}
       <h2 className="spaced">Delivery log</h2>
