@@ -1053,6 +1053,11 @@ export interface components {
                 address: string;
                 /** @example USDT TRC20 */
                 label: string;
+                /**
+                 * @description The hash of the transaction that pays it, once the gateway has broadcast one (a payout it pays itself on the chain); after a replacement, the one mined.
+                 * @example 0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060
+                 */
+                transaction_hash?: string;
                 type: "TRC20" | "ERC20";
                 /**
                  * Format: uuid

@@ -145,6 +145,8 @@ export type ProviderRefundStatus = 'pending' | 'succeeded' | 'failed'
 export interface ProviderObject<S extends string> {
   reference: string
   status: S
+  /** The chain transaction that moves the money, for a connector that pays on a chain itself. */
+  transactionHash?: string
 }
 
 /** A connector account's verified report on the refund or payout it has under `reference`. */
@@ -164,7 +166,12 @@ export interface ObjectReportResult {
 
 /** How a refund or payout with the provider's reference stands; `unknown` when the provider never received it. */
 export type ProviderObjectStatus<S extends string> =
-  | { kind: 'known'; status: S }
+  | {
+      kind: 'known'
+      status: S
+      /** The chain transaction that moves the money (the one mined, once one is), for an on-chain connector. */
+      transactionHash?: string
+    }
   | { kind: 'unknown' }
   | { kind: 'no_answer'; reason: string }
 

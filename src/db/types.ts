@@ -482,6 +482,8 @@ export interface PayoutsTable {
   /** The connector account the payout was handed to (its payout route's); null: the simulator. */
   account_uuid: string | null
   provider_reference: string | null
+  /** The hash of the chain transaction that pays it (an evm-erc20 account's payout). */
+  transaction_hash: string | null
   metadata: Json<Record<string, string>> | null
   callback_url: string | null
   action_request_id: string

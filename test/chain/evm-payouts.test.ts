@@ -143,15 +143,23 @@ for (const backend of backends()) {
         transfers.map((t) => [t.transactionHash, t.args.value]),
         [[tx.hash, paid]],
       )
+      // The API, and the events the merchant's webhooks carry, name the transaction that paid it.
+      const shown = await call(ctx, 'GET', `/integration/payouts/${uuid}`, undefined, {
+        as: { merchant, mode: MODE },
+      })
+      assert.equal(shown.json().wallet.transaction_hash, tx.hash)
       const events = await ctx.db
         .selectFrom('events')
-        .select('event')
+        .select(['event', 'body'])
         .where('aggregate_uuid', '=', uuid)
         .orderBy('aggregate_version')
         .execute()
       assert.deepEqual(
-        events.map((e) => e.event),
-        ['payout.processing', 'payout.completed'],
+        events.map((e) => [e.event, JSON.parse(e.body).payout.wallet.transaction_hash]),
+        [
+          ['payout.processing', tx.hash],
+          ['payout.completed', tx.hash],
+        ],
       )
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
@@ -182,7 +190,12 @@ for (const backend of backends()) {
           (await connector()).submitPayout(order),
           (await connector()).submitPayout(order),
         ])
-        assert.deepEqual(again, { kind: 'accepted', reference: tx.hash, status: 'processing' })
+        assert.deepEqual(again, {
+          kind: 'accepted',
+          reference: tx.hash,
+          status: 'processing',
+          transactionHash: tx.hash,
+        })
         assert.deepEqual(once_more, again)
         assert.equal((await signed(uuid)).length, 1)
         await evm.node.test.mine({ blocks: 1 })
@@ -231,6 +244,8 @@ for (const backend of backends()) {
       assert.equal(transfers.length, 1)
       const kept = await signed(uuid)
       assert.equal(transfers[0]?.transactionHash, kept[1]?.hash)
+      // The payout names the one mined, no longer the first.
+      assert.equal((await payoutRow(uuid)).transaction_hash, kept[1]?.hash)
     })
 
     it('fails a payout whose transfer reverts, and returns its reserve', async () => {

@@ -127,7 +127,7 @@ export class EvmErc20Connector implements AccountConnector {
         )
       // The latest of its transactions: the one a repeat of the hand-over must not undercut.
       await this.#broadcast((kept.at(-1) ?? first).raw)
-      return { kind: 'accepted', reference: first.hash, status: 'processing' }
+      return { kind: 'accepted', reference: first.hash, status: 'processing', transactionHash: first.hash }
     } catch (error) {
       return noAnswer(error)
     }
@@ -143,8 +143,14 @@ export class EvmErc20Connector implements AccountConnector {
         const receipt = await this.#receipt(tx.hash)
         if (!receipt) continue
         const confirmations = head - Number(receipt.blockNumber) + 1
-        if (confirmations < this.#settings.confirmations) return { kind: 'known', status: 'processing' }
-        return { kind: 'known', status: receipt.status === 'success' ? 'completed' : 'failed' }
+        const transactionHash = tx.hash
+        if (confirmations < this.#settings.confirmations)
+          return { kind: 'known', status: 'processing', transactionHash }
+        return {
+          kind: 'known',
+          status: receipt.status === 'success' ? 'completed' : 'failed',
+          transactionHash,
+        }
       }
       // None is mined: the latest goes out again (a node that dropped it, a block reorganised away), or, when it
       // has waited too long, a replacement with higher fees.

@@ -12,6 +12,9 @@ import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
  * broadcast: after a crash the same bytes are broadcast again, never a new transaction. A replacement (the same
  * nonce with higher fees) is another row of the same payout, naming the one it replaces; whichever is mined is the
  * one counted, and the others can never be (one nonce is mined once).
+ *
+ * `payouts.transaction_hash` is the hash of the transaction that pays a payout, as the API shows it: the first
+ * broadcast, then the one mined.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await withTimestamps(
@@ -40,9 +43,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute()
   await createIndex(db, 'chain_transactions_payout', 'chain_transactions', ['payout_uuid', 'created_at'])
   await createIndex(db, 'chain_transactions_nonce', 'chain_transactions', ['chain_id', 'wallet', 'nonce'])
+  await db.schema.alterTable('payouts').addColumn('transaction_hash', 'text').execute()
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.alterTable('payouts').dropColumn('transaction_hash').execute()
   await db.schema.dropTable('chain_transactions').execute()
   await db.schema.dropTable('chain_wallets').execute()
 }

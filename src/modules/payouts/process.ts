@@ -22,6 +22,8 @@ export interface PayoutSource {
   connector: string
   reference: string | null
   message: string
+  /** The chain transaction that moves the money, when the account pays on a chain itself. */
+  transactionHash?: string
 }
 
 /** How a payout's status change is written and shown in its event. */
@@ -59,6 +61,7 @@ export async function applyPayoutOutcome(
       fields: {
         // Taken by the provider, or refused: the destination is never needed again.
         destination_sealed: null,
+        ...(source.transactionHash && { transaction_hash: source.transactionHash }),
         ...(step === 'processing' && {
           submitted_at: current.submitted_at ?? now,
           provider_reference: source.reference ?? current.provider_reference,
@@ -133,6 +136,7 @@ export async function providerAnswer(
 /** A provider's answer about a payout, and the name of the connector (or account) that gave it. */
 export interface PayoutAnswer extends ProviderPayoutResult {
   connector: string
+  transactionHash?: string
 }
 
 /** Applies what the provider answered about a payout: one it never received has failed. */
@@ -145,6 +149,7 @@ export const settleProviderAnswer = (
     connector: result.connector,
     reference: result.reference,
     message: result.message,
+    transactionHash: result.transactionHash,
   })
 
 /** What the payout's provider message says once its account's provider has spoken. */
@@ -189,8 +194,8 @@ async function submitToProvider(
         message: `The provider refused the payout: ${answer.code}: ${answer.message}`.slice(0, 500),
         connector: account.name,
       }
-    const { reference, status } = answer
-    return { status, reference, message: ACCOUNT_MESSAGES[status], connector: account.name }
+    const { reference, status, transactionHash } = answer
+    return { status, reference, message: ACCOUNT_MESSAGES[status], connector: account.name, transactionHash }
   })
 }
 
@@ -214,7 +219,14 @@ export async function askPayoutStatus(deps: ProcessDeps, row: PayoutRow): Promis
     const status = await connector.payoutStatus(reference)
     if (status.kind === 'no_answer') return null
     const known = status.kind === 'known' ? status.status : 'unknown'
-    return { status: known, reference, message: ACCOUNT_MESSAGES[known], connector: account.name }
+    const transactionHash = status.kind === 'known' ? status.transactionHash : undefined
+    return {
+      status: known,
+      reference,
+      message: ACCOUNT_MESSAGES[known],
+      connector: account.name,
+      transactionHash,
+    }
   })
 }
 

@@ -107,6 +107,13 @@ export const PayoutResponse = Type.Object(
           type: LiteralUnion(WALLET_NETWORKS),
           address: Type.String(),
           label: Type.String({ examples: ['USDT TRC20'] }),
+          transaction_hash: Type.Optional(
+            Type.String({
+              description:
+                'The hash of the transaction that pays it, once the gateway has broadcast one (a payout it pays itself on the chain); after a replacement, the one mined.',
+              examples: ['0x5c504ed432cb51138bcf09aa5e8a410dd4a1e204ef84bfed1be16dfba1b22060'],
+            }),
+          ),
         },
         { description: 'The destination wallet (usdt_wallet payouts).' },
       ),

@@ -36,6 +36,7 @@ export function payoutView(row: PayoutRow): PayoutView {
             type: destination.network as 'TRC20' | 'ERC20',
             address: destination.address as string,
             label: `USDT ${destination.network}`,
+            ...(row.transaction_hash && { transaction_hash: row.transaction_hash }),
           }
         : null,
     card_payout:
