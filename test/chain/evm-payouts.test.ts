@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
-import { type Address, erc20Abi, getAbiItem, type Hex, keccak256, parseEther, toHex } from 'viem'
+import { type Address, erc20Abi, getAbiItem, type Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { minorToTokenUnits, tokenBalance } from '../../src/chain/token.ts'
 import type { Mode } from '../../src/db/types.ts'
 import { suiteEvm } from '../helpers/evm.ts'
+import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
 import { backends, call, eventually, paidTransaction, type TestMerchant } from '../helpers/harness.ts'
 import { newPayout } from '../helpers/payouts.ts'
 import { suiteContext } from '../helpers/suite.ts'
-
-/** A key derived from a label: the suite's addresses are the same on every run. */
-const keyOf = (label: string): Hex => keccak256(toHex(label))
-const addressOf = (label: string): Address => privateKeyToAccount(keyOf(label)).address
 
 const MODE: Mode = 'test'
 const CONFIRMATIONS = 3
@@ -34,39 +31,14 @@ for (const backend of backends()) {
     let accountUuid = ''
 
     before(async () => {
-      const { node, usdt } = evm
-      // The hot wallet: gas, and 10 000 USDT.
-      await node.public.waitForTransactionReceipt({
-        hash: await node.wallet.sendTransaction({ to: hot, value: parseEther('10') }),
-      })
-      await node.public.waitForTransactionReceipt({
-        hash: await node.wallet.writeContract({
-          address: usdt.address,
-          abi: usdt.abi,
-          functionName: 'transfer',
-          args: [hot, 10_000_000_000n],
-        }),
-      })
-      const added = await ctx.services.providers.accounts.add({
+      await fundHotWallet(evm, hot, 10_000_000_000n)
+      accountUuid = await addEvmAccount(ctx, evm, {
         name: 'usdt-chain',
-        kind: 'evm-erc20',
         mode: MODE,
-        settings: {
-          rpc_url: node.url,
-          chain_id: String(node.chain.id),
-          token_contract: usdt.address,
-          confirmations: String(CONFIRMATIONS),
-          replace_after_blocks: String(REPLACE_AFTER),
-          timeout_ms: '5000',
-        },
-        secrets: { hot_wallet_key: hotKey },
+        key: hotKey,
+        confirmations: CONFIRMATIONS,
+        replaceAfterBlocks: REPLACE_AFTER,
       })
-      ctx.secrets.push(hotKey)
-      accountUuid = added.account.uuid
-      await ctx.services.providers.routes.set(
-        { merchantUuid: null, mode: MODE, subject: 'payout', method: 'usdt_wallet', network: 'ERC20' },
-        ['usdt-chain'],
-      )
     })
 
     const funded = async (name: string) => {
