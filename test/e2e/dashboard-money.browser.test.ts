@@ -83,6 +83,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
 
   it('a payout: quote, the held rate counting down, confirm; it completes and the balance history shows it', async () => {
     await paidTransaction(ctx, { amount: 150000, currency: 'RUB' })
+    let uuid = ''
     await signedIn(1280, async (page) => {
       await quote(page, '5.00')
       const timer = page.getByRole('timer')
@@ -93,7 +94,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
       await check(page, 'payout-quote', 1280)
       await page.getByRole('button', { name: 'Confirm payout' }).click()
       await page.getByRole('heading', { name: /^Payout 5\.00 USD/ }).waitFor()
-      const uuid = page.url().split('/').at(-1) as string
+      uuid = page.url().split('/').at(-1) as string
       // The sandbox provider completes it.
       const done = await call(ctx, 'POST', `/integration/sandbox/payouts/${uuid}/completed`)
       assert.equal(done.statusCode, 200, done.body)
@@ -108,6 +109,20 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         .allTextContents()
       assert.ok(types.includes('payout reserve'), types.join(', '))
       assert.ok(types.includes('payout'), types.join(', '))
+    })
+    // A payout the gateway paid on a chain itself names its transaction: the whole hash, wrapped on a phone.
+    const hash = `0x${'5c504ed432cb5113'.repeat(4)}`
+    const updated = await ctx.db
+      .updateTable('payouts')
+      .set({ transaction_hash: hash })
+      .where('uuid', '=', uuid)
+      .executeTakeFirst()
+    assert.equal(updated.numUpdatedRows, 1n)
+    await signedIn(390, async (page) => {
+      await page.goto(`${origin}/dashboard/test/payouts/${uuid}`)
+      const shown = page.locator('section[aria-labelledby="payout-details"] dd').getByText(hash)
+      await shown.waitFor()
+      await check(page, 'payout-chain', 390)
     })
   })
 

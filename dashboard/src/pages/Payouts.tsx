@@ -105,6 +105,7 @@ export function Payout() {
   const details: Pair[] = [
     ['Payout id', p.uuid, 'mono'],
     ['Destination', destinationOf(p)],
+    !!p.wallet?.transaction_hash && ['Transaction', p.wallet.transaction_hash, 'mono'],
     ['Created', when(p.created_at)],
     ['Completed', when(p.completed_at)],
     !!p.failure_reason && ['Failure', p.failure_reason],
