@@ -5,6 +5,7 @@ import { sha256Hex } from '../../src/lib/crypto.ts'
 import { totpCode } from '../../src/lib/totp.ts'
 import { CLI } from '../../src/modules/users/deps.ts'
 import type { TestContext } from './harness.ts'
+import { rowsWhere } from './rows.ts'
 
 /** The password the tests type themselves, to accept an invitation and sign in with it: a secret of theirs. */
 export const PASSWORD = 'a long enough password'
@@ -112,12 +113,7 @@ export async function signIn(
 
 /** The audit rows of an action, oldest first. */
 export const auditRows = (ctx: TestContext, action: string) =>
-  ctx.db
-    .selectFrom('dashboard_audit_log')
-    .selectAll()
-    .where('action', '=', action)
-    .orderBy('created_at')
-    .execute()
+  rowsWhere(ctx.db, 'dashboard_audit_log', { action }, { orderBy: ['created_at'] })
 
 /** A signed-in user: who they are, and the session's cookie token and CSRF token. */
 export async function signedIn(ctx: TestContext, role: UserRole = 'owner', merchantUuid = ctx.merchant.uuid) {

@@ -11,6 +11,7 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { rowsWhere } from '../../helpers/rows.ts'
 
 /**
  * What the hand-over suites share: live payments made through the API, what the gateway recorded of their
@@ -67,42 +68,31 @@ export const handoverOf = (ctx: TestContext, uuid: string) =>
 
 /** The payment's tries along its route, in order. */
 export const attemptsOf = (ctx: TestContext, uuid: string) =>
-  ctx.db
-    .selectFrom('payment_attempts')
-    .select(['position', 'account_uuid', 'result', 'provider_reference'])
-    .where('transaction_uuid', '=', uuid)
-    .orderBy('position')
-    .execute()
+  rowsWhere(
+    ctx.db,
+    'payment_attempts',
+    { transaction_uuid: uuid },
+    { orderBy: ['position'], select: ['position', 'account_uuid', 'result', 'provider_reference'] },
+  )
 
 /** The names of the payment's events in the outbox, oldest first. */
 export const eventNames = async (ctx: TestContext, uuid: string) =>
-  (
-    await ctx.db
-      .selectFrom('events')
-      .select('event')
-      .where('aggregate_uuid', '=', uuid)
-      .orderBy('aggregate_version')
-      .execute()
-  ).map((row) => row.event)
+  (await rowsWhere(ctx.db, 'events', { aggregate_uuid: uuid }, { orderBy: ['aggregate_version'] })).map(
+    (row) => row.event,
+  )
 
 /** The reviews opened about the payment, oldest first. */
 export const reviewsOf = (ctx: TestContext, uuid: string) =>
-  ctx.db
-    .selectFrom('payment_reviews')
-    .selectAll()
-    .where('transaction_uuid', '=', uuid)
-    .orderBy('created_at')
-    .execute()
+  rowsWhere(ctx.db, 'payment_reviews', { transaction_uuid: uuid }, { orderBy: ['created_at'] })
 
 /** The callback log's entries about a provider's reference, oldest first. */
 export const callbackLog = (ctx: TestContext, reference: string) =>
-  ctx.db
-    .selectFrom('connector_callbacks')
-    .select(['verification', 'result', 'event_type', 'detail'])
-    .where('provider_reference', '=', reference)
-    .orderBy('received_at')
-    .orderBy('uuid')
-    .execute()
+  rowsWhere(
+    ctx.db,
+    'connector_callbacks',
+    { provider_reference: reference },
+    { orderBy: ['received_at', 'uuid'], select: ['verification', 'result', 'event_type', 'detail'] },
+  )
 
 /** The merchant's live balance in `currency` (zeros when it has none yet). */
 export async function liveBalance(ctx: TestContext, currency: string, merchant: TestMerchant = ctx.merchant) {

@@ -9,6 +9,7 @@ import {
   type TestContext,
   type TestMerchant,
 } from '../../helpers/harness.ts'
+import { rowsWhere } from '../../helpers/rows.ts'
 
 /** The events a configuration subscribes to by default (docs/API.md, Webhooks), sorted. */
 export const ALL_EVENTS = [...EVENT_NAMES].sort()
@@ -64,12 +65,7 @@ export async function simulate(
 
 /** The outbox rows (`events`) of one transaction, oldest first. */
 export const eventRows = (ctx: TestContext, aggregateUuid: string) =>
-  ctx.db
-    .selectFrom('events')
-    .selectAll()
-    .where('aggregate_uuid', '=', aggregateUuid)
-    .orderBy('aggregate_version')
-    .execute()
+  rowsWhere(ctx.db, 'events', { aggregate_uuid: aggregateUuid }, { orderBy: ['aggregate_version'] })
 
 /** The delivery rows of one transaction's events. */
 export const deliveryRows = (ctx: TestContext, aggregateUuid: string) =>
@@ -83,12 +79,7 @@ export const deliveryRows = (ctx: TestContext, aggregateUuid: string) =>
 
 /** The attempts of one delivery, first to last (the API shows a delivery's count and its last attempt only). */
 export const attemptRows = (ctx: TestContext, deliveryUuid: string) =>
-  ctx.db
-    .selectFrom('webhook_attempts')
-    .selectAll()
-    .where('delivery_uuid', '=', deliveryUuid)
-    .orderBy('attempt')
-    .execute()
+  rowsWhere(ctx.db, 'webhook_attempts', { delivery_uuid: deliveryUuid }, { orderBy: ['attempt'] })
 
 /** What `receiver` got for `eventId` (the webhook-id header). */
 export const receivedFor = (receiver: Receiver, eventId: string) =>
