@@ -5,6 +5,7 @@ import type { Mode } from '../../../src/db/types.ts'
 import { CHALLENGE_CODE } from '../../../src/emulator/server.ts'
 import { PAGE_CSP } from '../../../src/modules/checkout/routes.ts'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
+import { makeOverdue } from '../../helpers/expiry.ts'
 import { backends, call, eventually, newTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
@@ -149,11 +150,7 @@ for (const backend of backends()) {
       assert.ok(failed.body.includes('data-status="failed"'))
 
       const late = await create('live')
-      await ctx.db
-        .updateTable('transactions')
-        .set({ expires_at: new Date(Date.now() - 1000) })
-        .where('uuid', '=', late.uuid)
-        .execute()
+      await makeOverdue(ctx.db, late.uuid)
       const expired = await page(pathOf(late))
       assert.equal(expired.statusCode, 200, expired.body)
       assert.ok(expired.body.includes('data-status="expired"'))

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { beforeEach, describe, it } from 'node:test'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
+import { makeOverdue } from '../../helpers/expiry.ts'
 import { backends, eventually } from '../../helpers/harness.ts'
 import { providerCallbacks } from '../../helpers/rows.ts'
 import { FAST_WORKERS, suiteContext, suiteWorkers } from '../../helpers/suite.ts'
@@ -90,11 +91,7 @@ for (const backend of backends()) {
       await acquirer.setFaults({ drop_callbacks: true })
       const balanceBefore = await liveBalance(ctx, 'USDT')
       const { payment, reference } = await handedOver()
-      await ctx.db
-        .updateTable('transactions')
-        .set({ expires_at: new Date(Date.now() - 1000) })
-        .where('uuid', '=', payment.uuid)
-        .execute()
+      await makeOverdue(ctx.db, payment.uuid)
       await ctx.services.transactions.expireOverdue()
       await paymentBecomes(ctx, payment.uuid, 'expired')
       await decide(acquirer, reference, 'succeeded')

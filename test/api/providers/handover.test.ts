@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { before, beforeEach, describe, it } from 'node:test'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
 import { assertError } from '../../helpers/errors.ts'
+import { makeOverdue } from '../../helpers/expiry.ts'
 import { backends, call, eventually, newTransaction, type TestMerchant } from '../../helpers/harness.ts'
 import { providerCallbacks, rowCounts } from '../../helpers/rows.ts'
 import { suiteContext } from '../../helpers/suite.ts'
@@ -172,11 +173,7 @@ for (const backend of backends()) {
       const other = await handedOver()
       await decide(acquirer, late.reference, 'succeeded')
       // While its success is held back, the payment passes its expiry at the gateway.
-      await ctx.db
-        .updateTable('transactions')
-        .set({ expires_at: new Date(Date.now() - 1000) })
-        .where('uuid', '=', late.payment.uuid)
-        .execute()
+      await makeOverdue(ctx.db, late.payment.uuid)
       assert.ok((await ctx.services.transactions.expireOverdue()) >= 1)
       assert.equal((await paymentNow(ctx, late.payment.uuid)).status, 'expired')
       await decide(acquirer, other.reference, 'failed')

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { makeOverdue } from '../../helpers/expiry.ts'
 import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 
@@ -12,12 +13,6 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 201, res.body)
       return res.json()
     }
-    const makeOverdue = (uuid: string) =>
-      ctx.db
-        .updateTable('transactions')
-        .set({ expires_at: new Date(Date.now() - 1000) })
-        .where('uuid', '=', uuid)
-        .execute()
     const eventsOf = (uuid: string) =>
       ctx.db.selectFrom('events').selectAll().where('aggregate_uuid', '=', uuid).execute()
 
@@ -26,7 +21,7 @@ for (const backend of backends()) {
       const fresh = await create()
       const paid = await create()
       await call(ctx, 'POST', `/integration/sandbox/transactions/${paid.uuid}/paid`)
-      for (const tx of [...overdue, paid]) await makeOverdue(tx.uuid)
+      for (const tx of [...overdue, paid]) await makeOverdue(ctx.db, tx.uuid)
 
       // Two workers at once: every overdue row is expired exactly once.
       const counts = await Promise.all([
@@ -60,7 +55,7 @@ for (const backend of backends()) {
 
     it('a late paid callback after expiry is applied (money that arrived is never lost)', async () => {
       const tx = await create()
-      await makeOverdue(tx.uuid)
+      await makeOverdue(ctx.db, tx.uuid)
       await ctx.services.transactions.expireOverdue()
       const res = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`)
       assert.equal(res.json().status, 'paid')

@@ -4,6 +4,7 @@ import { signCallback } from '../../../src/connectors/http-acquirer/signature.ts
 import { AppError } from '../../../src/http/errors.ts'
 import { computeFees, convertFloor } from '../../../src/lib/money.ts'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
+import { makeOverdue } from '../../helpers/expiry.ts'
 import { backends, call, newTransaction } from '../../helpers/harness.ts'
 import { suiteContext } from '../../helpers/suite.ts'
 import { handoverOf, reviewsOf } from '../providers/handover-helpers.ts'
@@ -190,11 +191,7 @@ for (const backend of backends()) {
 
     it('accepts a review of a payment that expired meanwhile, as a late paid', async () => {
       const { tx } = await underReview(149000)
-      await ctx.db
-        .updateTable('transactions')
-        .set({ expires_at: new Date(Date.now() - 1000) })
-        .where('uuid', '=', tx.uuid)
-        .execute()
+      await makeOverdue(ctx.db, tx.uuid)
       await ctx.services.transactions.expireOverdue()
       assert.equal((await payment(tx.uuid)).status, 'expired')
       const resolved = await ctx.services.transactions.acceptReview(tx.uuid)
