@@ -2,9 +2,17 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { before, describe, it } from 'node:test'
 import type { AccountConnector, ProviderOutcome } from '../../src/connectors/types.ts'
-import { attemptsOf, callbackLog, eventNames, handoverOf } from '../api/providers/handover-helpers.ts'
-import { backends, call, newTransaction } from '../helpers/harness.ts'
+import {
+  attemptsOf,
+  callbackLog,
+  eventNames,
+  handedOver,
+  handoverOf,
+  paymentNow,
+} from '../api/providers/handover-helpers.ts'
+import { backends, call } from '../helpers/harness.ts'
 import { newPayout } from '../helpers/payouts.ts'
+import { rowsWhere } from '../helpers/rows.ts'
 import { beforeClose, suiteContext } from '../helpers/suite.ts'
 import type { KitKind, KitProvider } from './kit.ts'
 
@@ -52,30 +60,10 @@ export function gatewayKit(kind: KitKind): void {
         decide = kind.decideIn?.(connector) ?? provider.decide
       })
 
-      /** The payment as its merchant reads it now. */
-      const paymentNow = async (uuid: string) => {
-        const res = await call(ctx, 'GET', `/integration/transactions/${uuid}`, undefined, { as: { mode } })
-        assert.equal(res.statusCode, 200, res.body)
-        return res.json()
-      }
-      /** A card payment made through the merchant API and handed to the account: the payment and its reference. */
-      const handedOver = async () => {
-        const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(), { as: { mode } })
-        assert.equal(res.statusCode, 201, res.body)
-        const payment = res.json()
-        const handover = await handoverOf(ctx, payment.uuid)
-        assert.equal(handover?.state, 'handed_over')
-        return { payment, reference: handover.provider_reference as string }
-      }
       /** The kinds of the ledger's entries about `uuid` (a payment or a refund), oldest first. */
       const entriesAbout = async (uuid: string) =>
         (
-          await ctx.db
-            .selectFrom('journal_entries')
-            .select('kind')
-            .where('reference_uuid', '=', uuid)
-            .orderBy('created_at')
-            .execute()
+          await rowsWhere(ctx.db, 'journal_entries', { reference_uuid: uuid }, { orderBy: ['created_at'] })
         ).map((row) => row.kind)
       /** The ledger's credits of a payment's money (a payment with no hold is settled in the same breath). */
       const creditsOf = async (uuid: string) =>
@@ -86,14 +74,16 @@ export function gatewayKit(kind: KitKind): void {
           100,
           new Date(Date.now() + (ctx.config.providerSync.scheduleMs[0] ?? 0) + 1000),
         )
+      /** The payment as its merchant reads it now. */
+      const current = (uuid: string) => paymentNow(ctx, uuid, ctx.merchant, mode)
       /** The payment, handed over, decided `outcome` at the provider, and told the gateway by status sync. */
       const settledBySync = async (outcome: ProviderOutcome) => {
-        const { payment, reference } = await handedOver()
+        const { payment, reference } = await handedOver(ctx, {}, mode)
         await decide(reference, outcome)
         // The provider has told nobody yet.
-        assert.equal((await paymentNow(payment.uuid)).status, 'pending')
+        assert.equal((await current(payment.uuid)).status, 'pending')
         assert.ok((await statusSync()) >= 1)
-        return { payment, reference, now: await paymentNow(payment.uuid) }
+        return { payment, reference, now: await current(payment.uuid) }
       }
 
       /** Far enough ahead that every pending refund and open payout is due for its check. */
@@ -103,7 +93,7 @@ export function gatewayKit(kind: KitKind): void {
         ctx.services.transactions.settleDue(1000, new Date(Date.now() + 400 * 86_400_000))
 
       it('hands a payment routed to the account over once, and records the reference the provider gave', async () => {
-        const { payment } = await handedOver()
+        const { payment } = await handedOver(ctx, {}, mode)
         assert.equal(payment.status, 'pending')
         const handover = await handoverOf(ctx, payment.uuid)
         assert.equal(handover?.account_uuid, account.uuid)
@@ -126,7 +116,7 @@ export function gatewayKit(kind: KitKind): void {
       if (kind.signedCallbacks)
         it("applies the provider's signed callback at the account's callback URL once", async () => {
           const callbacks = provider.callbacks as NonNullable<KitProvider['callbacks']>
-          const { payment, reference } = await handedOver()
+          const { payment, reference } = await handedOver(ctx, {}, mode)
           await decide(reference, 'paid')
           const { body, headers } = callbacks.signed(reference, 'paid', {
             secret: account.callbackSecret as string,
@@ -143,7 +133,7 @@ export function gatewayKit(kind: KitKind): void {
           const first = await post()
           assert.equal(first.statusCode, 200, first.body)
           assert.equal(first.json().result, 'applied')
-          const paid = await paymentNow(payment.uuid)
+          const paid = await current(payment.uuid)
           assert.equal(paid.status, 'paid')
           assert.deepEqual(await creditsOf(payment.uuid), ['payment_received'])
           assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
@@ -151,7 +141,7 @@ export function gatewayKit(kind: KitKind): void {
           const again = await post()
           assert.equal(again.statusCode, 200, again.body)
           assert.equal(again.json().result, 'duplicate')
-          assert.equal((await paymentNow(payment.uuid)).aggregate_version, paid.aggregate_version)
+          assert.equal((await current(payment.uuid)).aggregate_version, paid.aggregate_version)
           assert.deepEqual(await creditsOf(payment.uuid), ['payment_received'])
           assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
           assert.deepEqual(
@@ -163,7 +153,7 @@ export function gatewayKit(kind: KitKind): void {
           )
           // Status sync, asking afterwards, finds the payment settled and leaves it.
           await statusSync()
-          assert.equal((await paymentNow(payment.uuid)).aggregate_version, paid.aggregate_version)
+          assert.equal((await current(payment.uuid)).aggregate_version, paid.aggregate_version)
           assert.equal((await handoverOf(ctx, payment.uuid))?.sync_due_at, null)
         })
 
@@ -177,7 +167,7 @@ export function gatewayKit(kind: KitKind): void {
         assert.equal(handover?.sync_due_at, null)
         // Asked about no more: a later run changes nothing.
         await statusSync()
-        assert.equal((await paymentNow(payment.uuid)).aggregate_version, now.aggregate_version)
+        assert.equal((await current(payment.uuid)).aggregate_version, now.aggregate_version)
         assert.deepEqual(await creditsOf(payment.uuid), ['payment_received'])
       })
 
@@ -191,71 +181,78 @@ export function gatewayKit(kind: KitKind): void {
         assert.equal(handover?.sync_due_at, null)
       })
 
+      // A refund and a payout, each handed to the account and settled by its status check once the provider
+      // decides it: asked before, it is still open; asked after, it is decided, with its ledger entries, once.
+      const handedOut = [
+        {
+          name: 'hands a refund of a paid payment to the account, and settles it by its status check',
+          create: (payment: { uuid: string }) => {
+            assert.equal(mode, 'live', 'refunds of test payments stay with the sandbox')
+            return call(
+              ctx,
+              'POST',
+              '/integration/refunds',
+              { transaction_uuid: payment.uuid, amount_minor: 50_000 },
+              { as: { mode }, auth: 'signature', idempotencyKey: randomUUID() },
+            )
+          },
+          table: 'refunds',
+          open: 'pending',
+          checkDue: () => ctx.services.refunds.checkDue(100, later()),
+          decide: (reference: string) =>
+            (provider.decideRefund as NonNullable<KitProvider['decideRefund']>)(reference, 'succeeded'),
+          decided: 'succeeded',
+          entries: ['refund_debited'],
+          payment: 'partially_refunded',
+        },
+        {
+          name: 'hands a payout routed to the account over, and settles it by its status check',
+          create: () =>
+            call(ctx, 'POST', '/integration/payouts', newPayout({ amount: 500 }), {
+              as: { mode },
+              auth: 'signature',
+              idempotencyKey: randomUUID(),
+            }),
+          table: 'payouts',
+          open: 'processing',
+          checkDue: () => ctx.services.payouts.checkDue(100, later()),
+          decide: (reference: string) =>
+            (provider.decidePayout as NonNullable<KitProvider['decidePayout']>)(reference, 'completed'),
+          decided: 'completed',
+          entries: ['payout_reserved', 'payout_completed'],
+          payment: 'paid',
+        },
+      ] as const
       if (kind.refundsAndPayouts)
-        it('hands a refund of a paid payment to the account, and settles it by its status check', async () => {
-          assert.equal(mode, 'live', 'refunds of test payments stay with the sandbox')
-          const decideRefund = provider.decideRefund as NonNullable<KitProvider['decideRefund']>
-          const { payment } = await settledBySync('paid')
-          await settleAll()
-          const res = await call(
-            ctx,
-            'POST',
-            '/integration/refunds',
-            { transaction_uuid: payment.uuid, amount_minor: 50_000 },
-            { as: { mode }, auth: 'signature', idempotencyKey: randomUUID() },
-          )
-          assert.equal(res.statusCode, 201, res.body)
-          assert.equal(res.json().status, 'pending')
-          const refundRow = () =>
-            ctx.db
-              .selectFrom('refunds')
-              .select(['status', 'account_uuid', 'provider_reference'])
-              .where('uuid', '=', res.json().uuid)
-              .executeTakeFirstOrThrow()
-          const handed = await refundRow()
-          assert.equal(handed.account_uuid, account.uuid)
-          assert.ok((handed.provider_reference ?? '').length > 0)
-          // Asked before the provider decides, it is still pending.
-          await ctx.services.refunds.checkDue(100, later())
-          assert.equal((await refundRow()).status, 'pending')
-          await decideRefund(handed.provider_reference as string, 'succeeded')
-          assert.ok((await ctx.services.refunds.checkDue(100, later())) >= 1)
-          assert.deepEqual(await refundRow(), { ...handed, status: 'succeeded' })
-          assert.equal((await paymentNow(payment.uuid)).status, 'partially_refunded')
-          assert.deepEqual(await entriesAbout(res.json().uuid), ['refund_debited'])
-          await ctx.services.refunds.checkDue(100, later())
-          assert.deepEqual(await entriesAbout(res.json().uuid), ['refund_debited'])
-        })
-
-      if (kind.refundsAndPayouts)
-        it('hands a payout routed to the account over, and settles it by its status check', async () => {
-          const decidePayout = provider.decidePayout as NonNullable<KitProvider['decidePayout']>
-          await settledBySync('paid')
-          await settleAll()
-          const res = await call(ctx, 'POST', '/integration/payouts', newPayout({ amount: 500 }), {
-            as: { mode },
-            auth: 'signature',
-            idempotencyKey: randomUUID(),
+        for (const out of handedOut)
+          it(out.name, async () => {
+            const { payment } = await settledBySync('paid')
+            await settleAll()
+            const res = await out.create(payment)
+            assert.equal(res.statusCode, 201, res.body)
+            assert.equal(res.json().status, out.open)
+            const row = async () => {
+              const [found] = await rowsWhere(
+                ctx.db,
+                out.table,
+                { uuid: res.json().uuid },
+                { select: ['status', 'account_uuid', 'provider_reference'] },
+              )
+              assert.ok(found)
+              return found
+            }
+            const handed = await row()
+            assert.equal(handed.account_uuid, account.uuid)
+            assert.ok((handed.provider_reference ?? '').length > 0)
+            await out.checkDue()
+            assert.equal((await row()).status, out.open)
+            await out.decide(handed.provider_reference as string)
+            assert.ok((await out.checkDue()) >= 1)
+            assert.deepEqual(await row(), { ...handed, status: out.decided })
+            assert.equal((await current(payment.uuid)).status, out.payment)
+            assert.deepEqual(await entriesAbout(res.json().uuid), out.entries)
+            await out.checkDue()
+            assert.deepEqual(await entriesAbout(res.json().uuid), out.entries)
           })
-          assert.equal(res.statusCode, 201, res.body)
-          assert.equal(res.json().status, 'processing')
-          const payoutRow = () =>
-            ctx.db
-              .selectFrom('payouts')
-              .select(['status', 'account_uuid', 'provider_reference'])
-              .where('uuid', '=', res.json().uuid)
-              .executeTakeFirstOrThrow()
-          const handed = await payoutRow()
-          assert.equal(handed.account_uuid, account.uuid)
-          assert.ok((handed.provider_reference ?? '').length > 0)
-          await ctx.services.payouts.checkDue(100, later())
-          assert.equal((await payoutRow()).status, 'processing')
-          await decidePayout(handed.provider_reference as string, 'completed')
-          assert.ok((await ctx.services.payouts.checkDue(100, later())) >= 1)
-          assert.deepEqual(await payoutRow(), { ...handed, status: 'completed' })
-          assert.deepEqual(await entriesAbout(res.json().uuid), ['payout_reserved', 'payout_completed'])
-          await ctx.services.payouts.checkDue(100, later())
-          assert.deepEqual(await entriesAbout(res.json().uuid), ['payout_reserved', 'payout_completed'])
-        })
     })
 }

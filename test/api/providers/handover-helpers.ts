@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import { before } from 'node:test'
 import { signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
+import type { Mode } from '../../../src/db/types.ts'
 import type { SuiteAcquirer } from '../../helpers/acquirer.ts'
 import {
   call,
@@ -28,23 +29,48 @@ export function listeningGateway(ctx: TestContext): () => string {
   return () => root
 }
 
-/** A live payment made by `merchant` (default the context's), answered 201: its JSON. */
-export async function livePayment(
+/** A payment made by `merchant` in `mode`, answered 201: its JSON. */
+export async function paymentMade(
   ctx: TestContext,
-  overrides: Record<string, unknown> = {},
-  merchant: TestMerchant = ctx.merchant,
+  overrides: Record<string, unknown>,
+  as: { merchant: TestMerchant; mode: Mode },
 ) {
-  const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), {
-    as: { merchant, mode: 'live' },
-  })
+  const res = await call(ctx, 'POST', '/integration/transactions', newTransaction(overrides), { as })
   assert.equal(res.statusCode, 201, res.body)
   return res.json()
 }
 
-/** The payment as its merchant reads it now. */
-export async function paymentNow(ctx: TestContext, uuid: string, merchant: TestMerchant = ctx.merchant) {
+/** A live payment made by `merchant` (default the context's), answered 201: its JSON. */
+export const livePayment = (
+  ctx: TestContext,
+  overrides: Record<string, unknown> = {},
+  merchant: TestMerchant = ctx.merchant,
+) => paymentMade(ctx, overrides, { merchant, mode: 'live' })
+
+/**
+ * A card payment of the context's merchant in `mode` (live by default), handed to the account its route names:
+ * the payment, the provider's reference, and when the account took it.
+ */
+export async function handedOver(
+  ctx: TestContext,
+  overrides: Record<string, unknown> = {},
+  mode: Mode = 'live',
+) {
+  const payment = await paymentMade(ctx, overrides, { merchant: ctx.merchant, mode })
+  const handover = await handoverOf(ctx, payment.uuid)
+  assert.equal(handover?.state, 'handed_over')
+  return { payment, reference: handover.provider_reference as string, takenAt: handover.updated_at }
+}
+
+/** The payment as its merchant reads it now (in `mode`, live by default). */
+export async function paymentNow(
+  ctx: TestContext,
+  uuid: string,
+  merchant: TestMerchant = ctx.merchant,
+  mode: Mode = 'live',
+) {
   const res = await call(ctx, 'GET', `/integration/transactions/${uuid}`, undefined, {
-    as: { merchant, mode: 'live' },
+    as: { merchant, mode },
   })
   assert.equal(res.statusCode, 200, res.body)
   return res.json()

@@ -11,10 +11,10 @@ import {
   callbackLog,
   decide,
   eventNames,
+  handedOver,
   handoverOf,
   listeningGateway,
   liveBalance,
-  livePayment,
   paymentBecomes,
   paymentNow,
   reviewsOf,
@@ -40,18 +40,10 @@ for (const backend of backends()) {
 
     beforeEach(() => acquirer.setFaults({}))
 
-    /** A live card payment handed to the emulator: the payment, its reference and when it was taken. */
-    const handedOver = async () => {
-      const payment = await livePayment(ctx)
-      const handover = await handoverOf(ctx, payment.uuid)
-      assert.equal(handover?.state, 'handed_over')
-      return { payment, reference: handover.provider_reference as string, takenAt: handover.updated_at }
-    }
-
     it('callbacks dropped: the first ask finds the payment paid, once, with its money', async () => {
       await acquirer.setFaults({ drop_callbacks: true })
       const balanceBefore = await liveBalance(ctx, 'USDT')
-      const { payment, reference, takenAt } = await handedOver()
+      const { payment, reference, takenAt } = await handedOver(ctx)
       await decide(acquirer, reference, 'succeeded')
       const paid = await paymentBecomes(ctx, payment.uuid, 'paid')
       assert.equal(paid.aggregate_version, 2)
@@ -79,7 +71,7 @@ for (const backend of backends()) {
 
     it('callbacks dropped: a failure is found the same way', async () => {
       await acquirer.setFaults({ drop_callbacks: true })
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await decide(acquirer, reference, 'failed')
       const failed = await paymentBecomes(ctx, payment.uuid, 'failed')
       assert.equal(failed.aggregate_version, 2)
@@ -90,7 +82,7 @@ for (const backend of backends()) {
     it('a payment expired at the gateway and paid at the provider later is found paid, late, with its money', async () => {
       await acquirer.setFaults({ drop_callbacks: true })
       const balanceBefore = await liveBalance(ctx, 'USDT')
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await makeOverdue(ctx.db, payment.uuid)
       await ctx.services.transactions.expireOverdue()
       await paymentBecomes(ctx, payment.uuid, 'expired')
@@ -115,7 +107,7 @@ for (const backend of backends()) {
 
     it('callbacks signed wrongly are refused 401; the status asked from the provider makes the payment paid', async () => {
       await acquirer.setFaults({ wrong_signature: true })
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await decide(acquirer, reference, 'succeeded')
       await paymentBecomes(ctx, payment.uuid, 'paid')
       const [sent] = await sentAbout(acquirer, reference, 1, 4)
@@ -140,7 +132,7 @@ for (const backend of backends()) {
     it('a status that reports another amount opens a review and leaves the payment unpaid', async () => {
       await acquirer.setFaults({ drop_callbacks: true, amount_delta: 250 })
       const balanceBefore = await liveBalance(ctx, 'USDT')
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await decide(acquirer, reference, 'succeeded')
       const review = await eventually(async () => (await reviewsOf(ctx, payment.uuid))[0])
       assert.equal(review.status, 'open')

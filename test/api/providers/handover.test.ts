@@ -15,6 +15,7 @@ import {
   decide,
   emulatorPaymentsFor,
   eventNames,
+  handedOver,
   handoverOf,
   listeningGateway,
   liveBalance,
@@ -50,14 +51,6 @@ for (const backend of backends()) {
       await acquirer.setFaults({})
       await flaky.setFaults({})
     })
-
-    /** A live card payment handed to `acquirer`: the payment and the emulator's reference. */
-    const handedOver = async (overrides: Record<string, unknown> = {}) => {
-      const payment = await livePayment(ctx, overrides)
-      const handover = await handoverOf(ctx, payment.uuid)
-      assert.equal(handover?.state, 'handed_over')
-      return { payment, reference: handover.provider_reference as string }
-    }
 
     it('a live card payment is handed over; the signed callback of its success makes it paid, once', async () => {
       const balanceBefore = await liveBalance(ctx, 'USDT')
@@ -110,7 +103,7 @@ for (const backend of backends()) {
     it('a callback sent five times: applied once, then duplicates; one event, the money credited once', async () => {
       await acquirer.setFaults({ duplicate_callbacks: 4 })
       const balanceBefore = await liveBalance(ctx, 'USDT')
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await decide(acquirer, reference, 'succeeded')
       const sent = await sentAbout(acquirer, reference, 5)
       assert.deepEqual(
@@ -140,7 +133,7 @@ for (const backend of backends()) {
 
     it('the same callback posted five times at once: applied once, the others duplicates', async () => {
       await acquirer.setFaults({ drop_callbacks: true })
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await decide(acquirer, reference, 'succeeded')
       const answers = await Promise.all(
         Array.from({ length: 5 }, () =>
@@ -169,8 +162,8 @@ for (const backend of backends()) {
     it('callbacks out of order follow the state table: a success after the expiry is paid late, a late failure is stale', async () => {
       // Held back until two wait, then sent newest first.
       await acquirer.setFaults({ reorder_callbacks: 2 })
-      const late = await handedOver()
-      const other = await handedOver()
+      const late = await handedOver(ctx)
+      const other = await handedOver(ctx)
       await decide(acquirer, late.reference, 'succeeded')
       // While its success is held back, the payment passes its expiry at the gateway.
       await makeOverdue(ctx.db, late.payment.uuid)
@@ -225,7 +218,7 @@ for (const backend of backends()) {
 
     it('a callback signed wrongly is refused 401 on every attempt and changes nothing; it makes the status due', async () => {
       await acquirer.setFaults({ wrong_signature: true })
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       const before = await handoverOf(ctx, payment.uuid)
       await decide(acquirer, reference, 'succeeded')
       const [sent] = await sentAbout(acquirer, reference, 1, 4)
@@ -264,7 +257,7 @@ for (const backend of backends()) {
     it('a success reported for another amount is not applied: a review opens with the reported amount', async () => {
       await acquirer.setFaults({ amount_delta: -100 })
       const balanceBefore = await liveBalance(ctx, 'USDT')
-      const { payment, reference } = await handedOver()
+      const { payment, reference } = await handedOver(ctx)
       await decide(acquirer, reference, 'succeeded')
       const [sent] = await sentAbout(acquirer, reference, 1)
       assert.deepEqual(sent?.attempts, [200])
