@@ -36,6 +36,7 @@ for (const backend of backends()) {
         secrets: { api_key: `sk_${name}` },
       })
       return {
+        name,
         uuid: account.uuid,
         async setFaults(given: Record<string, unknown>) {
           const res = await fetch(`${base}/admin/faults`, {
@@ -74,6 +75,17 @@ for (const backend of backends()) {
         accounts,
       )
 
+    /**
+     * A live payment started on a route of two new accounts, `firstName` then `secondName`: the first never
+     * answers a live try (its 1 s time-out ends it), the second (a 2 s time-out) answers at once.
+     */
+    async function startOnTwo(firstName: string, secondName: string) {
+      const first = await acquirer(firstName, 1000, { timeout_rate: 1 })
+      const second = await acquirer(secondName, 2000, {})
+      await route([first.name, second.name])
+      return { first, second, ...(await startPayment()) }
+    }
+
     /** Status sync runs while the live try waits; then the create answers, the payment pending. */
     async function syncWhileWaiting(created: ReturnType<typeof call>) {
       assert.ok(await eventually(async () => (await ctx.services.transactions.syncHandedOver()) > 0))
@@ -102,11 +114,7 @@ for (const backend of backends()) {
     }
 
     it('a first try that answers after the next account took the payment does not take it back', async () => {
-      // The first account never answers the live try (its 1 s time-out ends it); the second answers at once.
-      const first = await acquirer('first', 1000, { timeout_rate: 1 })
-      const second = await acquirer('second', 2000, {})
-      await route(['first', 'second'])
-      const { uuid, created } = await startPayment()
+      const { first, second, uuid, created } = await startOnTwo('first', 'second')
       // Status sync's call to the first account, made while the live try waits, with a time-out raised meanwhile,
       // is answered after 2 s: by then the live try has ended and the second account has the payment.
       await first.setFaults({ latency_ms: 2000 })
@@ -132,12 +140,8 @@ for (const backend of backends()) {
     })
 
     it('a live try that ends without an answer after status sync handed the payment over leaves it there', async () => {
-      // The first account never answers the live try (its 1 s time-out ends it); status sync's call of it, made
-      // while the live try waits, is answered in 0.3 s.
-      const first = await acquirer('early-first', 1000, { timeout_rate: 1 })
-      const second = await acquirer('early-second', 2000, {})
-      await route(['early-first', 'early-second'])
-      const { uuid, created } = await startPayment()
+      // Status sync's call of the first account, made while the live try waits, is answered in 0.3 s.
+      const { first, second, uuid, created } = await startOnTwo('early-first', 'early-second')
       await first.setFaults({ latency_ms: 300 })
       await syncWhileWaiting(created)
 
@@ -166,12 +170,9 @@ for (const backend of backends()) {
     })
 
     it('a try status sync repeats and the account now refuses passes the payment on to the next account', async () => {
-      // The live try waits on the first account (its 1 s time-out); meanwhile the first account stops taking the
-      // gateway's key, so status sync's repeat of the try is refused, and the payment goes on to the second.
-      const first = await acquirer('refusing-first', 1000, { timeout_rate: 1 })
-      const second = await acquirer('refusing-second', 2000, {})
-      await route(['refusing-first', 'refusing-second'])
-      const { uuid, created } = await startPayment()
+      // While the live try waits on the first account, that account stops taking the gateway's key, so status
+      // sync's repeat of the try is refused, and the payment goes on to the second.
+      const { first, second, uuid, created } = await startOnTwo('refusing-first', 'refusing-second')
       await ctx.services.providers.accounts.update('refusing-first', { secrets: { api_key: 'sk_revoked' } })
       await syncWhileWaiting(created)
 
