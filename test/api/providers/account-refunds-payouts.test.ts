@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
-import { before, describe, it } from 'node:test'
+import { afterEach, before, describe, it } from 'node:test'
 import { newCallbackSecret, signCallback } from '../../../src/connectors/http-acquirer/signature.ts'
 import type { Mode } from '../../../src/db/types.ts'
 import { suiteAcquirer } from '../../helpers/acquirer.ts'
@@ -35,6 +35,8 @@ for (const backend of backends()) {
       gateway: () => gateway,
       payouts: [{ method: 'usdt_wallet', network: 'TRC20' }],
     })
+    // A test that plays a fault at the acquirer leaves it behind: the next one starts with none.
+    afterEach(() => acquirer.setFaults({}))
 
     /** A call to the emulator's API with the account's key, or to its admin API. */
     const emulator = async (method: 'GET' | 'POST', path: string, body?: unknown) => {
@@ -73,10 +75,12 @@ for (const backend of backends()) {
       ).json()
 
     /**
-     * A live 1000.00 USD card payment, handed to the emulator, paid there (its callback says so), and its
-     * settlement made available: its uuid and the acquirer's reference.
+     * A merchant of its own (`name`) with a live 1000.00 USD card payment, handed to the emulator, paid there (its
+     * callback says so), and its settlement made available: the merchant, the payment's uuid and the acquirer's
+     * reference.
      */
-    const livePaid = async (merchant: TestMerchant) => {
+    const livePaid = async (name: string) => {
+      const merchant = await ctx.newMerchant(name)
       const created = await call(
         ctx,
         'POST',
@@ -92,7 +96,7 @@ for (const backend of backends()) {
       await emulator('POST', `/admin/payments/${reference}/decide`, { status: 'succeeded' })
       await eventually(async () => (await transaction(merchant, uuid)).status === 'paid')
       await ctx.services.transactions.settleDue(1000, new Date(Date.now() + 400 * 86_400_000))
-      return { uuid, reference }
+      return { m: merchant, uuid, reference }
     }
     const refund = (merchant: TestMerchant, transactionUuid: string, amount: number, mode: Mode = 'live') =>
       call(
@@ -126,8 +130,7 @@ for (const backend of backends()) {
     }
 
     it('a live refund goes to the account that has the payment, under its reference there, and succeeds', async () => {
-      const m = await ctx.newMerchant('Account refunds')
-      const paid = await livePaid(m)
+      const { m, ...paid } = await livePaid('Account refunds')
       const before = await available(m, 'live')
       const res = await refund(m, paid.uuid, 5000)
       assert.equal(res.statusCode, 201, res.body)
@@ -146,96 +149,81 @@ for (const backend of backends()) {
     })
 
     it('a refund the acquirer leaves pending is asked about again there, and its signed callback settles it', async () => {
-      const m = await ctx.newMerchant('Pending refunds')
-      const paid = await livePaid(m)
+      const { m, ...paid } = await livePaid('Pending refunds')
       await acquirer.setFaults({ refunds: 'pending' })
-      try {
-        const res = await refund(m, paid.uuid, 2500)
-        assert.equal(res.statusCode, 201, res.body)
-        assert.equal(res.json().status, 'pending')
-        const first = await refundRow(res.json().uuid)
-        assert.match(first.provider_reference as string, /^re_/)
-        // The recheck asks the account for the refund's status: still pending there, so asked again later.
-        assert.ok((await ctx.services.refunds.checkDue(100, later())) >= 1)
-        const rechecked = await refundRow(res.json().uuid)
-        assert.equal(rechecked.status, 'pending')
-        assert.ok(
-          (rechecked.next_check_at as Date).getTime() > (first.next_check_at as Date).getTime(),
-          'the next check is pushed on',
-        )
-        const applied = await callback('refund.succeeded', first.provider_reference as string)
-        assert.equal(applied.statusCode, 200, applied.body)
-        assert.equal(applied.json().result, 'applied')
-        assert.equal((await refundRow(res.json().uuid)).status, 'succeeded')
-        assert.equal((await transaction(m, paid.uuid)).status, 'partially_refunded')
-        const again = await callback('refund.failed', first.provider_reference as string)
-        assert.equal(again.json().result, 'stale')
-        assert.equal((await refundRow(res.json().uuid)).status, 'succeeded')
-      } finally {
-        await acquirer.setFaults({})
-      }
+      const res = await refund(m, paid.uuid, 2500)
+      assert.equal(res.statusCode, 201, res.body)
+      assert.equal(res.json().status, 'pending')
+      const first = await refundRow(res.json().uuid)
+      assert.match(first.provider_reference as string, /^re_/)
+      // The recheck asks the account for the refund's status: still pending there, so asked again later.
+      assert.ok((await ctx.services.refunds.checkDue(100, later())) >= 1)
+      const rechecked = await refundRow(res.json().uuid)
+      assert.equal(rechecked.status, 'pending')
+      assert.ok(
+        (rechecked.next_check_at as Date).getTime() > (first.next_check_at as Date).getTime(),
+        'the next check is pushed on',
+      )
+      const applied = await callback('refund.succeeded', first.provider_reference as string)
+      assert.equal(applied.statusCode, 200, applied.body)
+      assert.equal(applied.json().result, 'applied')
+      assert.equal((await refundRow(res.json().uuid)).status, 'succeeded')
+      assert.equal((await transaction(m, paid.uuid)).status, 'partially_refunded')
+      const again = await callback('refund.failed', first.provider_reference as string)
+      assert.equal(again.json().result, 'stale')
+      assert.equal((await refundRow(res.json().uuid)).status, 'succeeded')
     })
 
     it('a callback about a refund or payout whose signature does not verify changes nothing, but has it asked about now', async () => {
-      const m = await ctx.newMerchant('Hinted')
-      const paid = await livePaid(m)
+      const { m, ...paid } = await livePaid('Hinted')
       const stranger = newCallbackSecret()
       ctx.secrets.push(stranger)
       await acquirer.setFaults({ refunds: 'pending', drop_callbacks: true })
-      try {
-        const refunded = await refund(m, paid.uuid, 1500)
-        const refundRef = (await refundRow(refunded.json().uuid)).provider_reference as string
-        const forged = await callback('refund.succeeded', refundRef, stranger)
-        assertError(forged, 401, 'signature_invalid')
-        const hinted = await refundRow(refunded.json().uuid)
-        assert.equal(hinted.status, 'pending')
-        assert.ok((hinted.next_check_at as Date).getTime() <= Date.now(), 'the check is due now')
+      const refunded = await refund(m, paid.uuid, 1500)
+      const refundRef = (await refundRow(refunded.json().uuid)).provider_reference as string
+      const forged = await callback('refund.succeeded', refundRef, stranger)
+      assertError(forged, 401, 'signature_invalid')
+      const hinted = await refundRow(refunded.json().uuid)
+      assert.equal(hinted.status, 'pending')
+      assert.ok((hinted.next_check_at as Date).getTime() <= Date.now(), 'the check is due now')
 
-        const paidOut = await payout(m)
-        const { provider_reference: payoutRef } = await payoutRow(paidOut.json().uuid)
-        await emulator('POST', `/admin/payouts/${payoutRef}/decide`, { status: 'completed' })
-        // One hint a second per account: the next one is asked about once that second is over.
-        const checked = await eventually(
-          async () => {
-            const res = await callback('payout.completed', payoutRef as string, stranger)
-            assertError(res, 401, 'signature_invalid')
-            const [logged] = await ctx.db
-              .selectFrom('connector_callbacks')
-              .select('detail')
-              .where('uuid', '=', res.json().error.details.callback_id)
-              .execute()
-            return logged?.detail.includes("the payout's status is asked from the provider instead")
-          },
-          5000,
-          200,
-        )
-        assert.ok(checked)
-        assert.equal((await payoutRow(paidOut.json().uuid)).status, 'processing')
-        // What the provider says when asked is what counts.
-        await ctx.services.payouts.checkDue(100, new Date())
-        assert.equal((await payoutRow(paidOut.json().uuid)).status, 'completed')
-      } finally {
-        await acquirer.setFaults({})
-      }
+      const paidOut = await payout(m)
+      const { provider_reference: payoutRef } = await payoutRow(paidOut.json().uuid)
+      await emulator('POST', `/admin/payouts/${payoutRef}/decide`, { status: 'completed' })
+      // One hint a second per account: the next one is asked about once that second is over.
+      const checked = await eventually(
+        async () => {
+          const res = await callback('payout.completed', payoutRef as string, stranger)
+          assertError(res, 401, 'signature_invalid')
+          const [logged] = await ctx.db
+            .selectFrom('connector_callbacks')
+            .select('detail')
+            .where('uuid', '=', res.json().error.details.callback_id)
+            .execute()
+          return logged?.detail.includes("the payout's status is asked from the provider instead")
+        },
+        5000,
+        200,
+      )
+      assert.ok(checked)
+      assert.equal((await payoutRow(paidOut.json().uuid)).status, 'processing')
+      // What the provider says when asked is what counts.
+      await ctx.services.payouts.checkDue(100, new Date())
+      assert.equal((await payoutRow(paidOut.json().uuid)).status, 'completed')
     })
 
     it('a refund whose hand-over got no answer is handed to the same account again by the recheck', async () => {
-      const m = await ctx.newMerchant('Unanswered refunds')
-      const paid = await livePaid(m)
+      const { m, ...paid } = await livePaid('Unanswered refunds')
       await acquirer.setFaults({ error_rate: 1 })
-      let uuid: string
-      try {
-        const res = await refund(m, paid.uuid, 1000)
-        assert.equal(res.statusCode, 201, res.body)
-        assert.equal(res.json().status, 'pending')
-        uuid = res.json().uuid
-        assert.deepEqual(await refundRow(uuid).then((r) => [r.account_uuid, r.provider_reference]), [
-          acquirer.account.uuid,
-          null,
-        ])
-      } finally {
-        await acquirer.setFaults({})
-      }
+      const res = await refund(m, paid.uuid, 1000)
+      assert.equal(res.statusCode, 201, res.body)
+      assert.equal(res.json().status, 'pending')
+      const { uuid } = res.json()
+      assert.deepEqual(await refundRow(uuid).then((r) => [r.account_uuid, r.provider_reference]), [
+        acquirer.account.uuid,
+        null,
+      ])
+      await acquirer.setFaults({})
       await ctx.services.refunds.checkDue(100, later())
       const row = await refundRow(uuid)
       assert.equal(row.status, 'succeeded')
@@ -247,28 +235,22 @@ for (const backend of backends()) {
     })
 
     it('a refund the acquirer fails is failed, and its debit returned', async () => {
-      const m = await ctx.newMerchant('Failed refunds')
-      const paid = await livePaid(m)
+      const { m, ...paid } = await livePaid('Failed refunds')
       const before = await available(m, 'live')
       await acquirer.setFaults({ refunds: 'fail' })
-      try {
-        const res = await refund(m, paid.uuid, 5000)
-        assert.equal(res.statusCode, 201, res.body)
-        assert.deepEqual(
-          [res.json().status, res.json().message],
-          ['failed', 'The provider refused the refund.'],
-        )
-        assert.equal((await refundRow(res.json().uuid)).account_uuid, acquirer.account.uuid)
-      } finally {
-        await acquirer.setFaults({})
-      }
+      const res = await refund(m, paid.uuid, 5000)
+      assert.equal(res.statusCode, 201, res.body)
+      assert.deepEqual(
+        [res.json().status, res.json().message],
+        ['failed', 'The provider refused the refund.'],
+      )
+      assert.equal((await refundRow(res.json().uuid)).account_uuid, acquirer.account.uuid)
       assert.equal(await available(m, 'live'), before)
       assert.equal((await transaction(m, paid.uuid)).status, 'paid')
     })
 
     it('a live payout goes to the account of its route, and completes by its callback', async () => {
-      const m = await ctx.newMerchant('Account payouts')
-      await livePaid(m)
+      const { m } = await livePaid('Account payouts')
       const res = await payout(m)
       assert.equal(res.statusCode, 201, res.body)
       assert.equal(res.json().status, 'processing')
@@ -300,29 +282,23 @@ for (const backend of backends()) {
     })
 
     it('a payout whose callback never comes is asked about at the account until it is done', async () => {
-      const m = await ctx.newMerchant('Quiet payouts')
-      await livePaid(m)
+      const { m } = await livePaid('Quiet payouts')
       const before = await available(m, 'live')
       await acquirer.setFaults({ drop_callbacks: true })
-      try {
-        const res = await payout(m)
-        assert.equal(res.statusCode, 201, res.body)
-        const { uuid } = res.json()
-        const { provider_reference: reference } = await payoutRow(uuid)
-        await ctx.services.payouts.checkDue(100, later())
-        assert.equal((await payoutRow(uuid)).status, 'processing')
-        await emulator('POST', `/admin/payouts/${reference}/decide`, { status: 'failed' })
-        await ctx.services.payouts.checkDue(100, later())
-        assert.equal((await payoutRow(uuid)).status, 'failed')
-        assert.equal(await available(m, 'live'), before)
-      } finally {
-        await acquirer.setFaults({})
-      }
+      const res = await payout(m)
+      assert.equal(res.statusCode, 201, res.body)
+      const { uuid } = res.json()
+      const { provider_reference: reference } = await payoutRow(uuid)
+      await ctx.services.payouts.checkDue(100, later())
+      assert.equal((await payoutRow(uuid)).status, 'processing')
+      await emulator('POST', `/admin/payouts/${reference}/decide`, { status: 'failed' })
+      await ctx.services.payouts.checkDue(100, later())
+      assert.equal((await payoutRow(uuid)).status, 'failed')
+      assert.equal(await available(m, 'live'), before)
     })
 
     it('a live payout no route takes is refused with 422 no_route, and nothing is reserved', async () => {
-      const m = await ctx.newMerchant('Unrouted payouts')
-      await livePaid(m)
+      const { m } = await livePaid('Unrouted payouts')
       const before = await available(m, 'live')
       const card = await payout(m, {
         method: 'card',
