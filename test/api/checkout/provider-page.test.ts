@@ -39,6 +39,13 @@ for (const backend of backends()) {
     }
     const pathOf = (tx: Json) => new URL(tx.payment_url).pathname
     const page = (url: string) => ctx.app.inject({ method: 'GET', url })
+    /** The page at `url`, answered 200 with each of `parts` in it: its markup. */
+    const shows = async (url: string, ...parts: string[]) => {
+      const res = await page(url)
+      assert.equal(res.statusCode, 200, `${url}: ${res.body}`)
+      for (const part of parts) assert.ok(res.body.includes(part), `${url}: ${part}`)
+      return res.body
+    }
     const handover = (uuid: string) => ctx.services.providers.handovers.find(ctx.db, uuid)
     const stored = async (tx: Json) =>
       (
@@ -124,13 +131,13 @@ for (const backend of backends()) {
       })
 
       // Final: the page is the hosted page again, with or without returned=1, and it sends the customer on.
-      for (const url of [new URL(back).pathname + new URL(back).search, pathOf(tx)]) {
-        const res = await page(url)
-        assert.equal(res.statusCode, 200, `${url}: ${res.body}`)
-        assert.ok(res.body.includes('data-status="paid"'), url)
-        assert.ok(res.body.includes('>Payment received. Thank you!</div>'), url)
-        assert.ok(res.body.includes('data-redirect-url="https://shop.test/thanks"'), url)
-      }
+      for (const url of [new URL(back).pathname + new URL(back).search, pathOf(tx)])
+        await shows(
+          url,
+          'data-status="paid"',
+          '>Payment received. Thank you!</div>',
+          'data-redirect-url="https://shop.test/thanks"',
+        )
       assert.equal((await handover(tx.uuid))?.state, 'final')
     })
 
@@ -145,16 +152,11 @@ for (const backend of backends()) {
         redirect: 'manual',
       })
       await eventually(async () => (await stored(declined)).status === 'failed')
-      const failed = await page(pathOf(declined))
-      assert.equal(failed.statusCode, 200, failed.body)
-      assert.ok(failed.body.includes('data-status="failed"'))
+      await shows(pathOf(declined), 'data-status="failed"')
 
       const late = await create('live')
       await makeOverdue(ctx.db, late.uuid)
-      const expired = await page(pathOf(late))
-      assert.equal(expired.statusCode, 200, expired.body)
-      assert.ok(expired.body.includes('data-status="expired"'))
-      assert.ok(expired.body.includes('>This payment link has expired.</div>'))
+      await shows(pathOf(late), 'data-status="expired"', '>This payment link has expired.</div>')
     })
 
     it('a host-to-host payment the provider took has no provider page: the requisites it gave are shown', async () => {
@@ -162,19 +164,13 @@ for (const backend of backends()) {
       const record = await handover(tx.uuid)
       assert.equal(record?.state, 'handed_over')
       assert.equal(record?.redirect_url, null)
-      const res = await page(pathOf(tx))
-      assert.equal(res.statusCode, 200, res.body)
-      assert.ok(res.body.includes('Transfer details'))
-      assert.ok(res.body.includes('2200700199990001'))
+      await shows(pathOf(tx), 'Transfer details', '2200700199990001')
     })
 
     it('a live payment no provider took (the simulator) shows its page as before', async () => {
       const tx = await create('live', { payment_method: 'bank_transfer' })
       assert.equal(await handover(tx.uuid), undefined)
-      const res = await page(pathOf(tx))
-      assert.equal(res.statusCode, 200, res.body)
-      assert.ok(res.body.includes('data-status="pending"'))
-      assert.ok(!res.body.includes('data-simulate'))
+      assert.ok(!(await shows(pathOf(tx), 'data-status="pending"')).includes('data-simulate'))
     })
 
     it("a test-mode payment a provider's sandbox took goes to its page, and the sandbox cannot decide it", async () => {
@@ -186,10 +182,8 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 303, res.body)
       assert.equal(res.headers.location, record?.redirect_url)
       // Back from the provider: the page, with no simulate buttons (the provider decides).
-      const back = await page(`${pathOf(tx)}?returned=1`)
-      assert.equal(back.statusCode, 200, back.body)
-      assert.ok(back.body.includes('<p class="badge">Test mode</p>'))
-      assert.ok(!back.body.includes('data-simulate'))
+      const back = await shows(`${pathOf(tx)}?returned=1`, '<p class="badge">Test mode</p>')
+      assert.ok(!back.includes('data-simulate'))
       for (const url of [`/integration/sandbox/transactions/${tx.uuid}/paid`]) {
         const refused = await call(ctx, 'POST', url, undefined, { as: { mode: 'test' } })
         assert.equal(refused.statusCode, 403, refused.body)
