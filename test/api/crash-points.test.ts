@@ -369,10 +369,21 @@ for (const backend of backends()) {
         key: freshKey('po'),
         body,
       })
-      /** Runs the payout job until the payout is final (the sandbox completes at once here). */
-      const finish = async () => {
+      /** A payout case (`name`) whose request died at `at`: the case, and the payout row the request left. */
+      const diedAt = async (name: string, at: Parameters<DatabaseFault['arm']>) => {
+        const payout = await payoutCase(name)
+        await postDyingAt(at, payout.m, PAYOUT, payout.body, payout.key)
+        const [row] = await payoutsOf(payout.m)
+        assert.ok(row, 'the request left its payout')
+        return { ...payout, row }
+      }
+      /** Runs the payout job until `m`'s one payout is final (the sandbox completes at once here): completed. */
+      const finish = async (m: TestMerchant) => {
         await ctx.services.payouts.checkDue(100, pastRecheck())
         await ctx.services.payouts.checkDue(100, pastRecheck())
+        const [done] = await payoutsOf(m)
+        assert.equal(done?.status, 'completed')
+        return done
       }
 
       it('dies inside the intent, before its commit: nothing is reserved, and the retry makes the one payout', async () => {
@@ -410,9 +421,7 @@ for (const backend of backends()) {
         assert.equal(retry.json().status, 'pending')
 
         provider.payoutsTaken.clear()
-        await finish()
-        const [done] = await payoutsOf(m)
-        assert.equal(done?.status, 'completed')
+        const done = await finish(m)
         // Handed over again from the sealed destination, which is dropped once the provider has the payout.
         assert.equal(provider.payoutsTaken.get(row.uuid), 1)
         assert.equal(done?.destination_sealed, null)
@@ -434,31 +443,25 @@ for (const backend of backends()) {
         const res = await post(m, PAYOUT, body, key)
         assert.equal(res.statusCode, 201, res.body)
         assert.equal(res.json().status, 'pending')
-        await finish()
-        assert.equal((await payoutsOf(m))[0]?.status, 'completed')
+        await finish(m)
         await ledgerClean()
       })
 
       it('the provider took it, then the settlement dies: the retry answers the pending payout, the worker finishes it once', async () => {
-        const { m, key, body } = await payoutCase('Payout settle')
-        await postDyingAt(['update', 'payouts'], m, PAYOUT, body, key)
-        const [row] = await payoutsOf(m)
-        assert.equal(row?.status, 'pending')
+        const { m, key, body, row } = await diedAt('Payout settle', ['update', 'payouts'])
+        assert.equal(row.status, 'pending')
         assert.equal(provider.payoutsTaken.get(row.uuid), 1)
         assert.equal((await balance(m)).reserved, row.payout_usdt_amount_micro)
 
         assertReplay(await post(m, PAYOUT, body, key), row.uuid)
-        await finish()
-        assert.equal((await payoutsOf(m))[0]?.status, 'completed')
+        await finish(m)
         assert.deepEqual(await eventsOf(row.uuid), ['payout.processing@2', 'payout.completed@3'])
         await ledgerClean()
       })
 
       it('dies after everything committed, before the answer was stored and sent: the retry answers the payout', async () => {
-        const { m, key, body } = await payoutCase('Payout before answer')
-        await postDyingAt(['update', 'idempotency_keys'], m, PAYOUT, body, key)
-        const [row] = await payoutsOf(m)
-        assert.equal(row?.status, 'processing')
+        const { m, key, body, row } = await diedAt('Payout before answer', ['update', 'idempotency_keys'])
+        assert.equal(row.status, 'processing')
         const retry = await post(m, PAYOUT, body, key)
         assertReplay(retry, row.uuid)
         assert.equal(retry.json().status, 'processing')
