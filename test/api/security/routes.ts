@@ -45,6 +45,9 @@ export interface SecurityRoute<R = unknown> {
     | { kind: 'none' }
 }
 
+/** What a route's setup is: it makes the resource its test calls the route on. */
+type Setup<R> = SecurityRoute<R>['setup']
+
 /** Keeps each entry's resource type checked while the table holds them side by side. */
 export const defineRoute = <R>(route: SecurityRoute<R>): SecurityRoute => route as unknown as SecurityRoute
 
@@ -71,24 +74,28 @@ export async function createTransaction(
   return res.json()
 }
 
+/** A transaction of `merchant` in `mode` (`overrides`), paid through the sandbox. */
+async function sandboxPaid(
+  ctx: TestContext,
+  merchant: TestMerchant,
+  mode: Mode,
+  overrides: Record<string, unknown> = {},
+): Promise<CreatedTransaction> {
+  const tx = await createTransaction(ctx, merchant, mode, overrides)
+  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
+    as: { merchant, mode },
+  })
+  assert.equal(paid.statusCode, 200, paid.body)
+  return tx
+}
+
 /**
  * A paid transaction of `merchant` in `mode` whose money is available at once (hold 0), plus a larger one
  * before it so a full refund's ceiled debit is always covered.
  */
-async function paidTransaction(
-  ctx: TestContext,
-  merchant: TestMerchant,
-  mode: Mode,
-): Promise<CreatedTransaction> {
+const paidTransaction: Setup<CreatedTransaction> = async (ctx, merchant, mode) => {
   await ctx.services.merchants.updateMerchant(merchant.uuid, { settlementHoldSeconds: 0 })
-  const pay = async (amount: number) => {
-    const tx = await createTransaction(ctx, merchant, mode, { payment_method: 'card', amount })
-    const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
-      as: { merchant, mode },
-    })
-    assert.equal(paid.statusCode, 200, paid.body)
-    return tx
-  }
+  const pay = (amount: number) => sandboxPaid(ctx, merchant, mode, { payment_method: 'card', amount })
   await pay(1_000_000)
   return pay(10_000)
 }
@@ -97,7 +104,7 @@ const listIncludes = (json: unknown, uuid: string): boolean =>
   ((json as { data?: { uuid: string }[] }).data ?? []).some((item) => item.uuid === uuid)
 
 /** A refund of a paid transaction of `merchant` in `mode`. */
-async function createRefund(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<{ uuid: string }> {
+const createRefund: Setup<{ uuid: string }> = async (ctx, merchant, mode) => {
   const tx = await paidTransaction(ctx, merchant, mode)
   const res = await call(
     ctx,
@@ -124,11 +131,7 @@ export interface CreatedDelivery {
 }
 
 /** A webhook.test delivery of `merchant` in `mode`, made over HTTP. */
-async function createTestDelivery(
-  ctx: TestContext,
-  merchant: TestMerchant,
-  mode: Mode,
-): Promise<CreatedDelivery> {
+const createTestDelivery: Setup<CreatedDelivery> = async (ctx, merchant, mode) => {
   await configureWebhook(ctx, merchant, mode)
   const res = await call(ctx, 'POST', '/integration/webhook/test', undefined, { as: { merchant, mode } })
   assert.equal(res.statusCode, 200, res.body)
@@ -139,16 +142,8 @@ async function createTestDelivery(
  * An event delivery (redeliver refuses test deliveries) of `merchant` in `mode`: a transaction with a callback_url,
  * paid through the sandbox. No dispatcher runs in the security suite, so it stays pending.
  */
-async function createEventDelivery(
-  ctx: TestContext,
-  merchant: TestMerchant,
-  mode: Mode,
-): Promise<CreatedDelivery> {
-  const tx = await createTransaction(ctx, merchant, mode, { callback_url: UNREACHABLE })
-  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
-    as: { merchant, mode },
-  })
-  assert.equal(paid.statusCode, 200, paid.body)
+const createEventDelivery: Setup<CreatedDelivery> = async (ctx, merchant, mode) => {
+  const tx = await sandboxPaid(ctx, merchant, mode, { callback_url: UNREACHABLE })
   const [row] = await deliveryRows(ctx, tx.uuid)
   assert.ok(row, 'the paid event has a delivery')
   return { uuid: row.uuid }
@@ -159,12 +154,8 @@ export interface CreatedEvent {
 }
 
 /** The transaction.paid event of a transaction of `merchant` in `mode`, paid through the sandbox. */
-async function createEvent(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<CreatedEvent> {
-  const tx = await createTransaction(ctx, merchant, mode)
-  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
-    as: { merchant, mode },
-  })
-  assert.equal(paid.statusCode, 200, paid.body)
+const createEvent: Setup<CreatedEvent> = async (ctx, merchant, mode) => {
+  const tx = await sandboxPaid(ctx, merchant, mode)
   const row = await ctx.db
     .selectFrom('events')
     .select('uuid')
@@ -194,23 +185,15 @@ const newPayout = () => ({
  * 100 USDT available to `merchant` in `mode`: a paid 100.00 USD payment. Test mode has no hold; live mode
  * holds paid money 24 h by default, so the merchant's hold is set to 0 first.
  */
-async function fundPayouts(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<null> {
+const fundPayouts: Setup<null> = async (ctx, merchant, mode) => {
   if (mode === 'live')
     await ctx.services.merchants.updateMerchant(merchant.uuid, { settlementHoldSeconds: 0 })
-  const tx = await createTransaction(ctx, merchant, mode, {
-    payment_method: 'card',
-    currency: 'USD',
-    amount: 10_000,
-  })
-  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
-    as: { merchant, mode },
-  })
-  assert.equal(paid.statusCode, 200, paid.body)
+  await sandboxPaid(ctx, merchant, mode, { payment_method: 'card', currency: 'USD', amount: 10_000 })
   return null
 }
 
 /** A processing payout of `merchant` in `mode`, created over HTTP on a funded balance. */
-async function createPayout(ctx: TestContext, merchant: TestMerchant, mode: Mode): Promise<CreatedPayout> {
+const createPayout: Setup<CreatedPayout> = async (ctx, merchant, mode) => {
   await fundPayouts(ctx, merchant, mode)
   const body = newPayout()
   const res = await call(ctx, 'POST', '/integration/payouts', body, {
@@ -228,16 +211,8 @@ export interface CreatedBalanceTransaction {
 }
 
 /** The newest balance transaction of `merchant` in `mode`: the credit of a payment paid over HTTP. */
-async function paidBalanceTransaction(
-  ctx: TestContext,
-  merchant: TestMerchant,
-  mode: Mode,
-): Promise<CreatedBalanceTransaction> {
-  const tx = await createTransaction(ctx, merchant, mode, { payment_method: 'card' })
-  const paid = await call(ctx, 'POST', `/integration/sandbox/transactions/${tx.uuid}/paid`, undefined, {
-    as: { merchant, mode },
-  })
-  assert.equal(paid.statusCode, 200, paid.body)
+const paidBalanceTransaction: Setup<CreatedBalanceTransaction> = async (ctx, merchant, mode) => {
+  const tx = await sandboxPaid(ctx, merchant, mode, { payment_method: 'card' })
   const res = await call(
     ctx,
     'GET',
@@ -300,23 +275,53 @@ const listed = <R extends { uuid: string }>(): SecurityRoute<R>['isolation'] => 
 /** The shape of the reading routes: a GET with X-Api-Key (or X-Signature) answering 200. */
 const keyGet = <R>(
   name: string,
-  setup: SecurityRoute<R>['setup'],
+  setup: Setup<R>,
   url: SecurityRoute<R>['url'],
   isolation: SecurityRoute<R>['isolation'] = { kind: 'resource' },
 ) => defineRoute<R>({ name, method: 'GET', auth: 'key', setup, url, status: 200, isolation })
 
-export const ROUTE_TABLE: SecurityRoute[] = [
-  defineRoute<null>({
-    name: 'POST /integration/transactions',
+/** The shape of the creating routes: a POST of `body` to a fixed path, answering 201. */
+const create = <R>(
+  path: string,
+  auth: SecurityRoute<R>['auth'],
+  idempotency: SecurityRoute<R>['idempotency'],
+  setup: Setup<R>,
+  body: NonNullable<SecurityRoute<R>['body']>,
+  isolation: SecurityRoute<R>['isolation'] = { kind: 'none' },
+) =>
+  defineRoute<R>({
+    name: `POST ${path}`,
     method: 'POST',
-    auth: 'key',
-    idempotency: 'optional',
-    setup: nothing,
-    url: () => '/integration/transactions',
-    body: () => newTransaction(),
+    auth,
+    idempotency,
+    setup,
+    url: () => path,
+    body,
     status: 201,
-    isolation: { kind: 'none' },
-  }),
+    isolation,
+  })
+
+/** The sandbox's simulations `names` of a `kind` of resource `setup` makes: POSTs on its uuid, answering 200. */
+const simulations = <R extends { uuid: string }>(
+  kind: 'transactions' | 'payouts',
+  names: readonly string[],
+  setup: Setup<R>,
+) =>
+  names.map((simulation) =>
+    defineRoute<R>({
+      name: `POST /integration/sandbox/${kind}/{uuid}/${simulation}`,
+      method: 'POST',
+      auth: 'key',
+      idempotency: 'optional',
+      setup,
+      url: (resource) => `/integration/sandbox/${kind}/${resource.uuid}/${simulation}`,
+      status: 200,
+      isolation: { kind: 'resource' },
+    }),
+  )
+
+export const ROUTE_TABLE: SecurityRoute[] = [
+  create<null>('/integration/transactions', 'key', 'optional', nothing, () => newTransaction()),
   // per_page=100 so the resource under test is on the page however many the suite created before it.
   keyGet<CreatedTransaction>(
     'GET /integration/transactions',
@@ -339,17 +344,14 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     createTransaction,
     (tx) => `/integration/transactions/by-external-id/${encodeURIComponent(tx.external_id)}`,
   ),
-  defineRoute<CreatedTransaction>({
-    name: 'POST /integration/refunds',
-    method: 'POST',
-    auth: 'signature',
-    idempotency: 'required',
-    setup: paidTransaction,
-    url: () => '/integration/refunds',
-    body: (tx) => ({ transaction_uuid: tx.uuid, amount_minor: 100 }),
-    status: 201,
-    isolation: { kind: 'resource' },
-  }),
+  create<CreatedTransaction>(
+    '/integration/refunds',
+    'signature',
+    'required',
+    paidTransaction,
+    (tx) => ({ transaction_uuid: tx.uuid, amount_minor: 100 }),
+    { kind: 'resource' },
+  ),
   keyGet<{ uuid: string }>(
     'GET /integration/refunds',
     createRefund,
@@ -367,17 +369,7 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     () => '/integration/payouts/quote?amount=100000&currency=RUB&method=card',
     { kind: 'none' },
   ),
-  defineRoute<null>({
-    name: 'POST /integration/payouts',
-    method: 'POST',
-    auth: 'signature',
-    idempotency: 'required',
-    setup: fundPayouts,
-    url: () => '/integration/payouts',
-    body: () => newPayout(),
-    status: 201,
-    isolation: { kind: 'none' },
-  }),
+  create<null>('/integration/payouts', 'signature', 'required', fundPayouts, () => newPayout()),
   keyGet<CreatedPayout>(
     'GET /integration/payouts',
     createPayout,
@@ -389,18 +381,7 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     createPayout,
     (payout) => `/integration/payouts/${payout.uuid}`,
   ),
-  ...(['completed', 'failed'] as const).map((simulation) =>
-    defineRoute<CreatedPayout>({
-      name: `POST /integration/sandbox/payouts/{uuid}/${simulation}`,
-      method: 'POST',
-      auth: 'key',
-      idempotency: 'optional',
-      setup: createPayout,
-      url: (payout) => `/integration/sandbox/payouts/${payout.uuid}/${simulation}`,
-      status: 200,
-      isolation: { kind: 'resource' },
-    }),
-  ),
+  ...simulations<CreatedPayout>('payouts', ['completed', 'failed'], createPayout),
   keyGet<null>('GET /integration/balances', nothing, () => '/integration/balances', { kind: 'none' }),
   keyGet<CreatedBalanceTransaction>(
     'GET /integration/balance-transactions',
@@ -499,17 +480,10 @@ export const ROUTE_TABLE: SecurityRoute[] = [
     createEvent,
     (event) => `/integration/events/${event.event_id}`,
   ),
-  ...(['paid', 'failed', 'expired', 'failed-then-paid'] as const).map((simulation) =>
-    defineRoute<CreatedTransaction>({
-      name: `POST /integration/sandbox/transactions/{uuid}/${simulation}`,
-      method: 'POST',
-      auth: 'key',
-      idempotency: 'optional',
-      setup: createTransaction,
-      url: (tx) => `/integration/sandbox/transactions/${tx.uuid}/${simulation}`,
-      status: 200,
-      isolation: { kind: 'resource' },
-    }),
+  ...simulations<CreatedTransaction>(
+    'transactions',
+    ['paid', 'failed', 'expired', 'failed-then-paid'],
+    createTransaction,
   ),
 ]
 
