@@ -39,26 +39,29 @@ class ScriptedProvider extends SimulatorConnector {
     if (fault === 'hang') await new Promise<void>((_, reject) => this.hung.push(reject))
   }
 
+  /**
+   * Plays the fault set for the next `call`: unreachable before the provider takes the money, or dying after
+   * it did (`taken`, by uuid, idempotent: a repeated request moves no more money).
+   */
+  private async take(call: keyof ScriptedProvider['next'], taken: Map<string, number>, uuid: string) {
+    const fault = this.next[call]
+    this.next[call] = undefined
+    if (fault === 'throw') await this.play(fault)
+    taken.set(uuid, 1)
+    await this.play(fault === 'hang' ? fault : undefined)
+  }
+
   override async refund(input: {
     refundUuid: string
     amountMinor: number
     currency: string
   }): Promise<ProviderRefundResult> {
-    const fault = this.next.refund
-    this.next.refund = undefined
-    if (fault === 'throw') await this.play(fault)
-    // Idempotent on the refund's uuid: a repeated request moves no more money.
-    this.refundsMoved.set(input.refundUuid, 1)
-    await this.play(fault === 'hang' ? fault : undefined)
+    await this.take('refund', this.refundsMoved, input.refundUuid)
     return super.refund(input)
   }
 
   override async submitPayout(order: PayoutOrder): Promise<ProviderPayoutResult> {
-    const fault = this.next.submit
-    this.next.submit = undefined
-    if (fault === 'throw') await this.play(fault)
-    this.payoutsTaken.set(order.payoutUuid, 1)
-    await this.play(fault === 'hang' ? fault : undefined)
+    await this.take('submit', this.payoutsTaken, order.payoutUuid)
     return super.submitPayout(order)
   }
 
