@@ -148,6 +148,16 @@ export async function assertCreditedOnce(
   assert.equal((await ctx.services.ledger.verify()).ok, true)
 }
 
+/** The payment was paid once: its one event is transaction.paid, and its money was credited once. */
+export async function assertPaidOnce(
+  ctx: TestContext,
+  payment: { uuid: string; settlement_amount: number },
+  before: Awaited<ReturnType<typeof liveBalance>>,
+) {
+  assert.deepEqual(await eventNames(ctx, payment.uuid), ['transaction.paid'])
+  await assertCreditedOnce(ctx, payment, before)
+}
+
 /** What the emulator decides for the payment `reference` (its admin API, as the customer's page would). */
 export async function decide(acquirer: SuiteAcquirer, reference: string, status: string) {
   const res = await fetch(`${acquirer.base}/admin/payments/${reference}/decide`, {
