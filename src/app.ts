@@ -88,6 +88,8 @@ export interface ServiceOptions {
   simulator?: SimulatorConnector
   /** The refund checks' timing. */
   refunds?: { timing?: Partial<RefundTiming> }
+  /** Where the services tell the operator what needs attention and fails no request (an unanswered payout). */
+  log?: Pick<FastifyBaseLogger, 'warn'>
 }
 
 export function createServices(db: Db, config: Config, options: ServiceOptions = {}): Services {
@@ -145,6 +147,7 @@ export function createServices(db: Db, config: Config, options: ServiceOptions =
     webhooks,
     connector: simulator,
     providers,
+    log: options.log,
     timing: {
       submitTimeoutMs: config.providerRecheckMs,
       leaseMs: recoveryLeaseMs,

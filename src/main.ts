@@ -99,7 +99,7 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
   })
   const applied = await migrateToLatest(handle.db)
   if (applied.length) logger.info({ migrations: applied }, 'database migrated')
-  const services = createServices(handle.db, config)
+  const services = createServices(handle.db, config, { log: logger })
   const demo = handle.kind === 'pglite' ? await seedDemo(handle.db, services) : null
   // A demo owner made just now has its first password already; one made before gets a new one.
   if (demo && resetDemoPassword && !demo.owner) {
@@ -115,7 +115,7 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
       ? null
       : handle.background === handle.db
         ? services
-        : createServices(handle.background, config)
+        : createServices(handle.background, config, { log: logger })
   const workers = jobServices ? startWorkers(handle, jobServices, logger) : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
   setMetricSources({

@@ -49,6 +49,13 @@ export const deliveryOutcomes = new Counter({
   registers: [registry],
 })
 
+export const payoutHandoversUnanswered = new Counter({
+  name: 'payout_handovers_unanswered_total',
+  help: 'Payout hand-overs to a connector account that got no answer (an unreachable provider, a hot wallet short of funds); the payout is handed over again',
+  labelNames: ['account'] as const,
+  registers: [registry],
+})
+
 export const providerCallbacks = new Counter({
   name: 'provider_callbacks_total',
   help: "Providers' callbacks received, by connector account and what they did",

@@ -24,7 +24,18 @@ const later = () => new Date(Date.now() + 3_600_000)
 // TestUSDT (docs/CONNECTORS.md, The evm-erc20 kind).
 for (const backend of backends()) {
   describe(`ERC-20 payouts from a hot wallet (${backend})`, () => {
-    const ctx = suiteContext(backend)
+    /** What the payouts told the operator. */
+    const warnings: { fields: Record<string, unknown>; message: string }[] = []
+    const ctx = suiteContext(backend, {
+      // A payout's check holds it for 1 ms: the suite checks again at once, as often as it likes.
+      services: {
+        payouts: { timing: { leaseMs: 1 } },
+        log: {
+          warn: (fields: object, message?: string) =>
+            warnings.push({ fields: fields as Record<string, unknown>, message: message ?? '' }),
+        },
+      },
+    })
     const evm = suiteEvm()
     const hotKey = keyOf(`hot wallet ${backend}`)
     const hot = privateKeyToAccount(hotKey).address
@@ -72,12 +83,12 @@ for (const backend of backends()) {
       const res = await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant, mode: MODE } })
       return res.json().data.find((b: { currency: string }) => b.currency === 'USDT').available as number
     }
-    /** The token's Transfer events to `to`, from the hot wallet, over the whole chain. */
-    const transfersTo = (to: Address) =>
+    /** The token's Transfer events to `to`, from the hot wallet (or `from`), over the whole chain. */
+    const transfersTo = (to: Address, from: Address = hot) =>
       evm.node.public.getLogs({
         address: evm.usdt.address,
         event: TRANSFER,
-        args: { from: hot, to },
+        args: { from, to },
         fromBlock: 0n,
         toBlock: 'latest',
       })
@@ -248,6 +259,49 @@ for (const backend of backends()) {
       assert.equal(await available(merchant), before)
       assert.equal((await transfersTo(to)).length, 0)
       assert.equal((await ctx.services.ledger.verify()).ok, true)
+    })
+
+    it('holds a payout while the hot wallet is short of tokens, and pays it once the wallet is funded', async () => {
+      const merchant = await funded('Chain short')
+      const poorKey = keyOf(`poor wallet ${backend}`)
+      const poor = privateKeyToAccount(poorKey).address
+      // Gas, but not a single token: this merchant's ERC20 payouts go to an account paying from it.
+      await fundHotWallet(evm, poor, 0n)
+      await addEvmAccount(ctx, evm, {
+        name: 'usdt-poor',
+        mode: MODE,
+        key: poorKey,
+        confirmations: 1,
+        replaceAfterBlocks: REPLACE_AFTER,
+        route: false,
+      })
+      await ctx.services.providers.routes.set(
+        {
+          merchantUuid: merchant.uuid,
+          mode: MODE,
+          subject: 'payout',
+          method: 'usdt_wallet',
+          network: 'ERC20',
+        },
+        ['usdt-poor'],
+      )
+      const to = addressOf('recipient short')
+      const res = await payout(merchant, to)
+      assert.equal(res.statusCode, 201, res.body)
+      const { uuid } = res.json()
+      assert.equal(res.json().status, 'pending')
+      assert.deepEqual(await signed(uuid), [], 'nothing is signed')
+      const told = warnings.find((w) => w.fields.payout === uuid)
+      assert.ok(told, 'the operator is told')
+      assert.equal(told.fields.account, 'usdt-poor')
+      assert.match(String(told.fields.reason), new RegExp(`hot wallet ${poor} cannot cover`))
+      // Handed over again at each check, and held while the wallet stays short.
+      await ctx.services.payouts.checkDue(100, later())
+      assert.equal((await payoutRow(uuid)).status, 'pending')
+      assert.equal(warnings.filter((w) => w.fields.payout === uuid).length, 2)
+      await fundHotWallet(evm, poor, 1_000_000_000n)
+      await checkedUntil(uuid, 'completed', 1)
+      assert.equal((await transfersTo(to, poor)).length, 1)
     })
 
     it('gives concurrent payouts from one hot wallet consecutive nonces, each paid once', async () => {

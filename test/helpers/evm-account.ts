@@ -27,7 +27,7 @@ export async function fundHotWallet(evm: SuiteEvm, hot: Address, units: bigint):
 
 /**
  * An `evm-erc20` account on the suite's node and TestUSDT, paying from the wallet of `key`, and the operator's
- * default route of `mode`'s ERC20 payouts to it. `rpcUrl` stands in for the node's own URL (a proxy in front of it,
+ * default route of `mode`'s ERC20 payouts to it (unless `route` is false). `rpcUrl` stands in for the node's own URL (a proxy in front of it,
  * or one that does not answer). Returns the account's uuid.
  */
 export async function addEvmAccount(
@@ -40,6 +40,8 @@ export async function addEvmAccount(
     confirmations: number
     replaceAfterBlocks: number
     rpcUrl?: string
+    /** Whether the operator's default route of the mode's ERC20 payouts goes to it (true unless said). */
+    route?: boolean
   },
 ): Promise<string> {
   const added = await ctx.services.providers.accounts.add({
@@ -57,6 +59,7 @@ export async function addEvmAccount(
     secrets: { hot_wallet_key: options.key },
   })
   ctx.secrets.push(options.key)
+  if (options.route === false) return added.account.uuid
   await ctx.services.providers.routes.set(
     { merchantUuid: null, mode: options.mode, subject: 'payout', method: 'usdt_wallet', network: 'ERC20' },
     [options.name],

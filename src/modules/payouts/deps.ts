@@ -1,3 +1,4 @@
+import type { FastifyBaseLogger } from 'fastify'
 import type { Config } from '../../config.ts'
 import type { PaymentConnector } from '../../connectors/types.ts'
 import type { Db } from '../../db/index.ts'
@@ -40,4 +41,6 @@ export interface PayoutDeps {
   timing: PayoutTiming
   /** The key the destination is sealed with until the provider has taken the payout (see destination.ts). */
   sealKey: Buffer
+  /** Where a hand-over that got no answer is told, with the provider's reason (a hot wallet short of funds). */
+  log?: Pick<FastifyBaseLogger, 'warn'>
 }

@@ -10,6 +10,7 @@ import type { Executor } from '../../db/index.ts'
 import type { PayoutRow, PayoutStatus, PayoutsTable } from '../../db/types.ts'
 import { AppError, notFound } from '../../http/errors.ts'
 import { isUuid } from '../../lib/ids.ts'
+import { payoutHandoversUnanswered } from '../../lib/metrics.ts'
 import { applyProviderOutcome, type StatusTable } from '../status-change.ts'
 import type { PayoutDeps } from './deps.ts'
 import { payoutPosting } from './postings.ts'
@@ -160,7 +161,10 @@ const ACCOUNT_MESSAGES: Record<PayoutOutcome | 'unknown', string> = {
   unknown: 'The provider never received this payout.',
 }
 
-type ProcessDeps = Pick<PayoutDeps, 'db' | 'ledger' | 'webhooks' | 'timing' | 'connector' | 'providers'>
+type ProcessDeps = Pick<
+  PayoutDeps,
+  'db' | 'ledger' | 'webhooks' | 'timing' | 'connector' | 'providers' | 'log'
+>
 
 /** The payout as it is handed to a provider; its uuid is the hand-over's idempotency key. */
 const orderOf = (row: PayoutRow, destination: Record<string, string>) => ({
@@ -186,7 +190,15 @@ async function submitToProvider(
   return answerOf(async () => {
     const { account, connector } = await deps.providers.accounts.connector(accountUuid)
     const answer = await connector.submitPayout(orderOf(row, destination))
-    if (answer.kind === 'no_answer') return null
+    if (answer.kind === 'no_answer') {
+      // The payout stays pending and is handed over again at its next check: the operator is told why.
+      payoutHandoversUnanswered.inc({ account: account.name })
+      deps.log?.warn(
+        { payout: row.uuid, account: account.name, reason: answer.reason },
+        'payout hand-over got no answer; it is handed over again at its next check',
+      )
+      return null
+    }
     if (answer.kind === 'refused')
       return {
         status: 'failed',
