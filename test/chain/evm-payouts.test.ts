@@ -261,6 +261,37 @@ for (const backend of backends()) {
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
+    it('broadcasts again a payout whose block a reorganisation dropped, and pays it once', async () => {
+      const merchant = await funded('Chain reorgs')
+      const to = addressOf('recipient reorg')
+      const before = await evm.node.test.snapshot()
+      const res = await payout(merchant, to)
+      assert.equal(res.statusCode, 201, res.body)
+      const { uuid } = res.json()
+      const [tx] = await signed(uuid)
+      assert.ok(tx)
+      const mined = await evm.node.public.getTransactionReceipt({ hash: tx.hash as Hex })
+      assert.equal(mined.status, 'success')
+      await ctx.services.payouts.checkDue(100, later())
+      assert.equal((await payoutRow(uuid)).status, 'processing', 'mined, not yet confirmed')
+      // The block with the transfer is reorganised away (and its transaction with it), before its confirmations.
+      await evm.node.test.revert({ id: before })
+      assert.equal(
+        await evm.node.public.getTransactionReceipt({ hash: tx.hash as Hex }).catch(() => null),
+        null,
+      )
+      assert.equal((await transfersTo(to)).length, 0)
+      // The next check finds it mined nowhere and broadcasts the same bytes again.
+      await ctx.services.payouts.checkDue(100, later())
+      assert.equal((await evm.node.public.getTransactionReceipt({ hash: tx.hash as Hex })).status, 'success')
+      await checkedUntil(uuid, 'completed')
+      assert.deepEqual(
+        (await transfersTo(to)).map((t) => t.transactionHash),
+        [tx.hash],
+      )
+      assert.equal((await signed(uuid)).length, 1)
+    })
+
     it('holds a payout while the hot wallet is short of tokens, and pays it once the wallet is funded', async () => {
       const merchant = await funded('Chain short')
       const poorKey = keyOf(`poor wallet ${backend}`)
@@ -333,12 +364,16 @@ for (const backend of backends()) {
         nonces,
         recipients.map((_, i) => Number(start) + i),
       )
+      // Broadcast in any order: a nonce that arrived before the one below it waits in the pool until that one is
+      // in, as on any chain; blocks keep coming meanwhile.
       await evm.node.test.mine({ blocks: CONFIRMATIONS })
       await eventually(async () => {
         await ctx.services.payouts.checkDue(100, later())
         const rows = await Promise.all(made.map((res) => payoutRow(res.json().uuid)))
-        return rows.every((row) => row.status === 'completed')
-      })
+        if (rows.every((row) => row.status === 'completed')) return true
+        await evm.node.test.mine({ blocks: 1 })
+        return false
+      }, 20_000)
       for (const to of recipients) assert.equal((await transfersTo(to)).length, 1)
       assert.equal(
         await evm.node.public.getTransactionCount({ address: hot }),
