@@ -1,0 +1,202 @@
+/**
+ * Chain payouts benchmark: ERC-20 payouts from one hot wallet of an `evm-erc20` account, on a local Hardhat node
+ * that mines a block every `--block-ms`, through the real server (`serve --role api` and one `serve --role worker`)
+ * on PostgreSQL.
+ *
+ *   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node --import tsx bench/chain/run.ts \
+ *     [--payouts 120] [--rate 2] [--confirmations 3] [--block-ms 1000] [--source] [--keep-database]
+ *
+ * It makes `--payouts` payouts of 1.00 USD (1 USDT) at `--rate` a second through the API (each to an address of its
+ * own), then follows each until it is `completed` (its transfer mined and `--confirmations` deep), and reports the
+ * payouts completed per minute over the whole run against the target of 60 a minute, the time from create to
+ * completed (p50, p99, max), and checks that each recipient got exactly one transfer of exactly 1 USDT and that the
+ * hot wallet's nonces have no gap.
+ *
+ * It prints its report and records it in bench/results/<date>T<time>-chain.md (bench/lib.ts, writeResult).
+ */
+import { randomBytes } from 'node:crypto'
+import { erc20Abi, getAbiItem, type Hex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { MerchantGateway } from '../../sdk/src/index.ts'
+import { deployTestUsdt, startEvmNode } from '../../test/helpers/evm.ts'
+import { addressOf, fundHotWallet, keyOf } from '../../test/helpers/evm-account.ts'
+import {
+  benchDatabase,
+  benchEnv,
+  benchMerchant,
+  benchOptions,
+  fmt,
+  freePort,
+  round,
+  type Server,
+  sleep,
+  startService,
+  writeResult,
+} from '../lib.ts'
+
+const values = benchOptions({
+  payouts: '120',
+  rate: '2',
+  confirmations: '3',
+  'block-ms': '1000',
+  source: false,
+  'keep-database': false,
+})
+const PAYOUTS = Number(values.payouts)
+const RATE = Number(values.rate)
+const CONFIRMATIONS = Number(values.confirmations)
+const BLOCK_MS = Number(values['block-ms'])
+/** Payouts a minute from one hot wallet. */
+const TARGET_PER_MINUTE = 60
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const masterKey = randomBytes(32).toString('hex')
+const log = (line: string) => process.stderr.write(`[bench:chain] ${line}\n`)
+const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
+
+async function main() {
+  const node = await startEvmNode()
+  const servers: Server[] = []
+  const database = await benchDatabase(adminUrl, 'chain')
+  try {
+    const usdt = await deployTestUsdt(node)
+    const hotKey: Hex = keyOf('bench hot wallet')
+    const hot = privateKeyToAccount(hotKey).address
+    await fundHotWallet({ node, usdt }, hot, BigInt(PAYOUTS) * 2_000_000n)
+    // Blocks at a steady pace from now on, as on a chain, whether or not transactions wait.
+    await node.test.setAutomine(false)
+    await node.test.setIntervalMining({ interval: BLOCK_MS / 1000 })
+
+    const env = benchEnv(database.url, masterKey)
+    const created = await benchMerchant(env, 'Chain payouts', async (services) => {
+      // 1 USDT = 1 USD: a payout of 1.00 USD sends 1 USDT.
+      await services.rates.setMarketRate('USD', '1')
+      await services.providers.accounts.add({
+        name: 'usdt-chain',
+        kind: 'evm-erc20',
+        mode: 'test',
+        settings: {
+          rpc_url: node.url,
+          chain_id: String(node.chain.id),
+          token_contract: usdt.address,
+          confirmations: String(CONFIRMATIONS),
+        },
+        secrets: { hot_wallet_key: hotKey },
+      })
+      await services.providers.routes.set(
+        { merchantUuid: null, mode: 'test', subject: 'payout', method: 'usdt_wallet', network: 'ERC20' },
+        ['usdt-chain'],
+      )
+    })
+    const api = await startService('api', env, { source: values.source })
+    servers.push(api)
+    const metricsPort = await freePort()
+    servers.push(
+      await startService('worker', { ...env, METRICS_PORT: String(metricsPort) }, { source: values.source }),
+    )
+    const gateway = new MerchantGateway({
+      apiKey: created.keys.test.secret,
+      keyId: created.keys.test.key_id,
+      baseUrl: api.base,
+    })
+    // The merchant's USDT: one test payment, paid in the sandbox (test money is available at once).
+    const funding = await gateway.transactions.create({
+      external_id: 'bench-funding',
+      amount: PAYOUTS * 200,
+      currency: 'USD',
+      payment_method: 'card',
+    })
+    await gateway.sandbox.transactions.paid(funding.uuid)
+
+    log(`${PAYOUTS} payouts at ${RATE}/s, a block every ${BLOCK_MS} ms, ${CONFIRMATIONS} confirmations`)
+    const recipients = Array.from({ length: PAYOUTS }, (_, i) => addressOf(`bench recipient ${i}`))
+    const createdAt = new Map<string, number>()
+    const completedAt = new Map<string, number>()
+    const started = performance.now()
+    const making = recipients.map(async (address, i) => {
+      const due = started + (i * 1000) / RATE
+      const wait = due - performance.now()
+      if (wait > 0) await sleep(wait)
+      const at = performance.now()
+      const payout = await gateway.payouts.create({
+        external_id: `bench-${i}`,
+        amount: 100,
+        currency: 'USD',
+        method: 'usdt_wallet',
+        destination: { network: 'ERC20', address },
+      })
+      createdAt.set(payout.uuid, at)
+    })
+    // Each open payout is looked at every 250 ms until it is completed (or the deadline passes).
+    const deadline = started + ((PAYOUTS / RATE) * 1000 + 120_000) * 3
+    let failed = 0
+    const following = (async () => {
+      while (completedAt.size + failed < PAYOUTS && performance.now() < deadline) {
+        await sleep(250)
+        const open = [...createdAt.keys()].filter((uuid) => !completedAt.has(uuid))
+        const now = performance.now()
+        for (const payout of await Promise.all(open.map((uuid) => gateway.payouts.get(uuid)))) {
+          if (payout.status === 'completed') completedAt.set(payout.uuid, now)
+          if (payout.status === 'failed') failed++
+        }
+      }
+    })()
+    await Promise.all(making)
+    await following
+    const lastCreate = Math.max(...createdAt.values())
+    const elapsedS = (Math.max(...completedAt.values()) - started) / 1000
+    const perMinute = (completedAt.size / elapsedS) * 60
+    const latencies = [...completedAt].map(([uuid, at]) => (at - (createdAt.get(uuid) ?? at)) / 1000)
+    latencies.sort((a, b) => a - b)
+    const pct = (p: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN
+
+    // On the chain: one transfer of exactly 1 USDT to each recipient, and the wallet's nonces without a gap.
+    const transfers = await node.public.getLogs({
+      address: usdt.address,
+      event: TRANSFER,
+      args: { from: hot },
+      fromBlock: 0n,
+      toBlock: 'latest',
+    })
+    const received = new Map<string, bigint[]>()
+    for (const t of transfers)
+      received.set(t.args.to as string, [
+        ...(received.get(t.args.to as string) ?? []),
+        t.args.value as bigint,
+      ])
+    const exactlyOnce = recipients.every((r) => {
+      const got = received.get(r)
+      return got?.length === 1 && got[0] === 1_000_000n
+    })
+    const nonceCount = await node.public.getTransactionCount({ address: hot })
+    const blocks = Number(await node.public.getBlockNumber())
+
+    const met = completedAt.size === PAYOUTS && exactlyOnce && perMinute >= TARGET_PER_MINUTE
+    const report = [
+      '| payouts | offered | completed | failed | per minute | vs 60/min | create → completed p50 | p99 | max |',
+      '|---|---|---|---|---|---|---|---|---|',
+      `| ${PAYOUTS} | ${RATE}/s over ${round((lastCreate - started) / 1000)} s | ${completedAt.size} | ${failed} | ${fmt(perMinute)} | ${round(perMinute / TARGET_PER_MINUTE, 2)} × | ${round(pct(0.5), 1)} s | ${round(pct(0.99), 1)} s | ${round(latencies.at(-1) ?? NaN, 1)} s |`,
+      '',
+      `On the chain: ${transfers.length} transfers from the hot wallet, exactly one of 1 USDT to each recipient: ${exactlyOnce ? 'yes' : 'no'}; the wallet's nonce count ${nonceCount} (one a payout: ${nonceCount === PAYOUTS ? 'yes' : 'no'}); ${blocks} blocks.`,
+      `Target (60 payouts a minute from one hot wallet, each paid once): ${met ? 'met' : 'not met'}.`,
+    ].join('\n')
+    process.stdout.write(
+      writeResult('chain', database.info, report, [
+        [
+          'chain',
+          `Hardhat Network (hardhat node), a block every ${BLOCK_MS} ms, ${CONFIRMATIONS} confirmations`,
+        ],
+        ['server', values.source ? 'sources (tsx)' : 'production build, one API and one worker process'],
+      ]),
+    )
+  } finally {
+    for (const server of servers.reverse()) await server.stop()
+    await node.stop()
+    await database.close(values['keep-database'])
+  }
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.exit(1)
+})
