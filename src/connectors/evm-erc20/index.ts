@@ -125,8 +125,10 @@ export class EvmErc20Connector implements AccountConnector {
             `the hot wallet ${this.#wallet.address} cannot cover ${amount} token units and their gas: the payout waits until it is funded`,
           ),
         )
-      // The latest of its transactions: the one a repeat of the hand-over must not undercut.
-      await this.#broadcast((kept.at(-1) ?? first).raw)
+      // The latest of its transactions: the one a repeat of the hand-over must not undercut. Once signed and kept,
+      // the payout is the wallet's to pay: a broadcast the node refuses or does not answer (a nonce ahead of one
+      // still on its way from another worker, a node down) is made again at each status check.
+      await this.#broadcast((kept.at(-1) ?? first).raw).catch(() => {})
       return { kind: 'accepted', reference: first.hash, status: 'processing', transactionHash: first.hash }
     } catch (error) {
       return noAnswer(error)
