@@ -1,0 +1,449 @@
+import assert from 'node:assert/strict'
+import { before, describe, it } from 'node:test'
+import { sql } from 'kysely'
+import {
+  type Address,
+  decodeFunctionData,
+  erc20Abi,
+  getAbiItem,
+  type Hex,
+  keccak256,
+  parseTransaction,
+} from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { minorToTokenUnits } from '../../src/chain/token.ts'
+import { sign } from '../../src/http/auth.ts'
+import { suiteEvm } from '../helpers/evm.ts'
+import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
+import { eventually, paidTransaction, postgresUrlOf, serviceEnv } from '../helpers/harness.ts'
+import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
+import { assertLedgerVerifies, assertRunning, untilHealthy } from '../helpers/processes.ts'
+import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { seededRandom } from '../helpers/random.ts'
+import { type HoldStage, type RpcProxy, startRpcProxy } from '../helpers/rpc-proxy.ts'
+import { beforeClose, suiteContext } from '../helpers/suite.ts'
+
+/**
+ * Crash drill: ERC-20 payouts paid by an `evm-erc20` account from its hot wallet are paid once each, and none is
+ * lost, whichever step of the payout the gateway is killed at (docs/CONNECTORS.md, The evm-erc20 kind).
+ *
+ * On PostgreSQL, with the real program (`serve`, role all: the API and its worker) and a real Hardhat node, the
+ * account's `rpc_url` points at a JSON-RPC proxy in front of the node (test/helpers/rpc-proxy.ts). Each round
+ * makes a few payouts at once through the API and SIGKILLs the gateway at one point:
+ *
+ * - signed: the proxy holds their `eth_sendRawTransaction` requests, so the transfers are signed and kept in
+ *   chain_transactions, and the node never had them;
+ * - broadcast: the proxy forwards them and holds the node's answers, so the node has mined them (the lowest
+ *   nonce at least: the node refuses a nonce past a gap) and the payouts never recorded it;
+ * - confirming: the payouts are processing, mined, short of their confirmations; a block is mined, the gateway
+ *   checks them, another is mined, and the kill lands before the next check.
+ *
+ * Then the gateway is started again; its payouts job hands the pending payouts over again (the same signed bytes)
+ * and counts the confirmations of the others. The next round starts once no payout is pending. At the end every
+ * payout is completed, paid by exactly one Transfer of its exact amount to its own address; the hot wallet's
+ * nonces are 0..n-1 without a gap (a nonce kept twice only for a replacement), the node counts n transactions
+ * from it; each payout sent its two events once; `ledger verify` is clean.
+ *
+ * Rounds are drawn by a seeded random source: the points in a shuffled order (each of the three in every three
+ * rounds), 1 to MOST_IN_FLIGHT payouts each. Each round costs a start of the gateway (~2 s on an idle 2-core
+ * machine, as tsx compiles it first; far longer on a busy one) and up to a few seconds of waiting for the payouts
+ * job. By default the drill runs until it has killed the gateway at least 9 times and with 30 payouts in flight
+ * over all (about 10 rounds, about a minute on an idle machine). EVM_DRILL_ROUNDS=30 runs that many rounds
+ * instead; EVM_DRILL_SEED (default 20261207) draws other rounds, or replays a run that failed.
+ */
+
+onPostgres()
+
+const SEED = Number(process.env.EVM_DRILL_SEED ?? 20261207)
+/** A number of rounds to run, or by default: at least MIN_ROUNDS, and MIN_IN_FLIGHT payouts in flight at the kills. */
+const ROUNDS = process.env.EVM_DRILL_ROUNDS ? Number(process.env.EVM_DRILL_ROUNDS) : null
+const MIN_ROUNDS = 9
+const MIN_IN_FLIGHT = 30
+/** At most this many payouts are made at once in a round. */
+const MOST_IN_FLIGHT = 5
+/**
+ * Above what a round mines before its kill (its own payouts, a block per transfer, and two blocks), so that a
+ * confirming round's payouts are all short of it when the gateway is killed.
+ */
+const CONFIRMATIONS = MOST_IN_FLIGHT + 4
+const REPLACE_AFTER = 20
+/**
+ * PROVIDER_RECHECK_MS: a payout whose hand-over got no answer is handed over again this long after it was made,
+ * and a worker's claim on a payout it checks lasts this long (the payouts job looks every second).
+ */
+const RECHECK_MS = 1500
+/** What a start leaves to the payouts job is done within this, after the gateway answers. */
+const RECOVERY_BOUND_MS = 30_000
+const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
+
+type Point = 'signed' | 'broadcast' | 'confirming'
+const POINTS: Point[] = ['signed', 'broadcast', 'confirming']
+const STAGE: Record<Exclude<Point, 'confirming'>, HoldStage> = { signed: 'request', broadcast: 'response' }
+
+interface Round {
+  point: Point
+  count: number
+}
+
+/** The rounds of the drill, drawn with `draw`: every three rounds take each point once, in a shuffled order. */
+function drawRounds(draw: () => number): Round[] {
+  const rounds: Round[] = []
+  let bag: Point[] = []
+  let inFlight = 0
+  const more = () =>
+    ROUNDS === null ? rounds.length < MIN_ROUNDS || inFlight < MIN_IN_FLIGHT : rounds.length < ROUNDS
+  while (more()) {
+    if (bag.length === 0) {
+      bag = [...POINTS]
+      for (let i = bag.length - 1; i > 0; i--) {
+        const j = Math.floor(draw() * (i + 1))
+        ;[bag[i], bag[j]] = [bag[j] as Point, bag[i] as Point]
+      }
+    }
+    const count = 1 + Math.floor(draw() * MOST_IN_FLIGHT)
+    rounds.push({ point: bag.pop() as Point, count })
+    inFlight += count
+  }
+  return rounds
+}
+
+interface Planned {
+  externalId: string
+  to: Address
+  /** USD cents. */
+  amount: number
+  round: number
+  point: Point
+}
+
+/** The recipient of a signed ERC-20 transfer, in lower case. */
+function recipientOf(raw: string): string | null {
+  const { data } = parseTransaction(raw as Hex)
+  if (!data) return null
+  const call = decodeFunctionData({ abi: erc20Abi, data })
+  return call.functionName === 'transfer' ? String(call.args[0]).toLowerCase() : null
+}
+
+describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each step (PostgreSQL)', () => {
+  const ctx = suiteContext('postgres')
+  const evm = suiteEvm()
+  const hotKey = keyOf('evm payouts drill hot wallet')
+  const hot = privateKeyToAccount(hotKey).address
+  let proxy: RpcProxy
+  let baseUrl: URL
+  let gatewayPort: number
+  const programs: Program[] = []
+  let gateway: { program: Program; name: string; base: string }
+  let starts = 0
+  const startMs: number[] = []
+  const planned: Planned[] = []
+
+  const env = (name: string) =>
+    serviceEnv(sessionUrl(baseUrl, name), gatewayPort, { PROVIDER_RECHECK_MS: String(RECHECK_MS) })
+
+  async function sessionsOf(name: string): Promise<number> {
+    const { rows } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = ${name}`.execute(ctx.db)
+    return rows[0]?.n ?? 0
+  }
+
+  async function startGateway(): Promise<void> {
+    const started = Date.now()
+    const name = `mg-evm-drill-${++starts}`
+    const program = spawnProgram(['serve', '--role', 'all'], env(name))
+    programs.push(program)
+    const base = `http://127.0.0.1:${gatewayPort}`
+    await untilHealthy(program, base, name)
+    gateway = { program, name, base }
+    startMs.push(Date.now() - started)
+  }
+
+  /** SIGKILLs the gateway, drops what the proxy holds, and waits until PostgreSQL has ended its sessions. */
+  async function killGateway(): Promise<void> {
+    gateway.program.child.kill('SIGKILL')
+    try {
+      assert.equal(await gateway.program.exited, null, 'the gateway was killed')
+    } finally {
+      proxy.drop()
+      proxy.hold(null)
+    }
+    await eventually(async () => (await sessionsOf(gateway.name)) === 0, 10_000)
+  }
+
+  /** POST /integration/payouts to the running gateway, signed with the merchant's test key. */
+  async function createPayout(plan: Planned): Promise<number | 'no answer'> {
+    const path = '/integration/payouts'
+    const body = JSON.stringify({
+      external_id: plan.externalId,
+      amount: plan.amount,
+      currency: 'USD',
+      method: 'usdt_wallet',
+      destination: { network: 'ERC20', address: plan.to },
+    })
+    const key = ctx.merchant.keys.test
+    const idempotencyKey = `idem-${plan.externalId}`
+    const t = Math.floor(Date.now() / 1000)
+    const v1 = sign(key.secret, t, 'POST', path, idempotencyKey, body)
+    try {
+      const res = await fetch(`${gateway.base}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': idempotencyKey,
+          'x-signature': `key_id=${key.key_id},t=${t},v1=${v1}`,
+        },
+        body,
+      })
+      await res.arrayBuffer()
+      return res.status
+    } catch {
+      return 'no answer'
+    }
+  }
+
+  const payoutsOf = (plans: Planned[]) =>
+    ctx.db
+      .selectFrom('payouts')
+      .selectAll()
+      .where('merchant_uuid', '=', ctx.merchant.uuid)
+      .where(
+        'external_id',
+        'in',
+        plans.map((p) => p.externalId),
+      )
+      .execute()
+  const keptOf = (payoutUuids: string[]) =>
+    ctx.db.selectFrom('chain_transactions').selectAll().where('payout_uuid', 'in', payoutUuids).execute()
+  const pendingCount = async () =>
+    (
+      await ctx.db
+        .selectFrom('payouts')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirstOrThrow()
+    ).n
+  const receiptOf = (hash: string) =>
+    evm.node.public.getTransactionReceipt({ hash: hash as Hex }).catch(() => null)
+
+  /** Polls `check` while the gateway runs, failing with its output when it exits or the bound passes. */
+  const whileRunning = <T>(
+    what: string,
+    check: () => Promise<T | null | undefined | false>,
+    bound = RECOVERY_BOUND_MS,
+  ) =>
+    eventually(
+      async () => {
+        assertRunning(gateway.program, gateway.name)
+        return check()
+      },
+      bound,
+      25,
+    ).catch((error: Error) => {
+      throw new Error(`${what}: ${error.message}\n${gateway.program.output()}`)
+    })
+
+  /** Counts for the diagnostics. */
+  const tally = { rounds: { signed: 0, broadcast: 0, confirming: 0 }, killedInFlight: 0, nodeHadAtKill: 0 }
+
+  /** One round: `count` payouts made at once, the gateway killed at `point`, then started again. */
+  async function round(index: number, point: Point, count: number, draw: () => number): Promise<void> {
+    // Every payout made before is handed over: the node holds all the nonces signed so far, none past a gap.
+    await whileRunning(
+      'the payouts left pending were handed over again',
+      async () => (await pendingCount()) === 0,
+    )
+    const plans: Planned[] = Array.from({ length: count }, (_, i) => ({
+      externalId: `drill-${index}-${i}`,
+      to: addressOf(`evm payouts drill ${SEED} ${index} ${i}`),
+      amount: 500 + Math.floor(draw() * 1500),
+      round: index,
+      point,
+    }))
+    planned.push(...plans)
+    const recipients = new Set(plans.map((p) => p.to.toLowerCase()))
+    if (point !== 'confirming') {
+      const stage = STAGE[point]
+      proxy.hold((raw) => (recipients.has(recipientOf(raw) ?? '') ? stage : null))
+    }
+    const replies = plans.map((plan) => createPayout(plan))
+
+    if (point === 'confirming') {
+      for (const status of await Promise.all(replies)) assert.equal(status, 201)
+      // A transfer that reached the node past a nonce not yet there was refused: the payouts job hands it over again.
+      const rows = await whileRunning('the payouts are processing', async () => {
+        const found = await payoutsOf(plans)
+        return found.length === count && found.every((p) => p.status === 'processing') && found
+      })
+      const hashes = new Set(rows.map((p) => p.provider_reference))
+      await evm.node.test.mine({ blocks: 1 })
+      const mark = proxy.mark()
+      await whileRunning('the gateway checked the payouts after the block', async () =>
+        proxy.seenSince(mark, 'eth_getTransactionReceipt').some((call) => hashes.has(String(call.params[0]))),
+      )
+      await evm.node.test.mine({ blocks: 1 })
+      await killGateway()
+      const head = await evm.node.public.getBlockNumber()
+      for (const payout of await payoutsOf(plans)) {
+        assert.equal(payout.status, 'processing', 'killed while the payout waited for its confirmations')
+        const receipt = await receiptOf(payout.provider_reference as string)
+        assert.ok(receipt, 'mined')
+        assert.ok(head - receipt.blockNumber + 1n < BigInt(CONFIRMATIONS), 'short of its confirmations')
+      }
+    } else {
+      const answered = point === 'broadcast'
+      await whileRunning(`the proxy holds the payouts' broadcasts (${point})`, async () => {
+        const held = proxy.held().filter((call) => !answered || call.answered)
+        const heldFor = new Set(held.flatMap((call) => call.raws.map((raw) => recipientOf(raw))))
+        return [...recipients].every((to) => heldFor.has(to))
+      })
+      const heldRaws = new Set(proxy.held().flatMap((call) => call.raws))
+      await killGateway()
+      for (const status of await Promise.all(replies))
+        assert.equal(status, 'no answer', 'killed before its answer')
+      const rows = await payoutsOf(plans)
+      assert.equal(rows.length, count)
+      const kept = await keptOf(rows.map((p) => p.uuid))
+      assert.equal(kept.length, count, 'each transfer signed once, and kept')
+      let lowest: { nonce: number; hash: string } | null = null
+      for (const payout of rows) {
+        assert.equal(payout.status, 'pending', 'the payout never recorded a broadcast')
+        assert.equal(payout.provider_reference, null)
+        const tx = kept.find((k) => k.payout_uuid === payout.uuid)
+        assert.ok(tx)
+        assert.ok(heldRaws.has(tx.raw), 'the bytes kept are the bytes broadcast')
+        assert.equal(keccak256(tx.raw as Hex), tx.hash)
+        const atNode = await evm.node.public.request({
+          method: 'eth_getTransactionByHash',
+          params: [tx.hash as Hex],
+        })
+        if (point === 'signed') assert.equal(atNode, null, 'the node never had it')
+        if (atNode) tally.nodeHadAtKill++
+        if (!lowest || Number(tx.nonce) < lowest.nonce) lowest = { nonce: Number(tx.nonce), hash: tx.hash }
+      }
+      if (point === 'broadcast')
+        assert.ok(lowest && (await receiptOf(lowest.hash)), 'the node mined the lowest nonce')
+    }
+    tally.rounds[point]++
+    tally.killedInFlight += count
+    await startGateway()
+  }
+
+  before(async () => {
+    baseUrl = new URL(await postgresUrlOf(ctx))
+    gatewayPort = await freePort()
+    proxy = await startRpcProxy(evm.node.url)
+    await fundHotWallet(evm, hot, 10_000_000_000n)
+    await addEvmAccount(ctx, evm, {
+      name: 'usdt-drill',
+      mode: 'test',
+      key: hotKey,
+      confirmations: CONFIRMATIONS,
+      replaceAfterBlocks: REPLACE_AFTER,
+      rpcUrl: proxy.url,
+    })
+    // The merchant's USDT balance pays every payout of the drill.
+    for (let i = 0; i < 2; i++) {
+      const paid = await paidTransaction(ctx, { amount: 500000, currency: 'USD', payment_method: 'card' })
+      assert.equal(paid.status, 'paid')
+    }
+    await startGateway()
+  })
+
+  beforeClose(ctx, async () => {
+    await Promise.all(programs.map((p) => stopProgram(p, 'SIGKILL')))
+    await proxy?.close()
+  })
+
+  it(`pays each payout once, whichever step the gateway is killed at (seed ${SEED})`, async (t) => {
+    const started = Date.now()
+    const draw = seededRandom(SEED)
+    const rounds = drawRounds(draw)
+    for (const [index, { point, count }] of rounds.entries()) await round(index, point, count, draw)
+    const roundsMs = Date.now() - started
+
+    // The last start finishes what the last kill left: each payout is mined and confirmed.
+    await whileRunning(
+      'every payout completed',
+      async () => {
+        const rows = await payoutsOf(planned)
+        if (rows.length === planned.length && rows.every((p) => p.status === 'completed')) return true
+        await evm.node.test.mine({ blocks: 1 })
+        return false
+      },
+      RECOVERY_BOUND_MS * 2,
+    )
+    assert.equal(await stopProgram(gateway.program), 0, gateway.program.output())
+
+    const rows = await payoutsOf(planned)
+    assert.equal(rows.length, planned.length, 'none lost')
+    const transfers = await evm.node.public.getLogs({
+      address: evm.usdt.address,
+      event: TRANSFER,
+      args: { from: hot },
+      fromBlock: 0n,
+      toBlock: 'latest',
+    })
+    assert.equal(transfers.length, planned.length, 'one transfer from the hot wallet per payout, no more')
+    for (const plan of planned) {
+      const payout = rows.find((p) => p.external_id === plan.externalId)
+      assert.ok(payout)
+      assert.equal(payout.status, 'completed')
+      const paid = transfers.filter((log) => log.args.to?.toLowerCase() === plan.to.toLowerCase())
+      assert.deepEqual(
+        paid.map((log) => [log.transactionHash, log.args.value]),
+        [[payout.transaction_hash, minorToTokenUnits(payout.amount_usdt_micro, 6)]],
+        `payout ${plan.externalId} (${plan.point}) paid exactly once, its exact amount`,
+      )
+    }
+    const events = await ctx.db
+      .selectFrom('events')
+      .select(['aggregate_uuid', 'event'])
+      .where(
+        'aggregate_uuid',
+        'in',
+        rows.map((p) => p.uuid),
+      )
+      .orderBy('aggregate_version')
+      .execute()
+    for (const payout of rows)
+      assert.deepEqual(
+        events.filter((e) => e.aggregate_uuid === payout.uuid).map((e) => e.event),
+        ['payout.processing', 'payout.completed'],
+        `payout ${payout.external_id}: each event once`,
+      )
+
+    // The hot wallet's nonces: 0..n-1, each taken by one payout's first transfer; a nonce again only in a
+    // replacement of that transfer.
+    const kept = await ctx.db.selectFrom('chain_transactions').selectAll().where('wallet', '=', hot).execute()
+    const firsts = kept.filter((k) => k.replaces_uuid === null)
+    assert.equal(firsts.length, planned.length, 'one first transfer per payout')
+    assert.equal(new Set(firsts.map((k) => k.payout_uuid)).size, planned.length)
+    assert.deepEqual(
+      firsts.map((k) => Number(k.nonce)).sort((a, b) => a - b),
+      planned.map((_, i) => i),
+      'the nonces are 0..n-1, without a gap',
+    )
+    for (const replacement of kept.filter((k) => k.replaces_uuid !== null)) {
+      const replaced = kept.find((k) => k.uuid === replacement.replaces_uuid)
+      assert.equal(replacement.nonce, replaced?.nonce, 'a replacement keeps the nonce')
+      assert.equal(replacement.payout_uuid, replaced?.payout_uuid)
+    }
+    assert.equal(await evm.node.public.getTransactionCount({ address: hot }), planned.length)
+    const wallet = await ctx.db
+      .selectFrom('chain_wallets')
+      .select('next_nonce')
+      .where('address', '=', hot)
+      .executeTakeFirstOrThrow()
+    assert.equal(Number(wallet.next_nonce), planned.length)
+
+    await assertLedgerVerifies(env('mg-evm-drill-verify'))
+    t.diagnostic(
+      `${rounds.length} rounds (${Object.entries(tally.rounds)
+        .map(([point, n]) => `${point} ${n}`)
+        .join(
+          ', ',
+        )}), ${tally.killedInFlight} payouts in flight at a kill, ${tally.nodeHadAtKill} of them broadcast to the node; ${kept.length - firsts.length} replacements; the rounds took ${roundsMs} ms, the starts ${Math.min(...startMs)}-${Math.max(...startMs)} ms`,
+    )
+  })
+})
