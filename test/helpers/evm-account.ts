@@ -27,8 +27,9 @@ export async function fundHotWallet(evm: SuiteEvm, hot: Address, units: bigint):
 
 /**
  * An `evm-erc20` account on the suite's node and TestUSDT, paying from the wallet of `key`, and the operator's
- * default route of `mode`'s ERC20 payouts to it (unless `route` is false). `rpcUrl` stands in for the node's own URL (a proxy in front of it,
- * or one that does not answer). Returns the account's uuid.
+ * default route of `mode`'s ERC20 payouts to it (unless `route` is false). `rpcUrl` stands in for the node's own
+ * URL (a proxy in front of it, or one that does not answer); `timeoutMs` is how long a call to it may take (5 s by
+ * default). Returns the account's uuid.
  */
 export async function addEvmAccount(
   ctx: TestContext,
@@ -42,6 +43,7 @@ export async function addEvmAccount(
     rpcUrl?: string
     /** Whether the operator's default route of the mode's ERC20 payouts goes to it (true unless said). */
     route?: boolean
+    timeoutMs?: number
   },
 ): Promise<string> {
   const added = await ctx.services.providers.accounts.add({
@@ -54,7 +56,7 @@ export async function addEvmAccount(
       token_contract: evm.usdt.address,
       confirmations: String(options.confirmations),
       replace_after_blocks: String(options.replaceAfterBlocks),
-      timeout_ms: '5000',
+      timeout_ms: String(options.timeoutMs ?? 5000),
     },
     secrets: { hot_wallet_key: options.key },
   })
