@@ -35,7 +35,7 @@ export interface RpcProxy {
   holdNext(stage: HoldStage): void
   /** The calls held now. */
   held(): readonly HeldCall[]
-  /** Drops what is held: a held request never reaches the node, a held answer is never sent; each connection is cut. */
+  /** Drops what is held: a held request never reaches the node, a held answer is never sent; both are cut. */
   drop(): void
   /** Lets what is held go: held requests are forwarded, held answers sent. */
   release(): Promise<void>
