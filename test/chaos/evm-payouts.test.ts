@@ -39,7 +39,8 @@ import { beforeClose, suiteContext } from '../helpers/suite.ts'
  *   checks them, another is mined, and the gateway is killed at once.
  *
  * Then the gateway is started again; its payouts job hands the pending payouts over again (the same signed bytes)
- * and counts the confirmations of the others. The next round starts once no payout is pending. At the end every
+ * and counts the confirmations of the others. The next round starts once no payout is pending and the node holds
+ * every nonce signed so far (a broadcast the node refused is sent again by the payout's next check). At the end every
  * payout is completed, paid by exactly one Transfer of its exact amount to its own address; the hot wallet's
  * nonces are 0..n-1 without a gap (a nonce kept twice only for a replacement), the node counts n transactions
  * from it; each payout sent its two events once; `ledger verify` is clean.
@@ -271,8 +272,13 @@ describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each st
   async function round(index: number, point: Point, count: number): Promise<void> {
     // Every payout made before is handed over: the node holds all the nonces signed so far, none past a gap.
     await whileRunning(
-      'the payouts left pending were handed over again',
-      async () => (await pendingCount()) === 0,
+      'the payouts left pending were handed over again, and the node holds every nonce',
+      async () => {
+        if ((await pendingCount()) !== 0) return false
+        const wallet = await ctx.db.selectFrom('chain_wallets').select('next_nonce').executeTakeFirst()
+        const atNode = await evm.node.public.getTransactionCount({ address: hot, blockTag: 'pending' })
+        return atNode === Number(wallet?.next_nonce ?? 0)
+      },
     )
     const plans: Planned[] = Array.from({ length: count }, (_, i) => ({
       externalId: `drill-${index}-${i}`,
