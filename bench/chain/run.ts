@@ -15,11 +15,11 @@
  * It prints its report and records it in bench/results/<date>T<time>-chain.md (bench/lib.ts, writeResult).
  */
 import { randomBytes } from 'node:crypto'
-import { erc20Abi, getAbiItem, type Hex } from 'viem'
+import type { Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { MerchantGateway } from '../../sdk/src/index.ts'
 import { deployTestUsdt, startEvmNode } from '../../test/helpers/evm.ts'
-import { addressOf, fundHotWallet, keyOf } from '../../test/helpers/evm-account.ts'
+import { addressOf, fundHotWallet, keyOf, transfersFrom } from '../../test/helpers/evm-account.ts'
 import {
   benchDatabase,
   benchEnv,
@@ -51,7 +51,6 @@ const TARGET_PER_MINUTE = 60
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
 const log = (line: string) => process.stderr.write(`[bench:chain] ${line}\n`)
-const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
 
 async function main() {
   const node = await startEvmNode()
@@ -151,13 +150,7 @@ async function main() {
       latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN
 
     // On the chain: one transfer of exactly 1 USDT to each recipient, and the wallet's nonces without a gap.
-    const transfers = await node.public.getLogs({
-      address: usdt.address,
-      event: TRANSFER,
-      args: { from: hot },
-      fromBlock: 0n,
-      toBlock: 'latest',
-    })
+    const transfers = await transfersFrom({ node, usdt }, hot)
     const received = new Map<string, bigint[]>()
     for (const t of transfers)
       received.set(t.args.to as string, [

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
-import { type Address, erc20Abi, getAbiItem, type Hex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { minorToTokenUnits, tokenBalance } from '../../src/chain/token.ts'
 import type { Mode } from '../../src/db/types.ts'
 import { suiteEvm } from '../helpers/evm.ts'
-import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
+import { addEvmAccount, addressOf, fundHotWallet, keyOf, transfersFrom } from '../helpers/evm-account.ts'
 import { backends, call, eventually, paidTransaction, type TestMerchant } from '../helpers/harness.ts'
 import { newPayout } from '../helpers/payouts.ts'
 import { suiteContext } from '../helpers/suite.ts'
@@ -13,7 +13,6 @@ import { suiteContext } from '../helpers/suite.ts'
 const MODE: Mode = 'test'
 const CONFIRMATIONS = 3
 const REPLACE_AFTER = 3
-const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
 
 let keyCounter = 0
 const idem = () => `evm-${Date.now()}-${keyCounter++}`
@@ -79,19 +78,13 @@ for (const backend of backends()) {
         .where('payout_uuid', '=', payoutUuid)
         .orderBy('created_at')
         .execute()
+    type SignedRow = Awaited<ReturnType<typeof signed>>[number]
     const available = async (merchant: TestMerchant) => {
       const res = await call(ctx, 'GET', '/integration/balances', undefined, { as: { merchant, mode: MODE } })
       return res.json().data.find((b: { currency: string }) => b.currency === 'USDT').available as number
     }
     /** The token's Transfer events to `to`, from the hot wallet (or `from`), over the whole chain. */
-    const transfersTo = (to: Address, from: Address = hot) =>
-      evm.node.public.getLogs({
-        address: evm.usdt.address,
-        event: TRANSFER,
-        args: { from, to },
-        fromBlock: 0n,
-        toBlock: 'latest',
-      })
+    const transfersTo = (to: Address, from: Address = hot) => transfersFrom(evm, from, to)
     /** Mines `blocks` and runs the payouts' due checks until the payout is `status`. */
     const checkedUntil = async (uuid: string, status: string, blocks = CONFIRMATIONS) => {
       await evm.node.test.mine({ blocks })
@@ -101,6 +94,28 @@ for (const backend of backends()) {
       })
     }
     const connector = async () => (await ctx.services.providers.accounts.connector(accountUuid)).connector
+    /**
+     * A payout made to `to` while the node mines only when told, and its first transaction as kept; `work` runs on it
+     * before the node mines each transaction again.
+     */
+    const signedUnmined = async (
+      merchant: TestMerchant,
+      to: Address,
+      work: (uuid: string, tx: SignedRow) => Promise<void>,
+    ) => {
+      await evm.node.test.setAutomine(false)
+      try {
+        const res = await payout(merchant, to)
+        assert.equal(res.statusCode, 201, res.body)
+        const { uuid } = res.json()
+        const [tx] = await signed(uuid)
+        assert.ok(tx)
+        await work(uuid, tx)
+        return uuid as string
+      } finally {
+        await evm.node.test.setAutomine(true)
+      }
+    }
 
     it('pays a payout once, to the exact amount, and completes it after the confirmations', async () => {
       const merchant = await funded('Chain payouts')
@@ -150,14 +165,7 @@ for (const backend of backends()) {
     it('broadcasts the same signed transaction when handed the payout again, never a second one', async () => {
       const merchant = await funded('Chain repeats')
       const to = addressOf('recipient two')
-      await evm.node.test.setAutomine(false)
-      let uuid = ''
-      try {
-        const res = await payout(merchant, to)
-        assert.equal(res.statusCode, 201, res.body)
-        uuid = res.json().uuid
-        const [tx] = await signed(uuid)
-        assert.ok(tx)
+      const uuid = await signedUnmined(merchant, to, async (uuid, tx) => {
         // As if the process died after keeping the transaction and before the node had it.
         await evm.node.test.dropTransaction({ hash: tx.hash as Hex })
         const row = await payoutRow(uuid)
@@ -182,9 +190,7 @@ for (const backend of backends()) {
         assert.deepEqual(once_more, again)
         assert.equal((await signed(uuid)).length, 1)
         await evm.node.test.mine({ blocks: 1 })
-      } finally {
-        await evm.node.test.setAutomine(true)
-      }
+      })
       await checkedUntil(uuid, 'completed')
       assert.equal((await transfersTo(to)).length, 1)
     })
@@ -192,14 +198,7 @@ for (const backend of backends()) {
     it('replaces a transaction the chain leaves unmined, and counts the one that is mined', async () => {
       const merchant = await funded('Chain replacements')
       const to = addressOf('recipient three')
-      await evm.node.test.setAutomine(false)
-      let uuid = ''
-      try {
-        const res = await payout(merchant, to)
-        assert.equal(res.statusCode, 201, res.body)
-        uuid = res.json().uuid
-        const [first] = await signed(uuid)
-        assert.ok(first)
+      const uuid = await signedUnmined(merchant, to, async (uuid, first) => {
         // The base fee rises past what the first offered: it stays in the pool, unmined.
         const base = BigInt(first.max_fee_per_gas) + 1_000_000_000n
         for (let block = 0; block < REPLACE_AFTER; block++) {
@@ -219,9 +218,7 @@ for (const backend of backends()) {
         assert.equal(replacement.replaces_uuid, first.uuid)
         assert.ok(BigInt(replacement.max_fee_per_gas) >= (BigInt(first.max_fee_per_gas) * 110n) / 100n)
         await evm.node.test.mine({ blocks: 1 })
-      } finally {
-        await evm.node.test.setAutomine(true)
-      }
+      })
       await checkedUntil(uuid, 'completed')
       const transfers = await transfersTo(to)
       assert.equal(transfers.length, 1)

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { type Kysely, sql } from 'kysely'
-import { type Address, erc20Abi, getAbiItem } from 'viem'
+import type { Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { minorToTokenUnits } from '../../src/chain/token.ts'
 import type { Database, Mode } from '../../src/db/types.ts'
 import { deferred } from '../helpers/deferred.ts'
 import { suiteEvm } from '../helpers/evm.ts'
-import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
+import { addEvmAccount, addressOf, fundHotWallet, keyOf, transfersFrom } from '../helpers/evm-account.ts'
 import {
   call,
   eventually,
@@ -52,7 +52,6 @@ const PAYOUTS = 100
 const CONFIRMATIONS = 2
 /** Blocks a transfer may wait unmined before it is replaced: far more than the test mines before all are in. */
 const REPLACE_AFTER = 10
-const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
 const WORKERS = ['mg-evm-worker-1', 'mg-evm-worker-2'] as const
 
 describe('ERC-20 payouts from one hot wallet, paid by two worker processes (PostgreSQL)', () => {
@@ -296,13 +295,7 @@ describe('ERC-20 payouts from one hot wallet, paid by two worker processes (Post
     assert.equal(Number(wallet.next_nonce), PAYOUTS)
 
     // Exactly one transfer per recipient, of the payout's amount, in the transaction the payout names.
-    const transfers = await evm.node.public.getLogs({
-      address: evm.usdt.address,
-      event: TRANSFER,
-      args: { from: hot },
-      fromBlock: 0n,
-      toBlock: 'latest',
-    })
+    const transfers = await transfersFrom(evm, hot)
     assert.equal(transfers.length, PAYOUTS)
     const byRecipient = new Map<Address, typeof transfers>()
     for (const transfer of transfers) {

@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { sql } from 'kysely'
-import {
-  type Address,
-  decodeFunctionData,
-  erc20Abi,
-  getAbiItem,
-  type Hex,
-  keccak256,
-  parseTransaction,
-} from 'viem'
+import { type Address, decodeFunctionData, erc20Abi, type Hex, keccak256, parseTransaction } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { minorToTokenUnits } from '../../src/chain/token.ts'
 import { sign } from '../../src/http/auth.ts'
 import { suiteEvm } from '../helpers/evm.ts'
-import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
+import { addEvmAccount, addressOf, fundHotWallet, keyOf, transfersFrom } from '../helpers/evm-account.ts'
 import { eventually, paidTransaction, postgresUrlOf, serviceEnv } from '../helpers/harness.ts'
 import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
 import { assertLedgerVerifies, assertRunning, untilHealthy } from '../helpers/processes.ts'
@@ -82,7 +74,6 @@ const RECHECK_MS = 1500
 const ACCOUNT_TIMEOUT_MS = 60_000
 /** What a start leaves to the payouts job is done within this, after the gateway answers. */
 const RECOVERY_BOUND_MS = 30_000
-const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
 
 type Point = 'signed' | 'broadcast' | 'confirming'
 const POINTS: Point[] = ['signed', 'broadcast', 'confirming']
@@ -404,13 +395,7 @@ describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each st
 
     const rows = await payoutsOf(planned)
     assert.equal(rows.length, planned.length, 'none lost')
-    const transfers = await evm.node.public.getLogs({
-      address: evm.usdt.address,
-      event: TRANSFER,
-      args: { from: hot },
-      fromBlock: 0n,
-      toBlock: 'latest',
-    })
+    const transfers = await transfersFrom(evm, hot)
     assert.equal(transfers.length, planned.length, 'one transfer from the hot wallet per payout, no more')
     for (const plan of planned) {
       const payout = rows.find((p) => p.external_id === plan.externalId)

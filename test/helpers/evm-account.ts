@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem'
-import { keccak256, parseEther, toHex } from 'viem'
+import { erc20Abi, getAbiItem, keccak256, parseEther, toHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { Mode } from '../../src/db/types.ts'
 import type { TestContext } from './context.ts'
@@ -68,3 +68,15 @@ export async function addEvmAccount(
   )
   return added.account.uuid
 }
+
+const TRANSFER = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
+
+/** TestUSDT's Transfer events from `from` (to `to` only, when given), over the whole chain, in chain order. */
+export const transfersFrom = (evm: SuiteEvm, from: Address, to?: Address) =>
+  evm.node.public.getLogs({
+    address: evm.usdt.address,
+    event: TRANSFER,
+    args: { from, ...(to && { to }) },
+    fromBlock: 0n,
+    toBlock: 'latest',
+  })
