@@ -182,7 +182,7 @@ describe('ERC-20 payouts from one hot wallet, paid by two worker processes (Post
     assert.equal(uuids.length, PAYOUTS, 'the payouts were made')
     const second = uuids.slice(PAYOUTS / 2)
     const first = uuids.slice(0, PAYOUTS / 2)
-    // Which process signed each transaction: its session's application_name, kept beside it.
+    // Which process signed each transaction: the application_name of its database connection, kept beside it.
     await sql`CREATE TABLE signed_by (hash text PRIMARY KEY, name text NOT NULL, at timestamptz NOT NULL)`.execute(
       ctx.db,
     )
