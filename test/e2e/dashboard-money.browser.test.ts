@@ -71,12 +71,29 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
   const check = (page: Page, name: string, width: number) =>
     checkPage(page, name, width, `dashboard-money-${name}-${width}`)
 
-  /** Fills the new payout form for a USDT wallet and asks for a quote. */
+  /**
+   * Fills the new payout form for a USDT wallet and asks for a quote. The balances answer is held until the form is
+   * filled: what a quick hand types before the balance shows stays typed.
+   */
   async function quote(page: Page, amount: string) {
+    let release = () => {}
+    const filled = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    await page.route('**/integration/balances', async (route) => {
+      await filled
+      await route.continue()
+    })
     await page.goto(`${origin}/dashboard/test/payouts/new`)
     await page.getByLabel('Wallet address').fill(TRC20)
     await page.getByLabel('Amount').fill(amount)
     await page.getByLabel('Currency').fill('USD')
+    release()
+    await page.locator('.balance-note', { hasText: / USDT$/ }).waitFor()
+    await page.unroute('**/integration/balances')
+    assert.equal(await page.getByLabel('Wallet address').inputValue(), TRC20)
+    assert.equal(await page.getByLabel('Amount').inputValue(), amount)
+    assert.equal(await page.getByLabel('Currency').inputValue(), 'USD')
     await page.getByRole('button', { name: 'Get a quote' }).click()
     await page.getByRole('heading', { name: 'Quote' }).waitFor()
   }

@@ -48,6 +48,8 @@ export function NewPayout() {
   const [draft, setDraft] = useState<Draft | null>(null)
   const [quote, setQuote] = useState<(Quote & { key: string }) | null>(null)
   const [fieldError, setFieldError] = useState<string | null>(null)
+  // The currency follows the balance shown until the user types one: what was typed survives the balances' load.
+  const [typedCurrency, setTypedCurrency] = useState<string | null>(null)
   const security = useQuery({
     queryKey: ['merchant-security'],
     queryFn: () => data(dashboardApi.GET('/dashboard/api/merchant/security')),
@@ -116,7 +118,7 @@ export function NewPayout() {
       </p>
       <h1>New payout</h1>
       {!quote && (
-        <form className="card form" onSubmit={review} key={balance?.currency ?? 'none'}>
+        <form className="card form" onSubmit={review}>
           <p className="balance-note">
             Available balance:{' '}
             <strong>{balance ? moneyShort(balance.available, balance.currency) : '…'}</strong>
@@ -174,7 +176,13 @@ export function NewPayout() {
           </label>
           <label>
             Currency
-            <input name="currency" defaultValue={balance?.currency ?? 'USDT'} required maxLength={8} />
+            <input
+              name="currency"
+              value={typedCurrency ?? balance?.currency ?? 'USDT'}
+              onChange={(event) => setTypedCurrency(event.target.value)}
+              required
+              maxLength={8}
+            />
           </label>
           <label>
             Your reference (external id)
