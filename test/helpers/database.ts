@@ -19,7 +19,10 @@ export type Backend = 'pglite' | 'postgres'
 
 /** Every suite runs on embedded PGlite, and on PostgreSQL too when TEST_DATABASE_URL is set. */
 export function backends(): Backend[] {
-  return process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+  const all: Backend[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite']
+  // TEST_BACKENDS (comma-separated) keeps some of them: a run that changes only how PostgreSQL is reached.
+  const kept = process.env.TEST_BACKENDS?.split(',').map((name) => name.trim())
+  return kept ? all.filter((backend) => kept.includes(backend)) : all
 }
 
 /**
