@@ -67,6 +67,8 @@ export interface Config {
    * try of a hand-over, or a status ask, may take before status sync takes the payment over.
    */
   providerSync: { scheduleMs: number[]; graceMs: number; handoverLeaseMs: number }
+  /** How often a worker's chain watchers look for new blocks (CHAIN_WATCH_INTERVAL_MS). */
+  chainWatchIntervalMs: number
   /**
    * Which peers' X-Forwarded-For is believed for the client's address (Fastify's `trustProxy`): false (none,
    * the default), the addresses and CIDR ranges of the proxies, or a count of proxy hops (as a function).
@@ -384,6 +386,7 @@ export function loadConfig(env: Env = process.env): Config {
       graceMs: parsePositive('PROVIDER_SYNC_GRACE_SECONDS', env.PROVIDER_SYNC_GRACE_SECONDS, 3600) * 1000,
       handoverLeaseMs: parsePositive('PROVIDER_HANDOVER_LEASE_MS', env.PROVIDER_HANDOVER_LEASE_MS, 30_000),
     },
+    chainWatchIntervalMs: parsePositive('CHAIN_WATCH_INTERVAL_MS', env.CHAIN_WATCH_INTERVAL_MS, 1000),
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     hstsMaxAgeSeconds:
       production &&

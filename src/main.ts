@@ -116,7 +116,9 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
       : handle.background === handle.db
         ? services
         : createServices(handle.background, config, { log: logger })
-  const workers = jobServices ? startWorkers(handle, jobServices, logger) : null
+  const workers = jobServices
+    ? startWorkers(handle, jobServices, logger, { chainIntervalMs: config.chainWatchIntervalMs })
+    : null
   if (role !== 'worker') await app.listen({ port: config.port, host: config.host })
   setMetricSources({
     outbox: () => services.webhooks.outboxStats(),

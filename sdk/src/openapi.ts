@@ -774,10 +774,10 @@ export interface components {
                 [key: string]: string;
             } | null;
             /**
-             * @description `card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites).
+             * @description `card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites), `usdt_erc20` (a USDT deposit address on an EVM chain, in USDT).
              * @example card
              */
-            payment_method: "card" | "p2p_card" | "bank_transfer";
+            payment_method: "card" | "p2p_card" | "bank_transfer" | "usdt_erc20";
             success_url?: string | null;
         };
         CursorMeta: {
@@ -808,7 +808,7 @@ export interface components {
              */
             expires_at: string;
             gross_amount: number;
-            payment_method: "card" | "p2p_card" | "bank_transfer";
+            payment_method: "card" | "p2p_card" | "bank_transfer" | "usdt_erc20";
             /** @description Where the customer transfers to. */
             requisites: {
                 [key: string]: string;
@@ -1197,6 +1197,8 @@ export interface components {
             aggregate_version: number;
             /** @description Requested amount, minor units. */
             amount: number;
+            /** @description For a payment to a deposit address (`usdt_erc20`): what it received in all, in minor units, counted once confirmed. Less than `amount` on an under-payment, more on an over-payment. */
+            amount_received?: number;
             callback_url: string | null;
             /**
              * Format: date-time
@@ -1238,7 +1240,7 @@ export interface components {
             /** @description gross_amount minus the whole fee. */
             net_amount: number;
             paid_at: string | null;
-            payment_method: "card" | "p2p_card" | "bank_transfer";
+            payment_method: "card" | "p2p_card" | "bank_transfer" | "usdt_erc20";
             /**
              * Format: uri
              * @description The hosted payment page.
@@ -4140,7 +4142,7 @@ export interface operations {
                  * @description Only this payment method.
                  * @example card
                  */
-                payment_method?: "card" | "p2p_card" | "bank_transfer";
+                payment_method?: "card" | "p2p_card" | "bank_transfer" | "usdt_erc20";
                 /** @description Page size, 1-100. */
                 per_page?: number;
                 /**

@@ -111,22 +111,22 @@ export interface TokenTransfer {
 const TRANSFER_EVENT = getAbiItem({ abi: erc20Abi, name: 'Transfer' })
 
 /**
- * The token's Transfer events to any of `to` in blocks `fromBlock` to `toBlock` (both included), in chain order.
- * The node filters on the indexed `to` topic, so one call covers every deposit address. `toBlock` must not be past
- * the head: some nodes (anvil) refuse such a range rather than clamp it.
+ * The token's Transfer events to any of `to` (every one of them when `to` is null) in blocks `fromBlock` to
+ * `toBlock` (both included), in chain order. The node filters on the indexed `to` topic, so one call covers every
+ * deposit address. `toBlock` must not be past the head: some nodes (anvil) refuse such a range rather than clamp it.
  */
 export async function transfersTo(
   client: Client,
   token: Address,
-  to: readonly Address[],
+  to: readonly Address[] | null,
   fromBlock: BlockNumber,
   toBlock: BlockNumber,
 ): Promise<TokenTransfer[]> {
-  if (to.length === 0) return []
+  if (to?.length === 0) return []
   const logs = await getLogs(client, {
     address: token,
     event: TRANSFER_EVENT,
-    args: { to: [...to] },
+    args: to ? { to: [...to] } : undefined,
     fromBlock,
     toBlock,
     strict: true,

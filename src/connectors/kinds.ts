@@ -1,4 +1,5 @@
 import { type TObject, Type } from 'typebox'
+import { depositBranch } from '../chain/deposits.ts'
 import { EVM_ERC20_SETTINGS } from './evm-erc20/settings.ts'
 
 /**
@@ -12,6 +13,10 @@ export interface ConnectorKindSpec {
   settings: TObject
   /** The secrets an account of this kind must hold, by name. */
   secrets: readonly string[]
+  /** The secrets it may hold besides, by name. */
+  optionalSecrets?: readonly string[]
+  /** Why a secret's value cannot serve, checked as the operator gives it; null when it can. */
+  refuseSecret?: (name: string, value: string) => string | null
   /** The provider signs its callbacks with a secret shared with the account (rotated with an overlap). */
   signedCallbacks: boolean
 }
@@ -55,9 +60,19 @@ export const CONNECTOR_KINDS = {
   },
   'evm-erc20': {
     description:
-      'ERC-20 token payouts (USDT) paid by the gateway from its hot wallet on an EVM chain (docs/CONNECTORS.md).',
+      'ERC-20 token payouts (USDT) paid by the gateway from its hot wallet, and deposits to addresses derived from an xpub, on an EVM chain (docs/CONNECTORS.md).',
     settings: EVM_ERC20_SETTINGS,
     secrets: ['hot_wallet_key'],
+    optionalSecrets: ['deposit_xpub'],
+    refuseSecret: (name, value) => {
+      if (name !== 'deposit_xpub') return null
+      try {
+        depositBranch(value)
+        return null
+      } catch (error) {
+        return (error as Error).message
+      }
+    },
     signedCallbacks: false,
   },
 } as const satisfies Record<string, ConnectorKindSpec>

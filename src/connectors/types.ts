@@ -101,6 +101,8 @@ export type HandOverAnswer<T> =
 export interface PaymentOrder {
   paymentUuid: string
   amount: number
+  /** What the customer pays: the amount and the customer's part of the fee (the same minor units). */
+  grossAmount: number
   currency: string
   method: string
   /** Where the provider's payment page sends the customer back: the hosted page. */
@@ -196,4 +198,40 @@ export interface AccountConnector {
   payoutStatus(reference: string): Promise<ProviderObjectStatus<PayoutOutcome>>
   /** Lets go of the connections it holds. */
   close(): Promise<void>
+  /** For a kind whose payments are deposits on a chain: what the gateway's chain watcher reads it through. */
+  readonly deposits?: DepositChain
+}
+
+/** A Transfer of a token to one of an account's deposit addresses, as its log says it. */
+export interface ReadTransfer {
+  transactionHash: string
+  logIndex: number
+  blockNumber: bigint
+  blockHash: string
+  from: string
+  to: string
+  /** Token units. */
+  value: bigint
+}
+
+/** A block as the chain watcher compares it: its height, its hash and its parent's. */
+export interface ChainBlock {
+  number: bigint
+  hash: string
+  parentHash: string
+}
+
+/**
+ * The chain an account takes deposits on, as its watcher reads it (docs/CONNECTORS.md, Deposits): the head, any
+ * block by height, and the token's transfers in a range of blocks.
+ */
+export interface DepositChain {
+  /** Blocks from a transfer's to the head, that one included, before it counts. */
+  readonly confirmations: number
+  /** The token's decimals: its units in the gateway's minor units. */
+  readonly decimals: number
+  head(): Promise<bigint>
+  block(number: bigint): Promise<ChainBlock>
+  /** The token's Transfer events in blocks `from` to `to` (both included, not past the head), in chain order. */
+  transfers(from: bigint, to: bigint): Promise<ReadTransfer[]>
 }

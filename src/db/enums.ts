@@ -29,7 +29,7 @@ export const TransactionStatusSchema = LiteralUnion(TRANSACTION_STATUSES)
 export type TransactionStatus = Static<typeof TransactionStatusSchema>
 export const isTransactionStatus = memberOf(TRANSACTION_STATUSES)
 
-export const PAYMENT_METHODS = ['card', 'p2p_card', 'bank_transfer'] as const
+export const PAYMENT_METHODS = ['card', 'p2p_card', 'bank_transfer', 'usdt_erc20'] as const
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number]
 export const isPaymentMethod = memberOf(PAYMENT_METHODS)
 export const FEE_PAYERS = ['merchant', 'customer', 'split'] as const

@@ -26,6 +26,7 @@ import * as connectorAccounts from './migrations/0018_connector_accounts.ts'
 import * as paymentHandovers from './migrations/0019_payment_handovers.ts'
 import * as refundPayoutAccounts from './migrations/0020_refund_payout_accounts.ts'
 import * as chainPayouts from './migrations/0021_chain_payouts.ts'
+import * as chainDeposits from './migrations/0022_chain_deposits.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -431,6 +432,7 @@ export const migrator = (db: Db) =>
         '0019_payment_handovers': paymentHandovers,
         '0020_refund_payout_accounts': refundPayoutAccounts,
         '0021_chain_payouts': chainPayouts,
+        '0022_chain_deposits': chainDeposits,
       }),
     },
   })

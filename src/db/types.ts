@@ -228,6 +228,8 @@ export interface TransactionsTable {
   settle_available_at: Timestamp | null
   /** When the settlement moved from pending to available (null until then). */
   settled_at?: Timestamp | null
+  /** What a payment to a deposit address received in all, counted (null for other methods). */
+  amount_received?: number | null
   aggregate_version: number
   created_at: Timestamp
   updated_at: Timestamp
@@ -277,6 +279,11 @@ export interface Database {
   payouts: PayoutsTable
   chain_wallets: ChainWalletsTable
   chain_transactions: ChainTransactionsTable
+  chain_deposit_keys: ChainDepositKeysTable
+  chain_deposits: ChainDepositsTable
+  chain_cursors: ChainCursorsTable
+  chain_blocks: ChainBlocksTable
+  chain_transfers: ChainTransfersTable
   payout_callbacks: PayoutCallbacksTable
   merchant_users: MerchantUsersTable
   merchant_user_invitations: MerchantUserInvitationsTable
@@ -594,5 +601,55 @@ export interface ChainTransactionsTable {
   max_priority_fee_per_gas: ColumnType<string, string | bigint, string | bigint>
   replaces_uuid: string | null
   signed_at_block: number
+  created_at: Timestamp
+}
+
+/** An account's next deposit derivation index. */
+export interface ChainDepositKeysTable {
+  account_uuid: string
+  next_index: number
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** A payment's deposit address, derived at `derivation_index`, and the amount asked in token units. */
+export interface ChainDepositsTable {
+  transaction_uuid: string
+  account_uuid: string
+  derivation_index: number
+  address: string
+  amount: ColumnType<string, string | bigint, string | bigint>
+  created_at: Timestamp
+}
+
+/** Where an account's chain watcher stands, and which worker leads it until when. */
+export interface ChainCursorsTable {
+  account_uuid: string
+  block_number: number
+  block_hash: string
+  leader: string | null
+  lease_until: Timestamp | null
+  created_at: Timestamp
+  updated_at: Timestamp
+}
+
+/** A block the watcher's cursor stood on: how a reorganisation is traced back. */
+export interface ChainBlocksTable {
+  account_uuid: string
+  block_number: number
+  block_hash: string
+}
+
+/** A Transfer of the token to a deposit address, recorded once; counted once it has its confirmations. */
+export interface ChainTransfersTable {
+  account_uuid: string
+  transaction_hash: string
+  log_index: number
+  block_number: number
+  block_hash: string
+  payment_uuid: string
+  sender: string
+  amount: ColumnType<string, string | bigint, string | bigint>
+  counted_at: Timestamp | null
   created_at: Timestamp
 }

@@ -1,6 +1,9 @@
+import { hostname } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Services } from '../app.ts'
 import type { DbHandle } from '../db/index.ts'
+import { newId } from '../lib/ids.ts'
+import type { WatchOptions } from '../modules/transactions/deposits.ts'
 import { WAKE_CHANNEL } from '../modules/webhooks/service.ts'
 import { startBatchJob } from './batch-job.ts'
 import { type DispatcherOptions, startDispatcher } from './dispatcher.ts'
@@ -12,6 +15,9 @@ export interface WorkerOptions {
   jobIntervalMs?: number
   /** How often the payout and refund jobs look for open ones whose check is due (default 1 s). */
   payoutIntervalMs?: number
+  /** How often the chain watchers look for new blocks (default 1 s), and how they read. */
+  chainIntervalMs?: number
+  chainWatch?: WatchOptions
 }
 
 /**
@@ -34,6 +40,8 @@ export function startWorkers(
     options: { leaseMs: services.webhooks.leaseMs, ...options.dispatcher },
   })
   const { transactions, payouts, refunds } = services
+  // This process's name as the leader of a chain watcher: one process at a time follows each account's chain.
+  const watcher = { leader: `${hostname()}:${process.pid}:${newId()}`, log }
   const jobs = [
     startBatchJob({
       name: 'expiry',
@@ -58,6 +66,12 @@ export function startWorkers(
       step: (n) => refunds.checkDue(n),
       log,
       intervalMs: options.payoutIntervalMs ?? Math.min(options.jobIntervalMs ?? 1000, 1000),
+    }),
+    startBatchJob({
+      name: 'chain-watch',
+      step: () => transactions.watchChains(watcher, options.chainWatch).then(() => 0),
+      log,
+      intervalMs: options.chainIntervalMs ?? 1000,
     }),
     startBatchJob({
       name: 'status-sync',

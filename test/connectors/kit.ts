@@ -85,6 +85,7 @@ const payout = (): PayoutOrder => ({
 const order = (overrides: Partial<PaymentOrder> = {}): PaymentOrder => ({
   paymentUuid: randomUUID(),
   amount: 150_000,
+  grossAmount: 151_875,
   currency: 'RUB',
   method: 'card',
   returnUrl: 'https://gateway.test/pay/token?returned=1',

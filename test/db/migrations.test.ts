@@ -386,6 +386,7 @@ for (const backend of backends()) {
         '0019_payment_handovers',
         '0020_refund_payout_accounts',
         '0021_chain_payouts',
+        '0022_chain_deposits',
       ])
     })
 
@@ -440,6 +441,7 @@ for (const backend of backends()) {
         '0019_payment_handovers',
         '0020_refund_payout_accounts',
         '0021_chain_payouts',
+        '0022_chain_deposits',
       ])
     })
 
@@ -453,6 +455,7 @@ for (const backend of backends()) {
         return rows.map((r) => r.name)
       }
       assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), [
+        '0022_chain_deposits',
         '0021_chain_payouts',
         '0020_refund_payout_accounts',
       ])
@@ -518,12 +521,19 @@ for (const backend of backends()) {
         .where('external_id', 'like', 'po-0020-%')
         .execute()
       assert.equal(kept.length, 3)
-      assert.deepEqual(await migrateToLatest(db), ['0020_refund_payout_accounts', '0021_chain_payouts'])
+      assert.deepEqual(await migrateToLatest(db), [
+        '0020_refund_payout_accounts',
+        '0021_chain_payouts',
+        '0022_chain_deposits',
+      ])
     })
 
     it("0021 keeps hot wallets' nonces and signed payout transactions, one hash once, and back down", async () => {
       const { db } = fresh.handle
-      assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), ['0021_chain_payouts'])
+      assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), [
+        '0022_chain_deposits',
+        '0021_chain_payouts',
+      ])
       assert.deepEqual(await tablesLike(db, 'chain_%'), [])
       assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0021_chain_payouts'])
       assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
@@ -575,7 +585,66 @@ for (const backend of backends()) {
       assert.deepEqual(kept, { max_fee_per_gas: '123456789012345678901234567890', nonce: 0 })
       assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), ['0021_chain_payouts'])
       assert.deepEqual(await tablesLike(db, 'chain_%'), [])
-      assert.deepEqual(await migrateToLatest(db), ['0021_chain_payouts'])
+      assert.deepEqual(await migrateToLatest(db), ['0021_chain_payouts', '0022_chain_deposits'])
+    })
+
+    it('0022 keeps deposit addresses once a payment and an index once an account, transfers once, and back down', async () => {
+      const { db } = fresh.handle
+      assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0022_chain_deposits'])
+      assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
+      assert.deepEqual(await migrateToLatest(db), ['0022_chain_deposits'])
+      const at = new Date('2026-12-07T00:00:00.000Z')
+      const account = (
+        await db.selectFrom('connector_accounts').select('uuid').orderBy('uuid').executeTakeFirstOrThrow()
+      ).uuid
+      const [first, second] = (
+        await db.selectFrom('transactions').select('uuid').orderBy('uuid').limit(2).execute()
+      ).map((row) => row.uuid)
+      const deposit = (payment: string | undefined, index: number, address: string) =>
+        db
+          .insertInto('chain_deposits')
+          .values({
+            transaction_uuid: payment as string,
+            account_uuid: account,
+            derivation_index: index,
+            address,
+            amount: '1000000000000000000000',
+            created_at: at,
+          })
+          .execute()
+      await deposit(first, 0, '0xaa')
+      await assert.rejects(deposit(first, 1, '0xbb'), (error) =>
+        isUniqueViolation(error, 'chain_deposits_pkey'),
+      )
+      await assert.rejects(deposit(second, 0, '0xbb'), (error) =>
+        isUniqueViolation(error, 'chain_deposits_index_key'),
+      )
+      await assert.rejects(deposit(second, 1, '0xaa'), (error) =>
+        isUniqueViolation(error, 'chain_deposits_address_key'),
+      )
+      const transfer = () =>
+        db
+          .insertInto('chain_transfers')
+          .values({
+            account_uuid: account,
+            transaction_hash: '0xcc',
+            log_index: 3,
+            block_number: 7,
+            block_hash: '0xdd',
+            payment_uuid: first as string,
+            sender: '0xee',
+            amount: '5',
+            counted_at: null,
+            created_at: at,
+          })
+          .execute()
+      await transfer()
+      await assert.rejects(transfer(), (error) => isUniqueViolation(error, 'chain_transfers_pkey'))
+      const [kept] = await db.selectFrom('chain_deposits').select('amount').execute()
+      assert.deepEqual(kept, { amount: '1000000000000000000000' })
+      assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0022_chain_deposits'])
+      assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
+      assert.deepEqual(await migrateToLatest(db), ['0022_chain_deposits'])
     })
   })
 }

@@ -44,6 +44,8 @@ export async function addEvmAccount(
     /** Whether the operator's default route of the mode's ERC20 payouts goes to it (true unless said). */
     route?: boolean
     timeoutMs?: number
+    /** The extended public key its deposit addresses are derived from, when it takes deposits. */
+    depositXpub?: string
   },
 ): Promise<string> {
   const added = await ctx.services.providers.accounts.add({
@@ -58,7 +60,10 @@ export async function addEvmAccount(
       replace_after_blocks: String(options.replaceAfterBlocks),
       timeout_ms: String(options.timeoutMs ?? 5000),
     },
-    secrets: { hot_wallet_key: options.key },
+    secrets: {
+      hot_wallet_key: options.key,
+      ...(options.depositXpub !== undefined && { deposit_xpub: options.depositXpub }),
+    },
   })
   ctx.secrets.push(options.key)
   if (options.route === false) return added.account.uuid

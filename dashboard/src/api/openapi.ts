@@ -467,7 +467,7 @@ export interface components {
             fees: {
                 fee_bps: number;
                 merchant_fee_share_bps: number;
-                payment_method: "card" | "p2p_card" | "bank_transfer";
+                payment_method: "card" | "p2p_card" | "bank_transfer" | "usdt_erc20";
             }[];
             fx_markup_bps: number;
             name: string;

@@ -3,6 +3,8 @@ import {
   type Chain,
   createPublicClient,
   defineChain,
+  formatUnits,
+  getAddress,
   type Hex,
   http,
   keccak256,
@@ -15,10 +17,13 @@ import {
 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { checkPayoutAddress } from '../../chain/address.ts'
-import { minorToTokenUnits, tokenBalance, transferCalldata } from '../../chain/token.ts'
+import { depositAddressAt, depositBranch } from '../../chain/deposits.ts'
+import { minorToTokenUnits, tokenBalance, transferCalldata, transfersTo } from '../../chain/token.ts'
 import type {
   AccountConnector,
+  DepositChain,
   HandOverAnswer,
+  PaymentOrder,
   PayoutOrder,
   PayoutOutcome,
   ProviderObject,
@@ -28,7 +33,14 @@ import type {
   ProviderRefundStatus,
 } from '../types.ts'
 import type { EvmErc20Settings } from './settings.ts'
-import type { ChainTransactionStore, Signed, SignedTransaction } from './store.ts'
+import type { ChainDepositStore, ChainTransactionStore, Signed, SignedTransaction } from './store.ts'
+
+/** Where an `evm-erc20` account keeps what it signs and the deposit addresses it gives, and which account it is. */
+export interface EvmErc20Stores {
+  accountUuid: string
+  transactions: ChainTransactionStore
+  deposits: ChainDepositStore
+}
 
 /** A replacement offers at least this much more per gas than the one it replaces (geth's and Hardhat's rule: 10 %). */
 const BUMP_PERCENT = 125n
@@ -62,15 +74,21 @@ export class EvmErc20Connector implements AccountConnector {
   readonly #wallet: PrivateKeyAccount
   readonly #token: Address
   readonly #store: ChainTransactionStore
+  readonly #stores: EvmErc20Stores
+  /** The external branch of the deposit key, when the account takes deposits. */
+  readonly #depositBranch: ReturnType<typeof depositBranch> | null
+  readonly deposits: DepositChain | undefined
 
-  constructor(settings: EvmErc20Settings, secrets: Record<string, string>, store: ChainTransactionStore) {
+  constructor(settings: EvmErc20Settings, secrets: Record<string, string>, stores: EvmErc20Stores) {
     this.#settings = settings
+    this.#stores = stores
+    this.#depositBranch = secrets.deposit_xpub ? depositBranch(secrets.deposit_xpub) : null
     const key = secrets.hot_wallet_key ?? ''
     if (!/^0x[0-9a-fA-F]{64}$/.test(key))
       throw new Error('the hot wallet key is not 0x and 64 hexadecimal digits')
     this.#wallet = privateKeyToAccount(key as Hex)
     this.#token = settings.token_contract as Address
-    this.#store = store
+    this.#store = stores.transactions
     const chain = defineChain({
       id: settings.chain_id,
       name: `chain ${settings.chain_id}`,
@@ -82,6 +100,7 @@ export class EvmErc20Connector implements AccountConnector {
       transport: http(settings.rpc_url, { retryCount: 0, timeout: settings.timeout_ms }),
       cacheTime: 0,
     })
+    this.deposits = this.#depositBranch ? this.#depositChain() : undefined
   }
 
   /** The hot wallet's address: where the operator sends the token and the gas. */
@@ -89,12 +108,55 @@ export class EvmErc20Connector implements AccountConnector {
     return this.#wallet.address
   }
 
-  async createPayment(): Promise<HandOverAnswer<ProviderPayment>> {
-    return refused('method_unsupported', 'An evm-erc20 account pays out; it takes no payments.')
+  /**
+   * A USDT deposit (docs/CONNECTORS.md, Deposits): the payment is given the address at the account's next
+   * derivation index, once (a repeat answers the same one), and the exact amount the customer sends, in token units.
+   * Its outcome comes from the chain watcher, not from an answer here.
+   */
+  async createPayment(order: PaymentOrder): Promise<HandOverAnswer<ProviderPayment>> {
+    const branch = this.#depositBranch
+    if (!branch)
+      return refused('method_unsupported', 'This evm-erc20 account has no deposit key: it takes no payments.')
+    if (order.method !== 'usdt_erc20' || order.currency !== 'USDT')
+      return refused('method_unsupported', 'An evm-erc20 account takes usdt_erc20 payments in USDT only.')
+    let amount: bigint
+    try {
+      amount = minorToTokenUnits(order.grossAmount, this.#settings.decimals)
+    } catch (error) {
+      return refused('amount_unsupported', (error as Error).message)
+    }
+    try {
+      const deposit = await this.#stores.deposits.depositFor({
+        accountUuid: this.#stores.accountUuid,
+        paymentUuid: order.paymentUuid,
+        amount,
+        address: (index) => depositAddressAt(branch, index),
+        start: async () => {
+          const head = await this.#client.getBlock({ blockTag: 'latest' })
+          return { number: head.number, hash: head.hash }
+        },
+      })
+      return {
+        kind: 'accepted',
+        reference: deposit.address,
+        redirectUrl: null,
+        requisites: {
+          network: 'ERC20',
+          chain_id: String(this.#settings.chain_id),
+          token_contract: getAddress(this.#token),
+          address: deposit.address,
+          amount: formatUnits(deposit.amount, this.#settings.decimals),
+          amount_units: deposit.amount.toString(),
+        },
+      }
+    } catch (error) {
+      return noAnswer(error)
+    }
   }
 
+  /** A deposit's outcome is the chain watcher's to apply: asked, the account answers it pending. */
   async paymentStatus(): Promise<ProviderPaymentStatus> {
-    return { kind: 'unknown' }
+    return { kind: 'known', status: 'pending', amount: 0, currency: 'USDT' }
   }
 
   async refund(): Promise<HandOverAnswer<ProviderObject<ProviderRefundStatus>>> {
@@ -169,6 +231,22 @@ export class EvmErc20Connector implements AccountConnector {
   }
 
   async close(): Promise<void> {}
+
+  /** The chain as the deposit watcher reads it, through this account's node. */
+  #depositChain(): DepositChain {
+    const client = this.#client
+    const token = this.#token
+    return {
+      confirmations: this.#settings.confirmations,
+      decimals: this.#settings.decimals,
+      head: () => client.getBlockNumber(),
+      async block(number) {
+        const block = await client.getBlock({ blockNumber: number })
+        return { number, hash: block.hash, parentHash: block.parentHash }
+      },
+      transfers: (from, to) => transfersTo(client, token, null, from, to),
+    }
+  }
 
   /** Signs the payout's first transfer, unless the hot wallet cannot cover it: null then. */
   async #signFirst(payoutUuid: string, to: Address, amount: bigint): Promise<SignedTransaction | null> {

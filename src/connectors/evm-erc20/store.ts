@@ -49,3 +49,38 @@ export interface ChainTransactionStore {
     signedAtBlock: number,
   ): Promise<SignedTransaction>
 }
+
+/** A payment's deposit address, as it was given. */
+export interface Deposit {
+  address: string
+  index: number
+  /** What the customer is asked to send, in token units. */
+  amount: bigint
+}
+
+/** A block the chain watcher stands on or read up to. */
+export interface ChainPoint {
+  number: bigint
+  hash: string
+}
+
+/**
+ * Where an `evm-erc20` account keeps the deposit addresses it gives, in the gateway's database: one per payment,
+ * each at a derivation index never given before.
+ */
+export interface ChainDepositStore {
+  /**
+   * The payment's deposit: the one given before, or else a new one at the account's next index (`address` derives
+   * it). The account's chain watcher starts where `start` says (the head as the first deposit is given) when it
+   * has never run, so that no transfer to the new address can be before it.
+   */
+  depositFor(input: {
+    accountUuid: string
+    paymentUuid: string
+    amount: bigint
+    address: (index: number) => string
+    start: () => Promise<ChainPoint>
+  }): Promise<Deposit>
+  /** The payment's deposit, if it has one. */
+  depositOf(paymentUuid: string): Promise<Deposit | null>
+}

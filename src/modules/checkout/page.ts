@@ -11,6 +11,12 @@ const FIELD_LABELS: Record<string, string> = {
   account_number: 'Account number',
   phone: 'Phone number',
   bik: 'BIC',
+  network: 'Network',
+  chain_id: 'Chain ID',
+  token_contract: 'USDT contract',
+  address: 'Deposit address',
+  amount: 'Amount (USDT)',
+  amount_units: "Amount in the token's smallest units",
 }
 
 /** What the amount is to the customer once the status is known: owed, paid, or not paid after all. */
@@ -60,7 +66,7 @@ export function renderPage(data: PageData): string {
   const requisitesSection = requisites.length
     ? `  <section class="requisites" aria-labelledby="requisites-heading"${hide}>
     <h2 id="requisites-heading">Transfer details</h2>
-    <p class="hint">Send exactly <strong>${escapeHtml(data.amount)}</strong> to these details from your banking app, before the time runs out. The payment is confirmed here automatically.</p>
+    <p class="hint">Send exactly <strong>${escapeHtml(data.amount)}</strong> to these details from your ${data.requisites?.token_contract ? 'wallet, on this network only' : 'banking app'}, before the time runs out. The payment is confirmed here automatically.</p>
     <dl>
 ${requisiteRows}
     </dl>

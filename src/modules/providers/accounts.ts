@@ -2,7 +2,12 @@ import { LRUCache } from 'lru-cache'
 import { Value } from 'typebox/value'
 import type { Config } from '../../config.ts'
 import { isCallbackSecret, newCallbackSecret } from '../../connectors/http-acquirer/signature.ts'
-import { CONNECTOR_KINDS, type ConnectorKind, isConnectorKind } from '../../connectors/kinds.ts'
+import {
+  CONNECTOR_KINDS,
+  type ConnectorKind,
+  type ConnectorKindSpec,
+  isConnectorKind,
+} from '../../connectors/kinds.ts'
 import { buildConnector } from '../../connectors/registry.ts'
 import type {
   AccountConnector,
@@ -17,6 +22,7 @@ import { isUniqueViolation } from '../../db/unique.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
 import { decryptSecret, deriveKey, encryptSecret } from '../../lib/crypto.ts'
 import { newId } from '../../lib/ids.ts'
+import { createChainDepositStore } from './chain-deposits.ts'
 import { createChainTransactionStore } from './chain-transactions.ts'
 import * as repo from './repository.ts'
 
@@ -126,6 +132,7 @@ export interface AccountChange {
 
 export function createAccountOperations(deps: ProviderDeps) {
   const chainTransactions = createChainTransactionStore(deps.db)
+  const chainDeposits = createChainDepositStore(deps.db)
   const key = deriveKey(deps.config.masterKey, 'connector-secrets')
   const seal = (value: string) => encryptSecret(key, value)
   const open = (sealed: string) => decryptSecret(key, sealed)
@@ -333,7 +340,9 @@ export function createAccountOperations(deps: ProviderDeps) {
         entry = {
           version,
           connector: buildConnector(row.kind as ConnectorKind, row.settings, secrets, {
+            accountUuid: row.uuid,
             chainTransactions,
+            chainDeposits,
           }),
         }
         built.set(row.uuid, entry)
@@ -376,7 +385,8 @@ function checkedSettings(kind: ConnectorKind, given: Record<string, string>): Re
 }
 
 function checkSecretNames(kind: ConnectorKind, secrets: Record<string, string>): void {
-  const known: readonly string[] = CONNECTOR_KINDS[kind].secrets
+  const spec: ConnectorKindSpec = CONNECTOR_KINDS[kind]
+  const known = [...spec.secrets, ...(spec.optionalSecrets ?? [])]
   for (const [name, value] of Object.entries(secrets)) {
     if (!known.includes(name))
       throw validationError(
@@ -384,6 +394,8 @@ function checkSecretNames(kind: ConnectorKind, secrets: Record<string, string>):
         known.length ? `${kind} keeps only ${known.join(', ')}` : `${kind} keeps no secret`,
       )
     checkSecret(`secrets.${name}`, value)
+    const refusal = spec.refuseSecret?.(name, value)
+    if (refusal) throw validationError(`secrets.${name}`, refusal)
   }
 }
 

@@ -1,5 +1,6 @@
 import { createAccountOperations, type ProviderDeps } from './accounts.ts'
 import { createCallbackReceiver } from './callbacks.ts'
+import { createChainDepositStore } from './chain-deposits.ts'
 import { createHandoverRecords } from './handovers.ts'
 import { createRouting } from './routing.ts'
 
@@ -17,5 +18,7 @@ export function createProviderService(deps: ProviderDeps) {
     callbacks: createCallbackReceiver(deps, accounts, handovers),
     routes: createRouting(deps),
     handovers,
+    /** What the chain watchers keep of deposit addresses and the transfers to them. */
+    chainDeposits: createChainDepositStore(deps.db),
   }
 }

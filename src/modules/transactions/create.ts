@@ -2,7 +2,7 @@ import { isPaymentMethod } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
 import type { AuthContext } from '../../http/auth.ts'
-import { AppError } from '../../http/errors.ts'
+import { AppError, validationError } from '../../http/errors.ts'
 import { newId, newPaymentToken } from '../../lib/ids.ts'
 import { computeFees, convertFloor } from '../../lib/money.ts'
 import { isH2hMethod } from '../requisites/service.ts'
@@ -32,6 +32,9 @@ export async function createTransaction(
     )
   }
   const paymentMethod = input.payment_method
+  // A deposit address takes the token itself: the payment is asked, paid and counted in USDT.
+  if (paymentMethod === 'usdt_erc20' && input.currency !== 'USDT')
+    throw validationError('currency', 'usdt_erc20 payments are in USDT')
   // Refused here (422) as the configured webhook URL is, not first at delivery time.
   if (input.callback_url) await webhooks.checkCallbackUrl(input.callback_url)
   const rate = await rates.merchantRate(input.currency, merchant.settlement_currency, merchant.fx_markup_bps)
@@ -52,7 +55,10 @@ export async function createTransaction(
     method: paymentMethod,
     currency: input.currency,
   })
-  if (route.length === 0 && auth.mode === 'live' && deps.config.appEnv === 'production')
+  // A deposit address comes from a chain account only: the simulator has none to give, in either mode.
+  const needsRoute =
+    paymentMethod === 'usdt_erc20' || (auth.mode === 'live' && deps.config.appEnv === 'production')
+  if (route.length === 0 && needsRoute)
     throw new AppError(
       'unsupported_payment_method',
       `No payment provider takes live ${paymentMethod} payments in ${input.currency} for this merchant yet.`,

@@ -19,5 +19,5 @@ export interface TransactionDeps {
   ledger: LedgerService
   connectors: Record<string, PaymentConnector>
   /** Routes, connector accounts and the record of hand-overs. */
-  providers: Pick<ProviderService, 'routes' | 'accounts' | 'handovers'>
+  providers: Pick<ProviderService, 'routes' | 'accounts' | 'handovers' | 'chainDeposits'>
 }

@@ -24,6 +24,7 @@ export const returnUrlOf = (deps: Pick<TransactionDeps, 'config'>, row: Transact
 export const orderOf = (deps: Pick<TransactionDeps, 'config'>, row: TransactionRow): PaymentOrder => ({
   paymentUuid: row.uuid,
   amount: row.amount,
+  grossAmount: row.gross_amount,
   currency: row.currency,
   method: row.payment_method,
   returnUrl: returnUrlOf(deps, row),

@@ -23,8 +23,11 @@ export interface TransactionFilters {
   search?: { text: string; uuid: string | null }
 }
 
-/** A new transaction's row as the service builds it: every column but `settled_at`, JSON as text. */
-export type NewTransactionRow = Omit<TransactionRow, 'metadata' | 'requisites' | 'settled_at'> & {
+/** A new transaction's row as the service builds it: every column but `settled_at` and `amount_received`, JSON as text. */
+export type NewTransactionRow = Omit<
+  TransactionRow,
+  'metadata' | 'requisites' | 'settled_at' | 'amount_received'
+> & {
   metadata: string | null
   requisites: string | null
 }
@@ -32,12 +35,18 @@ export type NewTransactionRow = Omit<TransactionRow, 'metadata' | 'requisites' |
 /**
  * Inserts a new transaction and gives back its row without reading the whole row back. Every column is known
  * here but the JSON ones, read back as PostgreSQL stores them (jsonb has its own order of an object's keys, and a
- * later read must show the same), and `settled_at`, which a new row leaves null. A create costs the client and
+ * later read must show the same), and `settled_at` and `amount_received`, which a new row leaves null. A create costs the client and
  * PostgreSQL less: two columns to format, send and parse, not thirty-six.
  */
 export async function insertTransaction(db: Executor, row: NewTransactionRow): Promise<TransactionRow> {
   const stored = await insertReturning(db, 'transactions', row, ['metadata', 'requisites'])
-  return { ...row, settled_at: null, metadata: stored.metadata, requisites: stored.requisites }
+  return {
+    ...row,
+    settled_at: null,
+    amount_received: null,
+    metadata: stored.metadata,
+    requisites: stored.requisites,
+  }
 }
 
 const scoped = (db: Executor, scope: Scope) => selectScoped(db, 'transactions', scope)

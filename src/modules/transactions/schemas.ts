@@ -58,7 +58,7 @@ const createTransactionFields = {
 }
 
 const PAYMENT_METHOD_DESCRIPTION =
-  '`card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites).'
+  '`card` (hosted page), `p2p_card` or `bank_transfer` (host-to-host requisites), `usdt_erc20` (a USDT deposit address on an EVM chain, in USDT).'
 
 /** What a merchant sends, as the document names it: `payment_method` is one of PAYMENT_METHODS. */
 export const CreateTransactionRequest = Type.Object(
@@ -127,6 +127,13 @@ export const TransactionResponse = Type.Object(
     expires_at: Timestamp(),
     paid_at: Nullable(Timestamp()),
     settle_available_at: Nullable(Timestamp()),
+    amount_received: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'For a payment to a deposit address (`usdt_erc20`): what it received in all, in minor units, counted once confirmed. Less than `amount` on an under-payment, more on an over-payment.',
+      }),
+    ),
     aggregate_version: Type.Integer({
       minimum: 1,
       description: 'Grows by one with every applied status change.',

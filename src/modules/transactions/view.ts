@@ -40,6 +40,7 @@ export function transactionView(deps: Pick<TransactionDeps, 'config'>, row: Tran
     expires_at: iso(row.expires_at),
     paid_at: iso(row.paid_at),
     settle_available_at: iso(row.settle_available_at),
+    ...(row.amount_received != null && { amount_received: row.amount_received }),
     aggregate_version: row.aggregate_version,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),

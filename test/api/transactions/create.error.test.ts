@@ -245,7 +245,7 @@ for (const backend of backends()) {
             422,
             'unsupported_payment_method',
           )
-          assert.deepEqual(error.details.supported, ['card', 'p2p_card', 'bank_transfer'])
+          assert.deepEqual(error.details.supported, ['card', 'p2p_card', 'bank_transfer', 'usdt_erc20'])
         }
       })
 

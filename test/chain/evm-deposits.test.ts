@@ -1,0 +1,342 @@
+import assert from 'node:assert/strict'
+import { before, describe, it } from 'node:test'
+import { type Address, getAddress } from 'viem'
+import { HDKey } from 'viem/accounts'
+import type { Mode } from '../../src/db/types.ts'
+import { assertError } from '../helpers/errors.ts'
+import { suiteEvm } from '../helpers/evm.ts'
+import { addEvmAccount, keyOf } from '../helpers/evm-account.ts'
+import { newTransaction } from '../helpers/factories.ts'
+import { backends, call, type TestMerchant } from '../helpers/harness.ts'
+import { suiteContext } from '../helpers/suite.ts'
+
+const MODE: Mode = 'test'
+const CONFIRMATIONS = 3
+
+/** The deposit key's account (m/44'/60'/0'), from a seed of the suite: the gateway is given its xpub only. */
+const DEPOSIT_XPUB = HDKey.fromMasterSeed(new Uint8Array(32).fill(7)).derive("m/44'/60'/0'").publicExtendedKey
+
+// USDT deposits to addresses derived for each payment, followed on a local Hardhat node by the chain watcher
+// (docs/CONNECTORS.md, Deposits).
+for (const backend of backends()) {
+  describe(`USDT deposits watched on the chain (${backend})`, () => {
+    const warnings: string[] = []
+    const ctx = suiteContext(backend)
+    const evm = suiteEvm()
+    let merchant: TestMerchant
+    const watcher = {
+      leader: 'watcher one',
+      log: { warn: (_: object, message?: string) => warnings.push(message ?? '') },
+    }
+    /** Reads the chain up to its head and counts what has its confirmations. */
+    const watch = (options = { range: 50, leaseMs: 60_000, traceDepth: 256 }, by = watcher) =>
+      ctx.services.transactions.watchChains(by, options)
+
+    before(async () => {
+      merchant = await ctx.newMerchant('Deposits')
+      await addEvmAccount(ctx, evm, {
+        name: `usdt-deposits-${backend}`,
+        mode: MODE,
+        key: keyOf(`deposit hot wallet ${backend}`),
+        confirmations: CONFIRMATIONS,
+        replaceAfterBlocks: 10,
+        route: false,
+        depositXpub: DEPOSIT_XPUB,
+      })
+      await ctx.services.providers.routes.set(
+        { merchantUuid: null, mode: MODE, subject: 'payment', method: 'usdt_erc20' },
+        [`usdt-deposits-${backend}`],
+      )
+    })
+
+    /** A usdt_erc20 payment of `amount` micro-USDT: its API view. */
+    const payment = async (amount: number) => {
+      const res = await call(
+        ctx,
+        'POST',
+        '/integration/transactions',
+        newTransaction({ amount, currency: 'USDT', payment_method: 'usdt_erc20' }),
+        { as: { merchant, mode: MODE } },
+      )
+      assert.equal(res.statusCode, 201, res.body)
+      return res.json() as {
+        uuid: string
+        status: string
+        gross_amount: number
+        requisites: Record<string, string>
+      }
+    }
+    const shown = async (uuid: string) =>
+      (
+        await call(ctx, 'GET', `/integration/transactions/${uuid}`, undefined, {
+          as: { merchant, mode: MODE },
+        })
+      ).json()
+    /** The customer sends `units` of TestUSDT to `to`; answers the block it is in. */
+    const send = async (to: string, units: bigint) => {
+      const hash = await evm.node.wallet.writeContract({
+        address: evm.usdt.address,
+        abi: evm.usdt.abi,
+        functionName: 'transfer',
+        args: [to as Address, units],
+      })
+      return (await evm.node.public.waitForTransactionReceipt({ hash })).blockNumber
+    }
+    /**
+     * Mines `blocks` one at a time, as a chain does: Hardhat's `hardhat_mine` of many blocks at once leaves them
+     * with a parent hash of zero, which the watcher rightly takes for a reorganisation.
+     */
+    const mine = async (blocks: number) => {
+      for (let i = 0; i < blocks; i++) await evm.node.test.request({ method: 'evm_mine' } as never)
+    }
+    const events = async (uuid: string) =>
+      (
+        await ctx.db
+          .selectFrom('events')
+          .select(['event', 'body'])
+          .where('aggregate_uuid', '=', uuid)
+          .orderBy('aggregate_version')
+          .execute()
+      ).map((e) => ({ event: e.event, transaction: JSON.parse(e.body).transaction }))
+    /** Moves the payment's expiry into the past and runs the expiry job. */
+    const expire = async (uuid: string) => {
+      await ctx.db
+        .updateTable('transactions')
+        .set({ expires_at: new Date(Date.now() - 1000) })
+        .where('uuid', '=', uuid)
+        .execute()
+      await ctx.services.transactions.expireOverdue(100)
+    }
+
+    it('gives each payment its own derived address and the exact amount, and is paid after the confirmations', async () => {
+      const first = await payment(12_340_000)
+      const second = await payment(5_000_000)
+      assert.equal(first.status, 'pending')
+      const { requisites } = first
+      assert.equal(requisites.network, 'ERC20')
+      assert.equal(requisites.token_contract, getAddress(evm.usdt.address))
+      assert.equal(requisites.chain_id, String(evm.node.chain.id))
+      assert.match(requisites.address ?? '', /^0x[0-9a-fA-F]{40}$/)
+      assert.notEqual(requisites.address, second.requisites.address)
+      assert.equal(requisites.amount_units, String(first.gross_amount))
+      assert.equal(Number(requisites.amount) * 1e6, first.gross_amount)
+      const indexes = await ctx.db
+        .selectFrom('chain_deposits')
+        .select(['derivation_index', 'address'])
+        .where('transaction_uuid', 'in', [first.uuid, second.uuid])
+        .orderBy('derivation_index')
+        .execute()
+      assert.equal(indexes.length, 2)
+      assert.notEqual(indexes[0]?.derivation_index, indexes[1]?.derivation_index)
+
+      await send(requisites.address as string, BigInt(first.gross_amount))
+      await watch()
+      // Seen in one block: not yet deep enough.
+      assert.equal((await shown(first.uuid)).status, 'pending')
+      await mine(CONFIRMATIONS - 1)
+      await watch()
+      const paid = await shown(first.uuid)
+      assert.equal(paid.status, 'paid')
+      assert.equal(paid.amount_received, first.gross_amount)
+      const said = await events(first.uuid)
+      assert.deepEqual(
+        said.map((e) => e.event),
+        ['transaction.paid'],
+      )
+      assert.equal(said[0]?.transaction.amount_received, first.gross_amount)
+      // Counted once: another round changes nothing.
+      await mine(2)
+      await watch()
+      assert.equal((await shown(first.uuid)).amount_received, first.gross_amount)
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
+    })
+
+    it('is paid by two parts, pending with the first part shown until the second comes', async () => {
+      const p = await payment(8_000_000)
+      const to = p.requisites.address as string
+      await send(to, 3_000_000n)
+      await mine(CONFIRMATIONS)
+      await watch()
+      const half = await shown(p.uuid)
+      assert.equal(half.status, 'pending')
+      assert.equal(half.amount_received, 3_000_000)
+      await send(to, BigInt(p.gross_amount) - 3_000_000n)
+      await mine(CONFIRMATIONS)
+      await watch()
+      const whole = await shown(p.uuid)
+      assert.equal(whole.status, 'paid')
+      assert.equal(whole.amount_received, p.gross_amount)
+    })
+
+    it('expires an under-payment at its expiry, with what it received recorded and shown', async () => {
+      const p = await payment(9_000_000)
+      await send(p.requisites.address as string, 4_500_000n)
+      await mine(CONFIRMATIONS)
+      await watch()
+      await expire(p.uuid)
+      const expired = await shown(p.uuid)
+      assert.equal(expired.status, 'expired')
+      assert.equal(expired.amount_received, 4_500_000)
+      const said = await events(p.uuid)
+      assert.deepEqual(
+        said.map((e) => [e.event, e.transaction.amount_received]),
+        [['transaction.expired', 4_500_000]],
+      )
+    })
+
+    it('pays an over-payment, with the excess recorded', async () => {
+      const p = await payment(2_000_000)
+      await send(p.requisites.address as string, BigInt(p.gross_amount) + 750_000n)
+      await mine(CONFIRMATIONS)
+      await watch()
+      const paid = await shown(p.uuid)
+      assert.equal(paid.status, 'paid')
+      assert.equal(paid.amount_received, p.gross_amount + 750_000)
+    })
+
+    it('pays late a payment whose money came after its expiry', async () => {
+      const p = await payment(3_000_000)
+      await expire(p.uuid)
+      assert.equal((await shown(p.uuid)).status, 'expired')
+      await send(p.requisites.address as string, BigInt(p.gross_amount))
+      await mine(CONFIRMATIONS)
+      await watch()
+      const paid = await shown(p.uuid)
+      assert.equal(paid.status, 'paid')
+      assert.deepEqual(
+        (await events(p.uuid)).map((e) => e.event),
+        ['transaction.expired', 'transaction.paid'],
+      )
+    })
+
+    it('takes back a transfer whose block is reorganised away before its confirmations', async () => {
+      const p = await payment(4_000_000)
+      const snapshot = await evm.node.test.snapshot()
+      await send(p.requisites.address as string, BigInt(p.gross_amount))
+      await watch()
+      const seen = await ctx.db
+        .selectFrom('chain_transfers')
+        .select('transaction_hash')
+        .where('payment_uuid', '=', p.uuid)
+        .execute()
+      assert.equal(seen.length, 1)
+      // The block with the transfer is gone; the chain that replaces it is longer and has no transfer.
+      await evm.node.test.revert({ id: snapshot })
+      await mine(CONFIRMATIONS + 2)
+      warnings.length = 0
+      await watch()
+      assert.ok(
+        warnings.some((w) => /reorganised/.test(w)),
+        warnings.join('; '),
+      )
+      const left = await ctx.db
+        .selectFrom('chain_transfers')
+        .select('transaction_hash')
+        .where('payment_uuid', '=', p.uuid)
+        .execute()
+      assert.equal(left.length, 0)
+      await mine(CONFIRMATIONS)
+      await watch()
+      const still = await shown(p.uuid)
+      assert.equal(still.status, 'pending')
+      assert.equal(still.amount_received, undefined)
+      // Sent again on the new chain, it counts once.
+      await send(p.requisites.address as string, BigInt(p.gross_amount))
+      await mine(CONFIRMATIONS)
+      await watch()
+      const paid = await shown(p.uuid)
+      assert.equal(paid.status, 'paid')
+      assert.equal(paid.amount_received, p.gross_amount)
+    })
+
+    it('catches up after 200 blocks without it, with nothing missed or counted twice', async () => {
+      const payments = await Promise.all([1, 2, 3, 4, 5].map((n) => payment(n * 1_000_000)))
+      const sent = new Map<string, bigint>()
+      // Spread over 200 blocks while no watcher runs: one payment in two parts, far apart.
+      for (const [i, p] of payments.entries()) {
+        const to = p.requisites.address as string
+        const whole = BigInt(p.gross_amount)
+        if (i === 0) {
+          await send(to, whole / 2n)
+          await mine(90)
+          await send(to, whole - whole / 2n)
+        } else await send(to, whole)
+        sent.set(p.uuid, whole)
+        await mine(30)
+      }
+      const head = await evm.node.public.getBlockNumber()
+      const cursor = await ctx.db.selectFrom('chain_cursors').select('block_number').executeTakeFirstOrThrow()
+      assert.ok(head - BigInt(cursor.block_number) >= 200n, `${head} - ${cursor.block_number}`)
+      await watch()
+      await watch()
+      for (const p of payments) {
+        const view = await shown(p.uuid)
+        assert.equal(view.status, 'paid', p.uuid)
+        assert.equal(view.amount_received, Number(sent.get(p.uuid)))
+        assert.equal((await events(p.uuid)).filter((e) => e.event === 'transaction.paid').length, 1)
+      }
+      const transfers = await ctx.db
+        .selectFrom('chain_transfers')
+        .select(({ fn }) => fn.countAll<number>().as('n'))
+        .where(
+          'payment_uuid',
+          'in',
+          payments.map((p) => p.uuid),
+        )
+        .executeTakeFirstOrThrow()
+      assert.equal(Number(transfers.n), payments.length + 1)
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
+    })
+
+    it('lets one watcher lead an account at a time', async () => {
+      await watch()
+      const p = await payment(1_500_000)
+      await send(p.requisites.address as string, BigInt(p.gross_amount))
+      await mine(CONFIRMATIONS)
+      const other = { ...watcher, leader: 'watcher two' }
+      await watch(undefined, other)
+      assert.equal((await shown(p.uuid)).status, 'pending')
+      await watch()
+      assert.equal((await shown(p.uuid)).status, 'paid')
+    })
+
+    it('refuses a usdt_erc20 payment in another currency, or where no account takes it', async () => {
+      const rub = await call(
+        ctx,
+        'POST',
+        '/integration/transactions',
+        newTransaction({ amount: 100_000, currency: 'RUB', payment_method: 'usdt_erc20' }),
+        { as: { merchant, mode: MODE } },
+      )
+      assert.deepEqual(assertError(rub, 422, 'validation_failed').errors, {
+        currency: ['usdt_erc20 payments are in USDT'],
+      })
+      const live = await call(
+        ctx,
+        'POST',
+        '/integration/transactions',
+        newTransaction({ amount: 1_000_000, currency: 'USDT', payment_method: 'usdt_erc20' }),
+        { as: { merchant, mode: 'live' } },
+      )
+      assert.equal(assertError(live, 422, 'unsupported_payment_method').details?.reason, 'no_route')
+    })
+
+    it('keeps an extended public key only, and refuses a private one or what is not one', async () => {
+      const root = HDKey.fromMasterSeed(new Uint8Array(32).fill(9)).derive("m/44'/60'/0'")
+      for (const xpub of [root.privateExtendedKey, 'xpub-not-a-key']) {
+        await assert.rejects(
+          addEvmAccount(ctx, evm, {
+            name: `bad-deposit-key-${backend}-${xpub.length}`,
+            mode: MODE,
+            key: keyOf('bad deposit key'),
+            confirmations: 1,
+            replaceAfterBlocks: 1,
+            route: false,
+            depositXpub: xpub,
+          }),
+          (error: Error & { code?: string }) => error.code === 'validation_failed',
+        )
+      }
+    })
+  })
+}
