@@ -74,6 +74,12 @@ export function startWorkers(
       intervalMs: options.chainIntervalMs ?? 1000,
     }),
     startBatchJob({
+      name: 'chain-count',
+      step: () => transactions.countDeposits().then(() => 0),
+      log,
+      intervalMs: options.chainIntervalMs ?? 1000,
+    }),
+    startBatchJob({
       name: 'status-sync',
       step: (n) => transactions.syncHandedOver(n),
       log,

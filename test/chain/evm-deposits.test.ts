@@ -28,9 +28,11 @@ for (const backend of backends()) {
       leader: 'watcher one',
       log: { warn: (_: object, message?: string) => warnings.push(message ?? '') },
     }
-    /** Reads the chain up to its head and counts what has its confirmations. */
-    const watch = (options = { range: 50, leaseMs: 60_000, traceDepth: 256 }, by = watcher) =>
-      ctx.services.transactions.watchChains(by, options)
+    /** Reads the chain up to its head (as `by`, when it leads) and counts what has its confirmations. */
+    const watch = async (options = { range: 50, leaseMs: 60_000, traceDepth: 256 }, by = watcher) => {
+      await ctx.services.transactions.watchChains(by, options)
+      await ctx.services.transactions.countDeposits()
+    }
 
     before(async () => {
       merchant = await ctx.newMerchant('Deposits')

@@ -118,7 +118,12 @@ export function createChainDepositStore(db: Db) {
     ...store,
 
     /** The accounts whose watcher has a cursor, that is, which have given a deposit address. */
-    watched: () => db.selectFrom('chain_cursors').select('account_uuid').execute(),
+    watched: () =>
+      db
+        .selectFrom('chain_cursors')
+        .select(['account_uuid', 'block_number'])
+        .orderBy('account_uuid')
+        .execute(),
 
     /**
      * The account's cursor, with its lease taken or renewed by `leader` for `leaseMs`; null while another worker

@@ -30,7 +30,7 @@ export const WATCH_DEFAULTS: WatchOptions = { range: 500, leaseMs: 30_000, trace
 /**
  * One round of the chain watchers (docs/CONNECTORS.md, Deposits): for each account that has given deposit
  * addresses and whose lease this worker (`leader`) holds or takes, the chain is followed from the account's cursor
- * to the head, and the transfers that have their confirmations are counted. Answers how many blocks it read.
+ * to the head. `countChainDeposits` counts what it read. Answers how many blocks it read.
  */
 export async function watchChainDeposits(
   deps: Deps,
@@ -46,11 +46,30 @@ export async function watchChainDeposits(
     const { account, connector } = await deps.providers.accounts.connector(account_uuid)
     const chain = connector.deposits
     if (!chain || account.status !== 'enabled') continue
-    const followed = await followChain(deps, chain, cursor, watcher, options)
-    read += followed.read
-    await countConfirmed(deps, chain, account, followed.at, followed.head)
+    read += (await followChain(deps, chain, cursor, watcher, options)).read
   }
   return read
+}
+
+/** How many payments one database transaction counts for at the most. */
+const COUNT_BATCH = 100
+
+/**
+ * Counts what the chain watchers read and what has its confirmations (docs/CONNECTORS.md, Deposits), for every
+ * account that takes deposits: a job of its own, so that counting never holds the reading back. Any number of
+ * workers may run it at once: each payment is counted under its lock, and what is counted is marked so. Answers
+ * how many payments it counted for.
+ */
+export async function countChainDeposits(deps: Deps): Promise<number> {
+  const store = deps.providers.chainDeposits
+  let counted = 0
+  for (const { account_uuid, block_number } of await store.watched()) {
+    const { account, connector } = await deps.providers.accounts.connector(account_uuid)
+    const chain = connector.deposits
+    if (!chain) continue
+    counted += await countConfirmed(deps, chain, account, BigInt(block_number))
+  }
+  return counted
 }
 
 /**
@@ -65,7 +84,7 @@ async function followChain(
   led: LedCursor,
   watcher: Watcher,
   options: WatchOptions,
-): Promise<{ read: number; at: ChainPoint; head: bigint }> {
+): Promise<{ read: number; at: ChainPoint }> {
   const { leader } = watcher
   const store = deps.providers.chainDeposits
   const head = await chain.head()
@@ -88,7 +107,7 @@ async function followChain(
     read += Number(last - at.number)
     at = end
   }
-  return { read, at, head }
+  return { read, at }
 }
 
 /**
@@ -119,38 +138,40 @@ async function traceBack(
 }
 
 /**
- * The transfers that have the account's confirmations (their block at least `confirmations` deep, counting it, and
- * read by the cursor) count for their payments, each payment in its own database transaction under its lock:
- * what it received grows, and once that reaches what the customer was asked (the gross amount), the payment is
- * paid through the same handler as any provider's report (late, after its expiry, if it came then).
+ * The transfers that have the account's confirmations (their block at least `confirmations` deep below the cursor,
+ * counting it: only blocks the watcher has read and linked by their parent hashes count as depth) count for their
+ * payments, up to COUNT_BATCH payments a database transaction, each under its lock (taken in uuid order): what it
+ * received grows, and once that reaches what the customer was asked (the gross amount) the payment is paid through
+ * the same handler as any provider's report (late, after its expiry, if it came then).
  */
 async function countConfirmed(
   deps: Deps,
   chain: DepositChain,
   account: { uuid: string; name: string },
-  at: ChainPoint,
-  head: bigint,
+  cursor: bigint,
 ): Promise<number> {
   const store = deps.providers.chainDeposits
-  const deep = head - BigInt(chain.confirmations) + 1n
-  const upTo = deep < at.number ? deep : at.number
-  const payments = await store.uncounted(account.uuid, upTo)
-  for (const paymentUuid of payments)
+  const upTo = cursor - BigInt(chain.confirmations) + 1n
+  const payments = (await store.uncounted(account.uuid, upTo)).sort()
+  for (let i = 0; i < payments.length; i += COUNT_BATCH)
     await deps.db.transaction().execute(async (trx) => {
-      const row = (await repo.lockByUuid(trx, paymentUuid)) as TransactionRow
-      const counted = await store.count(trx, paymentUuid, upTo, new Date())
-      if (counted.units === 0n) return
-      const received = (row.amount_received ?? 0) + Number(toMinor(counted.units, chain.decimals))
-      const updated = await repo.updateTransaction(trx, paymentUuid, { amount_received: received })
-      if (received < row.gross_amount) return
-      await applyProviderReport(deps, trx, updated, {
-        outcome: 'paid',
-        amount: row.amount,
-        currency: row.currency,
-        connector: account.name,
-        reference: counted.last,
-        accountUuid: account.uuid,
-      })
+      const at = new Date()
+      for (const paymentUuid of payments.slice(i, i + COUNT_BATCH)) {
+        const row = (await repo.lockByUuid(trx, paymentUuid)) as TransactionRow
+        const counted = await store.count(trx, paymentUuid, upTo, at)
+        if (counted.units === 0n) continue
+        const received = (row.amount_received ?? 0) + Number(toMinor(counted.units, chain.decimals))
+        const updated = await repo.updateTransaction(trx, paymentUuid, { amount_received: received })
+        if (received < row.gross_amount) continue
+        await applyProviderReport(deps, trx, updated, {
+          outcome: 'paid',
+          amount: row.amount,
+          currency: row.currency,
+          connector: account.name,
+          reference: counted.last,
+          accountUuid: account.uuid,
+        })
+      }
     })
   return payments.length
 }

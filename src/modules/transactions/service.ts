@@ -4,7 +4,7 @@ import type { TransactionRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { filteredPage } from '../../http/filtered-list.ts'
 import { createTransaction } from './create.ts'
-import { type Watcher, type WatchOptions, watchChainDeposits } from './deposits.ts'
+import { countChainDeposits, type Watcher, type WatchOptions, watchChainDeposits } from './deposits.ts'
 import type { TransactionDeps } from './deps.ts'
 import {
   exportTransactions,
@@ -63,6 +63,8 @@ export function createTransactionService(deps: TransactionDeps) {
     syncHandedOver: (limit?: number, now?: Date) => syncHandedOverPayments(deps, limit, now),
     /** One round of the chain watchers of accounts that take deposits; answers how many blocks it read. */
     watchChains: (watcher: Watcher, options?: WatchOptions) => watchChainDeposits(deps, watcher, options),
+    /** Counts for their payments the transfers the watchers read that have their confirmations. */
+    countDeposits: () => countChainDeposits(deps),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedTransaction(deps, auth, uuid),
     findByPaymentToken: (token: string) => findTransactionByPaymentToken(deps, token),
     amountOf: (uuid: string) => transactionAmount(deps, uuid),
