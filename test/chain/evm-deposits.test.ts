@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
 import { type Address, getAddress } from 'viem'
-import { HDKey } from 'viem/accounts'
+import { HDKey, privateKeyToAccount } from 'viem/accounts'
+import { minorToTokenUnits, tokenBalance } from '../../src/chain/token.ts'
 import type { Mode } from '../../src/db/types.ts'
 import { assertError } from '../helpers/errors.ts'
 import { suiteEvm } from '../helpers/evm.ts'
-import { addEvmAccount, keyOf } from '../helpers/evm-account.ts'
+import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
 import { newTransaction } from '../helpers/factories.ts'
-import { backends, call, type TestMerchant } from '../helpers/harness.ts'
+import { backends, call, eventually, type TestMerchant } from '../helpers/harness.ts'
+import { newPayout } from '../helpers/payouts.ts'
 import { suiteContext } from '../helpers/suite.ts'
 
 const MODE: Mode = 'test'
@@ -21,7 +23,8 @@ const DEPOSIT_XPUB = HDKey.fromMasterSeed(new Uint8Array(32).fill(7)).derive("m/
 for (const backend of backends()) {
   describe(`USDT deposits watched on the chain (${backend})`, () => {
     const warnings: string[] = []
-    const ctx = suiteContext(backend)
+    // A payout's check holds it for 1 ms: the suite checks again at once, as often as it likes.
+    const ctx = suiteContext(backend, { services: { payouts: { timing: { leaseMs: 1 } } } })
     const evm = suiteEvm()
     let merchant: TestMerchant
     const watcher = {
@@ -321,6 +324,92 @@ for (const backend of backends()) {
         { as: { merchant, mode: 'live' } },
       )
       assert.equal(assertError(live, 422, 'unsupported_payment_method').details?.reason, 'no_route')
+    })
+
+    it('in live mode: a merchant paid in USDT on the chain pays it out on the chain, to the exact amount', async () => {
+      const hotKey = keyOf(`live hot wallet ${backend}`)
+      await fundHotWallet(evm, privateKeyToAccount(hotKey).address, 100_000_000n)
+      await addEvmAccount(ctx, evm, {
+        name: `usdt-live-${backend}`,
+        mode: 'live',
+        key: hotKey,
+        confirmations: CONFIRMATIONS,
+        replaceAfterBlocks: 10,
+        depositXpub: HDKey.fromMasterSeed(new Uint8Array(32).fill(8)).derive("m/44'/60'/0'")
+          .publicExtendedKey,
+      })
+      await ctx.services.providers.routes.set(
+        { merchantUuid: null, mode: 'live', subject: 'payment', method: 'usdt_erc20' },
+        [`usdt-live-${backend}`],
+      )
+      const shop = await ctx.newMerchant('Live chain shop')
+      await ctx.db
+        .updateTable('merchants')
+        .set({ settlement_hold_seconds: 0 })
+        .where('uuid', '=', shop.uuid)
+        .execute()
+      const live = { merchant: shop, mode: 'live' as const }
+      const created = await call(
+        ctx,
+        'POST',
+        '/integration/transactions',
+        newTransaction({ amount: 50_000_000, currency: 'USDT', payment_method: 'usdt_erc20' }),
+        { as: live },
+      )
+      assert.equal(created.statusCode, 201, created.body)
+      const p = created.json()
+      await send(p.requisites.address, BigInt(p.gross_amount))
+      await mine(CONFIRMATIONS)
+      await watch()
+      const paid = await call(ctx, 'GET', `/integration/transactions/${p.uuid}`, undefined, { as: live })
+      assert.equal(paid.json().status, 'paid')
+      const balance = async () =>
+        (await call(ctx, 'GET', '/integration/balances', undefined, { as: live }))
+          .json()
+          .data.find((b: { currency: string }) => b.currency === 'USDT')
+      assert.equal((await balance()).available, p.settlement_amount)
+
+      const to = addressOf(`live recipient ${backend}`)
+      const res = await call(
+        ctx,
+        'POST',
+        '/integration/payouts',
+        newPayout({ amount: 2000, destination: { network: 'ERC20', address: to } }),
+        { as: live, auth: 'signature', idempotencyKey: `live-${backend}-${p.uuid}` },
+      )
+      assert.equal(res.statusCode, 201, res.body)
+      const payout = res.json()
+      const row = await ctx.db
+        .selectFrom('payouts')
+        .select(['amount_usdt_micro', 'transaction_hash', 'mode'])
+        .where('uuid', '=', payout.uuid)
+        .executeTakeFirstOrThrow()
+      assert.equal(row.mode, 'live')
+      const later = new Date(Date.now() + 3_600_000)
+      await eventually(async () => {
+        await mine(1)
+        await ctx.services.payouts.checkDue(100, later)
+        const now = await call(ctx, 'GET', `/integration/payouts/${payout.uuid}`, undefined, { as: live })
+        return now.json().status === 'completed' ? true : null
+      })
+      assert.equal(
+        await tokenBalance(evm.node.public, evm.usdt.address, to),
+        minorToTokenUnits(row.amount_usdt_micro, 6),
+      )
+      const said = await ctx.db
+        .selectFrom('events')
+        .select(['event', 'body'])
+        .where('aggregate_uuid', '=', payout.uuid)
+        .orderBy('aggregate_version')
+        .execute()
+      assert.deepEqual(
+        said.map((e) => [e.event, JSON.parse(e.body).payout.wallet.transaction_hash]),
+        [
+          ['payout.processing', row.transaction_hash],
+          ['payout.completed', row.transaction_hash],
+        ],
+      )
+      assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
     it('keeps an extended public key only, and refuses a private one or what is not one', async () => {
