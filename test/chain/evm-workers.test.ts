@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import type { Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { minorToTokenUnits } from '../../src/chain/token.ts'
-import type { Database, Mode } from '../../src/db/types.ts'
-import { deferred } from '../helpers/deferred.ts'
+import type { Db } from '../../src/db/index.ts'
+import type { Mode } from '../../src/db/types.ts'
 import { suiteEvm } from '../helpers/evm.ts'
 import { addEvmAccount, addressOf, fundHotWallet, keyOf, transfersFrom } from '../helpers/evm-account.ts'
 import {
@@ -17,7 +17,7 @@ import {
   workerEnv,
 } from '../helpers/harness.ts'
 import { newPayout } from '../helpers/payouts.ts'
-import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
+import { type HeldLocks, holdLocks, onPostgres, sessionUrl } from '../helpers/postgres.ts'
 import { assertLedgerVerifies, assertRunning, START_DEADLINE_MS } from '../helpers/processes.ts'
 import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 import { beforeClose, suiteContext } from '../helpers/suite.ts'
@@ -68,7 +68,7 @@ describe('ERC-20 payouts from one hot wallet, paid by two worker processes (Post
   const uuids: string[] = []
   const workers: Program[] = []
   /** Locks the test holds, let go when the suite ends however it ends. */
-  const held: { release(): Promise<void> }[] = []
+  const held: HeldLocks[] = []
 
   before(async () => {
     databaseUrl = await postgresUrlOf(ctx)
@@ -95,25 +95,9 @@ describe('ERC-20 payouts from one hot wallet, paid by two worker processes (Post
     await Promise.all(workers.map((worker) => stopProgram(worker, 'SIGKILL')))
   })
 
-  /** Runs `lock` in a transaction of the test's own and keeps it open until `release`. */
-  async function holdLocks(lock: (trx: Kysely<Database>) => Promise<unknown>) {
-    const taken = deferred()
-    const hold = deferred()
-    const done = ctx.db.transaction().execute(async (trx) => {
-      await lock(trx)
-      taken.resolve()
-      await hold.promise
-    })
-    await Promise.race([taken.promise, done])
-    let released = false
-    const locks = {
-      release: async () => {
-        if (released) return
-        released = true
-        hold.resolve()
-        await done
-      },
-    }
+  /** Holds the locks `lock` takes (see `holdLocks`) until `release`, or until the suite ends. */
+  async function hold(lock: (trx: Db) => Promise<unknown>): Promise<HeldLocks> {
+    const locks = await holdLocks(ctx.db, lock)
     held.push(locks)
     return locks
   }
@@ -193,10 +177,10 @@ describe('ERC-20 payouts from one hot wallet, paid by two worker processes (Post
       END $$`.execute(ctx.db)
     await sql`CREATE TRIGGER keep_signer AFTER INSERT ON chain_transactions
       FOR EACH ROW EXECUTE FUNCTION keep_signer()`.execute(ctx.db)
-    const payoutLocks = await holdLocks((trx) =>
+    const payoutLocks = await hold((trx) =>
       trx.selectFrom('payouts').select('uuid').where('uuid', 'in', second).forUpdate().execute(),
     )
-    const walletLock = await holdLocks((trx) => sql`LOCK TABLE chain_wallets IN SHARE MODE`.execute(trx))
+    const walletLock = await hold((trx) => sql`LOCK TABLE chain_wallets IN SHARE MODE`.execute(trx))
     await ctx.services.providers.accounts.update(accountName, { settings: { rpc_url: evm.node.url } })
     // Blocks from here on are the test's: the node keeps what it is sent in its pool, as a chain's nodes do. Each
     // worker broadcasts what it signed as soon as it is kept, so the nonces may reach the node out of order, and

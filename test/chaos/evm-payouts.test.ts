@@ -7,10 +7,11 @@ import { minorToTokenUnits } from '../../src/chain/token.ts'
 import { sign } from '../../src/http/auth.ts'
 import { suiteEvm } from '../helpers/evm.ts'
 import { addEvmAccount, addressOf, fundHotWallet, keyOf, transfersFrom } from '../helpers/evm-account.ts'
-import { eventually, paidTransaction, postgresUrlOf, serviceEnv } from '../helpers/harness.ts'
-import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
-import { assertLedgerVerifies, assertRunning, untilHealthy } from '../helpers/processes.ts'
-import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { type GatewayProgram, gatewayProgram } from '../helpers/gateway-program.ts'
+import { eventually, paidTransaction, postgresUrlOf } from '../helpers/harness.ts'
+import { onPostgres } from '../helpers/postgres.ts'
+import { assertLedgerVerifies, assertRunning } from '../helpers/processes.ts'
+import { stopProgram } from '../helpers/program.ts'
 import { seededRandom } from '../helpers/random.ts'
 import { type HoldStage, type RpcProxy, startRpcProxy } from '../helpers/rpc-proxy.ts'
 import { beforeClose, suiteContext } from '../helpers/suite.ts'
@@ -129,50 +130,19 @@ describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each st
   const hotKey = keyOf('evm payouts drill hot wallet')
   const hot = privateKeyToAccount(hotKey).address
   let proxy: RpcProxy
-  let baseUrl: URL
-  let gatewayPort: number
-  const programs: Program[] = []
-  let gateway: { program: Program; name: string; base: string }
-  let starts = 0
-  const startMs: number[] = []
+  let gateway: GatewayProgram
   const planned: Planned[] = []
   const draw = seededRandom(SEED)
   const rounds = drawRounds(draw)
   /** What the drill pays out at most, in USD cents: each payout is 5.00 to 19.99. */
   const mostPaid = rounds.reduce((sum, r) => sum + r.count, 0) * 2000
 
-  const env = (name: string) =>
-    serviceEnv(sessionUrl(baseUrl, name), gatewayPort, { PROVIDER_RECHECK_MS: String(RECHECK_MS) })
-
-  async function sessionsOf(name: string): Promise<number> {
-    const { rows } = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name = ${name}`.execute(ctx.db)
-    return rows[0]?.n ?? 0
-  }
-
-  async function startGateway(): Promise<void> {
-    const started = Date.now()
-    const name = `mg-evm-drill-${++starts}`
-    const program = spawnProgram(['serve', '--role', 'all'], env(name))
-    programs.push(program)
-    const base = `http://127.0.0.1:${gatewayPort}`
-    await untilHealthy(program, base, name)
-    gateway = { program, name, base }
-    startMs.push(Date.now() - started)
-  }
-
   /** SIGKILLs the gateway, drops what the proxy holds, and waits until PostgreSQL has ended its sessions. */
-  async function killGateway(): Promise<void> {
-    gateway.program.child.kill('SIGKILL')
-    try {
-      assert.equal(await gateway.program.exited, null, 'the gateway was killed')
-    } finally {
+  const killGateway = () =>
+    gateway.kill(() => {
       proxy.drop()
       proxy.hold(null)
-    }
-    await eventually(async () => (await sessionsOf(gateway.name)) === 0, 10_000)
-  }
+    })
 
   /** POST /integration/payouts to the running gateway, signed with the merchant's test key. */
   async function createPayout(plan: Planned): Promise<number | 'no answer'> {
@@ -344,12 +314,13 @@ describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each st
     }
     tally.rounds[point]++
     tally.killedInFlight += count
-    await startGateway()
+    await gateway.start()
   }
 
   before(async () => {
-    baseUrl = new URL(await postgresUrlOf(ctx))
-    gatewayPort = await freePort()
+    gateway = await gatewayProgram(ctx.db, await postgresUrlOf(ctx), 'mg-evm-drill', {
+      PROVIDER_RECHECK_MS: String(RECHECK_MS),
+    })
     proxy = await startRpcProxy(evm.node.url)
     // USDT at 1 USD, and some to spare.
     await fundHotWallet(evm, hot, BigInt(mostPaid) * 20_000n)
@@ -367,11 +338,11 @@ describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each st
       const paid = await paidTransaction(ctx, { amount: 500000, currency: 'USD', payment_method: 'card' })
       assert.equal(paid.status, 'paid')
     }
-    await startGateway()
+    await gateway.start()
   })
 
   beforeClose(ctx, async () => {
-    await Promise.all(programs.map((p) => stopProgram(p, 'SIGKILL')))
+    await gateway?.close()
     await proxy?.close()
   })
 
@@ -449,8 +420,9 @@ describe('chaos: ERC-20 payouts from a hot wallet, the gateway killed at each st
       .executeTakeFirstOrThrow()
     assert.equal(Number(wallet.next_nonce), planned.length)
 
-    await assertLedgerVerifies(env('mg-evm-drill-verify'))
+    await assertLedgerVerifies(gateway.env('mg-evm-drill-verify'))
     const points = Object.entries(tally.rounds).map(([point, n]) => `${point} ${n}`)
+    const { startMs } = gateway
     const starts = startMs.slice(1).reduce((sum, ms) => sum + ms, 0)
     t.diagnostic(`${rounds.length} rounds (${points.join(', ')}), seed ${SEED}`)
     t.diagnostic(

@@ -1,22 +1,20 @@
 import assert from 'node:assert/strict'
 import { before, describe, it } from 'node:test'
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../../src/db/types.ts'
+import { sql } from 'kysely'
 import { attemptsOf, handoverOf, type SentCallback } from '../api/providers/handover-helpers.ts'
 import { type AcquirerProgram, emulatorAdmin, startAcquirerProgram } from '../helpers/acquirer-program.ts'
 import { columnOf } from '../helpers/columns.ts'
-import { deferred } from '../helpers/deferred.ts'
-import { eventually, newTransaction, postgresUrlOf, serviceEnv } from '../helpers/harness.ts'
-import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
+import { type GatewayProgram, gatewayProgram } from '../helpers/gateway-program.ts'
+import { eventually, newTransaction, postgresUrlOf } from '../helpers/harness.ts'
+import { holdLocks, onPostgres, sessionsOf } from '../helpers/postgres.ts'
 import {
   assertLedgerVerifies,
   assertRunning,
   type Reply,
   request,
   untilEmulatorListens,
-  untilHealthy,
 } from '../helpers/processes.ts'
-import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
+import { stopProgram } from '../helpers/program.ts'
 import { beforeClose, suiteContext } from '../helpers/suite.ts'
 
 /**
@@ -64,77 +62,8 @@ const RECOVERY_BOUND_MS = LEASE_MS + 15_000
 
 describe('chaos: a live payment handed to a provider, the gateway killed at each step (PostgreSQL)', () => {
   const ctx = suiteContext('postgres')
-  let baseUrl: URL
-  let gatewayPort: number
   let acquirer: AcquirerProgram
-  const programs: Program[] = []
-  /** The gateway running now, and its name (its sessions' application_name). */
-  let gateway: { program: Program; name: string; base: string }
-  let starts = 0
-
-  /** A gateway process's environment: its sessions carry `name`. */
-  const env = (name: string) =>
-    serviceEnv(sessionUrl(baseUrl, name), gatewayPort, {
-      PROVIDER_HANDOVER_LEASE_MS: String(LEASE_MS),
-      PROVIDER_SYNC_SCHEDULE: SYNC_SCHEDULE,
-    })
-
-  /** Sessions the named process has in the database, or those of them waiting on a lock. */
-  async function sessionsOf(name: string, waitingOnLock = false): Promise<number> {
-    const { rows } = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name = ${name}
-        AND (${!waitingOnLock} OR wait_event_type = 'Lock')`.execute(ctx.db)
-    return rows[0]?.n ?? 0
-  }
-
-  /** How long each start took until the gateway answered, for the diagnostics. */
-  const startMs: number[] = []
-
-  /** Starts the gateway on its port (always the same one: the emulator's callback URL names it). */
-  async function startGateway(): Promise<void> {
-    const started = Date.now()
-    const name = `mg-handover-${++starts}`
-    const program = spawnProgram(['serve', '--role', 'all'], env(name))
-    programs.push(program)
-    const base = `http://127.0.0.1:${gatewayPort}`
-    await untilHealthy(program, base, name)
-    gateway = { program, name, base }
-    startMs.push(Date.now() - started)
-  }
-
-  /**
-   * SIGKILLs the gateway, lets go of the test's `locks` (a session waiting on a lock notices its client is gone
-   * only once it has the lock; with no COMMIT ever sent, its transaction is then rolled back), and waits until
-   * PostgreSQL has ended the gateway's sessions.
-   */
-  async function killGateway(locks?: { release(): Promise<void> }): Promise<void> {
-    gateway.program.child.kill('SIGKILL')
-    try {
-      assert.equal(await gateway.program.exited, null, 'the gateway was killed')
-    } finally {
-      await locks?.release()
-    }
-    await eventually(async () => (await sessionsOf(gateway.name)) === 0, 10_000)
-  }
-
-  /** Runs `lock` in a transaction of the test's own and keeps it open until `release`. */
-  async function holdLocks(lock: (trx: Kysely<Database>) => Promise<unknown>) {
-    const taken = deferred()
-    const held = deferred()
-    const done = ctx.db.transaction().execute(async (trx) => {
-      await lock(trx)
-      taken.resolve()
-      await held.promise
-    })
-    await Promise.race([taken.promise, done])
-    return {
-      release: async () => {
-        held.resolve()
-        await done
-      },
-    }
-  }
+  let gateway: GatewayProgram
 
   const live = () => ctx.merchant.keys.live.secret
   const createPayment = (externalId: string): Promise<Reply> =>
@@ -253,22 +182,25 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
   }
 
   before(async () => {
-    baseUrl = new URL(await postgresUrlOf(ctx))
-    gatewayPort = await freePort()
+    gateway = await gatewayProgram(ctx.db, await postgresUrlOf(ctx), 'mg-handover', {
+      PROVIDER_HANDOVER_LEASE_MS: String(LEASE_MS),
+      PROVIDER_SYNC_SCHEDULE: SYNC_SCHEDULE,
+    })
     // A live http-acquirer account at the emulator, and the operator's default route of live card payments to it.
     acquirer = await startAcquirerProgram(ctx, {
-      gateway: `http://127.0.0.1:${gatewayPort}`,
+      gateway: gateway.base,
       apiKey: 'sk_chaos_handover',
       name: 'emulated-acquirer',
       timeoutMs: ACCOUNT_TIMEOUT_MS,
       args: ['--callback-retry-ms', CALLBACK_RETRY_MS.join(','), '--fault', 'timeout_rate=1'],
     })
-    programs.push(acquirer.program)
     await untilEmulatorListens(acquirer.program)
-    await startGateway()
+    await gateway.start()
   })
 
-  beforeClose(ctx, () => Promise.all(programs.map((p) => stopProgram(p, 'SIGKILL'))))
+  beforeClose(ctx, () =>
+    Promise.all([gateway?.close(), acquirer && stopProgram(acquirer.program, 'SIGKILL')]),
+  )
 
   it('(a) killed before the provider took the payment: status sync makes the same call, and one payment exists', async (t) => {
     const pending = createPayment('handover-a').then(
@@ -276,14 +208,14 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
       () => 'no answer',
     )
     const { uuid } = await paymentOf('handover-a')
-    await killGateway()
+    await gateway.kill()
     assert.equal(await pending, 'no answer', 'the kill came before the answer')
     const left = await assertLeftHandingOver(uuid)
     assert.deepEqual(await emulatorPayments(uuid), [], 'the provider never took it')
 
     // The provider answers again (late: the rest of the drill needs the time to take its locks).
     await setFaults({ latency_ms: LATENCY_MS })
-    await startGateway()
+    await gateway.start()
     const reference = await handedOver(uuid)
     t.diagnostic(
       `(a) the hand-over was finished ${Date.now() - left.created_at.getTime()} ms after the payment's insert`,
@@ -299,7 +231,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     )
     const { uuid } = await paymentOf('handover-b')
     // Taken while the emulator holds its answer back (LATENCY_MS): the gateway's write of the answer must wait.
-    const locks = await holdLocks(async (trx) => {
+    const locks = await holdLocks(ctx.db, async (trx) => {
       await sql`SELECT 1 FROM payment_attempts WHERE transaction_uuid = ${uuid} FOR UPDATE`.execute(trx)
       await sql`SELECT 1 FROM payment_handovers WHERE transaction_uuid = ${uuid} FOR UPDATE`.execute(trx)
     })
@@ -307,19 +239,19 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
       // The provider answered (it holds the payment), and the gateway waits to record it.
       await eventually(async () => {
         const held = await emulatorPayments(uuid)
-        return held.length === 1 && (await sessionsOf(gateway.name, true)) > 0
+        return held.length === 1 && (await sessionsOf(ctx.db, gateway.name, { waitingOnLock: true })) > 0
       }, 10_000)
     } catch (error) {
       await locks.release()
       throw error
     }
-    await killGateway(locks)
+    await gateway.kill(locks.release)
     assert.equal(await pending, 'no answer')
     await assertLeftHandingOver(uuid)
     const [first] = await emulatorPayments(uuid)
     assert.ok(first)
 
-    await startGateway()
+    await gateway.start()
     const reference = await handedOver(uuid)
     assert.equal(reference, first.reference, 'the payment the provider already had')
     await decide(reference, 'failed')
@@ -335,7 +267,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     assert.equal(handover?.state, 'handed_over')
     const reference = handover?.provider_reference as string
 
-    const locks = await holdLocks((trx) =>
+    const locks = await holdLocks(ctx.db, (trx) =>
       sql`SELECT 1 FROM transactions WHERE uuid = ${uuid} FOR UPDATE`.execute(trx),
     )
     try {
@@ -343,13 +275,16 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
       // The callback is in flight (not answered yet), and the gateway's handling of it waits on the row.
       await eventually(async () => {
         const [callback] = await callbacksAbout(reference)
-        return callback?.attempts.length === 0 && (await sessionsOf(gateway.name, true)) > 0
+        return (
+          callback?.attempts.length === 0 &&
+          (await sessionsOf(ctx.db, gateway.name, { waitingOnLock: true })) > 0
+        )
       }, 10_000)
     } catch (error) {
       await locks.release()
       throw error
     }
-    await killGateway(locks)
+    await gateway.kill(locks.release)
     // Nothing of it committed: neither applied nor logged.
     assert.equal(await statusOf(uuid), 'pending')
     const loggedAtKill = await ctx.db
@@ -360,7 +295,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
     assert.equal(loggedAtKill.length, 0)
     await eventually(async () => ((await callbacksAbout(reference))[0]?.attempts.length ?? 0) > 0)
 
-    await startGateway()
+    await gateway.start()
     await assertSettled(uuid, reference, 'paid')
     // The callback's retry, or status sync, whichever came first, applied it; the other found it done.
     const callback = await eventually(async () => {
@@ -383,7 +318,7 @@ describe('chaos: a live payment handed to a provider, the gateway killed at each
 
   it('the gateway stops cleanly, and the ledger verifies', async (t) => {
     assert.equal(await stopProgram(gateway.program), 0, gateway.program.output())
-    await assertLedgerVerifies(env('mg-handover-verify'))
-    t.diagnostic(`the gateway's starts answered after ${startMs.join(', ')} ms`)
+    await assertLedgerVerifies(gateway.env('mg-handover-verify'))
+    t.diagnostic(`the gateway's starts answered after ${gateway.startMs.join(', ')} ms`)
   })
 })

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { sql } from 'kysely'
 import { selectScoped } from '../../src/db/queries.ts'
 import { sign } from '../../src/http/auth.ts'
 import { serviceEnv } from '../helpers/config.ts'
 import { call, createTestContext, eventually, postgresUrlOf, type TestContext } from '../helpers/harness.ts'
-import { onPostgres, sessionUrl } from '../helpers/postgres.ts'
+import { onPostgres, sessionsOf, sessionUrl } from '../helpers/postgres.ts'
 import { assertLedgerVerifies, type Reply, untilHealthy } from '../helpers/processes.ts'
 import { freePort, type Program, spawnProgram, stopProgram } from '../helpers/program.ts'
 import { seededRandom } from '../helpers/random.ts'
@@ -128,7 +127,7 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
     const base = `http://127.0.0.1:${port}`
     await untilHealthy(program, base, name)
     // Its sessions carry its name (the health check used one): what it committed is read once they are gone.
-    assert.ok((await sessionsOf(name)) > 0, `${name}: no session named ${name} in pg_stat_activity`)
+    assert.ok((await sessionsOf(ctx.db, name)) > 0, `${name}: no session named ${name} in pg_stat_activity`)
     return { program, base }
   }
 
@@ -147,14 +146,6 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
     })
     const text = await res.text()
     return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) }
-  }
-
-  /** Sessions the named process still has in the database (a killed one's go once PostgreSQL notices). */
-  async function sessionsOf(name: string): Promise<number> {
-    const { rows } = await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name = ${name}`.execute(ctx.db)
-    return rows[0]?.n ?? 0
   }
 
   before(async () => {
@@ -304,7 +295,7 @@ describe(`chaos: refunds and payouts under SIGKILL, exactly once (PostgreSQL, ${
       assert.equal(await program.exited, null, 'the program was killed')
       await Promise.all(inFlight)
       // What the dead process committed is known once PostgreSQL has finished with its sessions.
-      await eventually(async () => (await sessionsOf(name)) === 0, 10_000)
+      await eventually(async () => (await sessionsOf(ctx.db, name)) === 0, 10_000)
       // Refunds and payouts whose next check lies far beyond the recheck and poll delays: a recovery job's
       // claim that died with the process, which holds them until the job's claim lease runs out.
       const farOff = new Date(Date.now() + 10_000)

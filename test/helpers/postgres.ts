@@ -1,6 +1,7 @@
 import { sql } from 'kysely'
 import type pg from 'pg'
 import { APPLICATION_NAME, type Db } from '../../src/db/index.ts'
+import { deferred } from './deferred.ts'
 
 /** The local server .ci/run uses: where a suite that needs PostgreSQL runs without TEST_DATABASE_URL. */
 const LOCAL_POSTGRES = 'postgres://postgres@127.0.0.1:5432/test'
@@ -53,4 +54,49 @@ export function sessionUrl(url: string | URL, name: string): string {
   const named = new URL(url)
   named.searchParams.set('application_name', name)
   return named.toString()
+}
+
+/**
+ * Sessions on the database `db` is on whose application_name is `name` (see `sessionUrl`): all of them, or only
+ * those waiting on a lock.
+ */
+export async function sessionsOf(
+  db: Db,
+  name: string,
+  options: { waitingOnLock?: boolean } = {},
+): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND application_name = ${name}
+      AND (${!options.waitingOnLock} OR wait_event_type = 'Lock')`.execute(db)
+  return rows[0]?.n ?? 0
+}
+
+/** Locks a test holds in a transaction of its own; `release` commits it (a second call does nothing). */
+export interface HeldLocks {
+  release(): Promise<void>
+}
+
+/**
+ * Runs `lock` in a transaction of the test's own and keeps that transaction open, so that the locks it took hold a
+ * process under test at a chosen step, until `release`.
+ */
+export async function holdLocks(db: Db, lock: (trx: Db) => Promise<unknown>): Promise<HeldLocks> {
+  const taken = deferred()
+  const held = deferred()
+  const done = db.transaction().execute(async (trx) => {
+    await lock(trx)
+    taken.resolve()
+    await held.promise
+  })
+  await Promise.race([taken.promise, done])
+  let released = false
+  return {
+    release: async () => {
+      if (released) return
+      released = true
+      held.resolve()
+      await done
+    },
+  }
 }
