@@ -110,16 +110,12 @@ export async function settlePayout(
 export async function applyPayoutReport(
   deps: Pick<PayoutDeps, 'ledger' | 'webhooks' | 'timing'>,
   trx: Executor,
-  report: ObjectReport<Exclude<PayoutOutcome, 'processing'>>,
+  { accountUuid, reference, outcome, connector, message }: ObjectReport<Exclude<PayoutOutcome, 'processing'>>,
 ): Promise<ObjectReportResult | null> {
-  const row = await repo.lockByAccountReference(trx, report.accountUuid, report.reference)
+  const row = await repo.lockByAccountReference(trx, accountUuid, reference)
   if (!row) return null
-  const { kind } = payoutTransition(row.status, report.outcome)
-  await applyPayoutOutcome(deps, trx, row, report.outcome, {
-    connector: report.connector,
-    reference: report.reference,
-    message: report.message,
-  })
+  const { kind } = payoutTransition(row.status, outcome)
+  await applyPayoutOutcome(deps, trx, row, outcome, { connector, reference, message })
   return { uuid: row.uuid, result: kind }
 }
 
