@@ -284,22 +284,8 @@ export const listReviews = (db: Executor, filter: { open: boolean; limit: number
   let query = db
     .selectFrom('payment_reviews as r')
     .innerJoin('transactions as t', 't.uuid', 'r.transaction_uuid')
-    .select([
-      'r.uuid',
-      'r.transaction_uuid',
-      'r.account_uuid',
-      'r.status',
-      'r.reported_amount',
-      'r.reported_currency',
-      'r.resolution',
-      'r.created_at',
-      'r.updated_at',
-      't.merchant_uuid',
-      't.mode',
-      't.status as payment_status',
-      't.amount',
-      't.currency',
-    ])
+    .selectAll('r')
+    .select(['t.merchant_uuid', 't.mode', 't.status as payment_status', 't.amount', 't.currency'])
     .orderBy('r.created_at', 'desc')
     .orderBy('r.uuid', 'desc')
     .limit(filter.limit)
