@@ -17,6 +17,7 @@ import { AuditLog, People, Profile, Security } from './pages/Settings'
 import { SignIn } from './pages/SignIn'
 import { Webhooks } from './pages/Webhooks'
 import { meQuery, RequireSession } from './session'
+import '../../src/http/assets/base.css'
 import './styles.css'
 
 const queryClient = new QueryClient({

@@ -231,6 +231,7 @@ describe('the compiled program, as `npm start` runs it', () => {
     for (const built of [
       'dist/main.js',
       'dist/modules/checkout/assets/checkout.css',
+      'dist/http/assets/base.css',
       'dist/dashboard/index.html',
     ])
       assert.ok((await stat(join(ROOT, built))).isFile(), `${built} is built`)
@@ -243,12 +244,14 @@ describe('the compiled program, as `npm start` runs it', () => {
     const lines = stdout.trimEnd().split('\n')
     assert.equal(lines.at(-1), '201', stdout)
     const tx = JSON.parse(lines.slice(0, -1).join('\n'))
-    // The hosted page and the file it loads from beside the compiled module.
+    // The hosted page and its stylesheet, read from beside the compiled modules.
     const page = await fetch(tx.payment_url)
     assert.equal(page.status, 200)
     const css = await fetch(`http://127.0.0.1:${port}/pay/assets/checkout.css`)
     assert.equal(css.status, 200)
-    assert.match(await css.text(), /--accent/)
+    const stylesheet = await css.text()
+    assert.match(stylesheet, /--accent/)
+    assert.match(stylesheet, /box-sizing/, 'the shared reset, from dist/http/assets')
     const doc = await fetch(`http://127.0.0.1:${port}/integration/openapi.json`)
     assert.equal(doc.status, 200)
     const version = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')).version

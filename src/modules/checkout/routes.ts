@@ -6,8 +6,13 @@ import { renderNotFound, renderPage } from './page.ts'
 import type { CheckoutService } from './service.ts'
 
 const asset = (name: string) => readFileSync(new URL(`./assets/${name}`, import.meta.url))
+/** The reset every page of the service starts from (the dashboard's too), then the hosted page's own rules. */
+const stylesheet = Buffer.concat([
+  readFileSync(new URL('../../http/assets/base.css', import.meta.url)),
+  asset('checkout.css'),
+])
 const ASSETS: Record<string, { body: Buffer; type: string }> = {
-  'checkout.css': { body: asset('checkout.css'), type: 'text/css; charset=utf-8' },
+  'checkout.css': { body: stylesheet, type: 'text/css; charset=utf-8' },
   'checkout.js': { body: asset('checkout.js'), type: 'text/javascript; charset=utf-8' },
 }
 

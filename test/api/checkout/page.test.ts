@@ -28,6 +28,7 @@ const MESSAGES = {
 } as const
 
 const ASSET_DIR = new URL('../../../src/modules/checkout/assets/', import.meta.url)
+const BASE_STYLESHEET = new URL('../../../src/http/assets/base.css', import.meta.url)
 
 /** The headers every page, status and asset response carries. */
 function assertSecurityHeaders(res: LightMyRequestResponse, cacheControl: string | RegExp = 'no-store') {
@@ -666,16 +667,22 @@ for (const backend of backends()) {
     })
 
     describe('assets', () => {
-      for (const [name, type] of [
-        ['checkout.js', 'text/javascript; charset=utf-8'],
-        ['checkout.css', 'text/css; charset=utf-8'],
+      const file = (url: URL) => readFileSync(url, 'utf8')
+      for (const [name, type, body] of [
+        ['checkout.js', 'text/javascript; charset=utf-8', file(new URL('checkout.js', ASSET_DIR))],
+        // The reset the dashboard shares, then the page's own rules.
+        [
+          'checkout.css',
+          'text/css; charset=utf-8',
+          file(BASE_STYLESHEET) + file(new URL('checkout.css', ASSET_DIR)),
+        ],
       ] as const) {
         it(`${name}: 200, its content-type, the security headers`, async () => {
           const res = await ctx.app.inject({ method: 'GET', url: `/pay/assets/${name}` })
           assert.equal(res.statusCode, 200, res.body)
           assert.equal(res.headers['content-type'], type)
           assertSecurityHeaders(res, /^public, max-age=\d+$/)
-          assert.equal(res.body, readFileSync(new URL(name, ASSET_DIR), 'utf8'))
+          assert.equal(res.body, body)
         })
       }
 
