@@ -51,6 +51,12 @@ function assertFigures(
   })
 }
 
+/** `rate` marked up (applyMarkupUp) and down (applyMarkupDown) by `bps`: exactly `up` and `down`. */
+function assertMarkups(rate: string, bps: number, up: string, down: string): void {
+  assert.equal(applyMarkupUp(rate, bps), up)
+  assert.equal(applyMarkupDown(rate, bps), down)
+}
+
 /** The same conversion rounded down (convertFloor) and up (convertCeil): `floor` and `ceil`. */
 function assertConverts(args: Parameters<typeof convertFloor>, floor: number, ceil: number): void {
   assert.equal(convertFloor(...args), floor)
@@ -74,46 +80,39 @@ describe('currencyExponent', () => {
   })
 
   it('knows ISO codes and USDT only', () => {
-    assert.equal(isKnownCurrency('USD'), true)
-    assert.equal(isKnownCurrency('USDT'), true)
-    assert.equal(isKnownCurrency('XYZ'), false)
-    assert.equal(isKnownCurrency('usd'), false)
-    assert.equal(isKnownCurrency(''), false)
+    for (const code of ['USD', 'USDT']) assert.equal(isKnownCurrency(code), true, code)
+    for (const code of ['XYZ', 'usd', '']) assert.equal(isKnownCurrency(code), false, code)
   })
 })
 
 describe('integer division with named rounding', () => {
-  it('divFloor rounds towards negative infinity', () => {
-    assert.equal(divFloor(7n, 2n), 3n)
-    assert.equal(divFloor(6n, 2n), 3n)
-    assert.equal(divFloor(-7n, 2n), -4n)
-    assert.equal(divFloor(-6n, 2n), -3n)
-    assert.equal(divFloor(-1n, 3n), -1n)
-    assert.equal(divFloor(0n, 5n), 0n)
-  })
-
-  it('divCeil rounds towards positive infinity', () => {
-    assert.equal(divCeil(7n, 2n), 4n)
-    assert.equal(divCeil(6n, 2n), 3n)
-    assert.equal(divCeil(1n, 3n), 1n)
-    assert.equal(divCeil(-7n, 2n), -3n)
-    assert.equal(divCeil(-6n, 2n), -3n)
-    assert.equal(divCeil(0n, 5n), 0n)
-  })
-
-  it('divRoundHalfUp rounds halves away from zero', () => {
-    assert.equal(divRoundHalfUp(5n, 2n), 3n)
-    assert.equal(divRoundHalfUp(3n, 2n), 2n)
-    assert.equal(divRoundHalfUp(4n, 3n), 1n)
-    assert.equal(divRoundHalfUp(5n, 3n), 2n)
-    assert.equal(divRoundHalfUp(4999n, 10000n), 0n)
-    assert.equal(divRoundHalfUp(5000n, 10000n), 1n)
-    assert.equal(divRoundHalfUp(-5n, 2n), -3n)
-    assert.equal(divRoundHalfUp(-3n, 2n), -2n)
-    assert.equal(divRoundHalfUp(-4n, 3n), -1n)
-    assert.equal(divRoundHalfUp(-5n, 3n), -2n)
-    assert.equal(divRoundHalfUp(0n, 7n), 0n)
-  })
+  // Each case: a and b, then a / b by divFloor (towards negative infinity), divCeil (towards positive infinity) and
+  // divRoundHalfUp (halves away from zero).
+  const cases: [bigint, bigint, bigint, bigint, bigint][] = [
+    [7n, 2n, 3n, 4n, 4n],
+    [6n, 2n, 3n, 3n, 3n],
+    [5n, 2n, 2n, 3n, 3n],
+    [3n, 2n, 1n, 2n, 2n],
+    [1n, 3n, 0n, 1n, 0n],
+    [4n, 3n, 1n, 2n, 1n],
+    [5n, 3n, 1n, 2n, 2n],
+    [4999n, 10000n, 0n, 1n, 0n],
+    [5000n, 10000n, 0n, 1n, 1n],
+    [0n, 5n, 0n, 0n, 0n],
+    [-1n, 3n, -1n, 0n, 0n],
+    [-7n, 2n, -4n, -3n, -4n],
+    [-6n, 2n, -3n, -3n, -3n],
+    [-5n, 2n, -3n, -2n, -3n],
+    [-3n, 2n, -2n, -1n, -2n],
+    [-4n, 3n, -2n, -1n, -1n],
+    [-5n, 3n, -2n, -1n, -2n],
+  ]
+  for (const [a, b, floor, ceil, halfUp] of cases)
+    it(`${a} / ${b}: floor ${floor}, ceil ${ceil}, half up ${halfUp}`, () => {
+      assert.equal(divFloor(a, b), floor)
+      assert.equal(divCeil(a, b), ceil)
+      assert.equal(divRoundHalfUp(a, b), halfUp)
+    })
 })
 
 describe('computeFees', () => {
@@ -141,36 +140,20 @@ describe('computeFees', () => {
 
   it('rounds the merchant part half up and gives the customer the rest', () => {
     // fee 1, merchant half = 0.5 → 1, customer 0
-    const half = computeFees(1, 5000, 5000)
-    assert.equal(half.fee_amount, 1)
-    assert.equal(half.merchant_fee_merchant_amount, 1)
-    assert.equal(half.merchant_fee_customer_amount, 0)
-    assert.equal(half.gross_amount, 1)
-    assert.equal(half.net_amount, 0)
+    assertFees([1, 5000, 5000], [1, 1, 0, 1, 0, 'split'])
     // fee 3, merchant 1/3 (3333 bps) = 0.9999 → 1, customer 2
-    const third = computeFees(100, 300, 3333)
-    assert.equal(third.fee_amount, 3)
-    assert.equal(third.merchant_fee_merchant_amount, 1)
-    assert.equal(third.merchant_fee_customer_amount, 2)
-    assert.equal(third.gross_amount, 102)
-    assert.equal(third.net_amount, 99)
+    assertFees([100, 300, 3333], [3, 1, 2, 102, 99, 'split'])
     // fee 3, merchant 4999 bps = 1.4997 → 1; 5000 bps = 1.5 → 2
     assert.equal(computeFees(100, 300, 4999).merchant_fee_merchant_amount, 1)
     assert.equal(computeFees(100, 300, 5000).merchant_fee_merchant_amount, 2)
   })
 
   it('zero fee leaves gross and net equal to the amount', () => {
-    const fees = computeFees(12345, 0, 10000)
-    assert.equal(fees.fee_amount, 0)
-    assert.equal(fees.gross_amount, 12345)
-    assert.equal(fees.net_amount, 12345)
+    assertFees([12345, 0, 10000], [0, 0, 0, 12345, 12345, 'merchant'])
   })
 
   it('is exact for the largest amount and the largest fee', () => {
-    const fees = computeFees(MAX_AMOUNT, 10000, 0)
-    assert.equal(fees.fee_amount, MAX_AMOUNT)
-    assert.equal(fees.gross_amount, 2 * MAX_AMOUNT)
-    assert.equal(fees.net_amount, MAX_AMOUNT)
+    assertFees([MAX_AMOUNT, 10000, 0], [MAX_AMOUNT, 0, MAX_AMOUNT, 2 * MAX_AMOUNT, MAX_AMOUNT, 'customer'])
     const odd = computeFees(MAX_AMOUNT - 1, 333, 5001)
     // (10^11 − 1) × 333 / 10000 = 3329999999.9667 → 3330000000
     assert.equal(odd.fee_amount, 3330000000)
@@ -194,41 +177,52 @@ describe('computeFees', () => {
 })
 
 describe('convertFloor / convertCeil', () => {
-  it('converts RUB to USDT micro units (a worked example of docs/API.md)', () => {
+  // Each case: what it shows, the conversion's arguments (amount, currency, rate, currency), and what it gives
+  // rounded down (convertFloor) and up (convertCeil).
+  const cases: [string, Parameters<typeof convertFloor>, number, number][] = [
     // 1481.25 / 92.15 = 16.07433532… USDT
-    assertConverts([148125, 'RUB', '92.15', 'USDT'], 16074335, 16074336)
-  })
-
-  it('handles JPY (exponent 0)', () => {
+    [
+      'converts RUB to USDT micro units (a worked example of docs/API.md)',
+      [148125, 'RUB', '92.15', 'USDT'],
+      16074335,
+      16074336,
+    ],
     // 10000 / 151.2 = 66.137566137… USDT
-    assertConverts([10000, 'JPY', '151.2', 'USDT'], 66137566, 66137567)
+    ['handles JPY (exponent 0)', [10000, 'JPY', '151.2', 'USDT'], 66137566, 66137567],
     // 1 USDT at 0.0066 USDT per yen = 151.51… JPY
-    assertConverts([1000000, 'USDT', '0.0066', 'JPY'], 151, 152)
-  })
-
-  it('handles KWD (exponent 3)', () => {
+    ['handles JPY (exponent 0), from USDT', [1000000, 'USDT', '0.0066', 'JPY'], 151, 152],
     // 1.000 KWD / 0.307 = 3.25732899… USDT
-    assertConverts([1000, 'KWD', '0.307', 'USDT'], 3257328, 3257329)
+    ['handles KWD (exponent 3)', [1000, 'KWD', '0.307', 'USDT'], 3257328, 3257329],
     // 1 USDT → KWD at 3.257 USDT per KWD: 0.30703… KWD
-    assertConverts([1000000, 'USDT', '3.257', 'KWD'], 307, 308)
-  })
-
-  it('is exact where binary floating point is not', () => {
+    ['handles KWD (exponent 3), from USDT', [1000000, 'USDT', '3.257', 'KWD'], 307, 308],
     // 0.29 / 0.01 = 29 exactly; as doubles it is 28.999999999999996
-    assertConverts([29, 'USD', '0.01', 'USD'], 2900, 2900)
-    assertConverts([100, 'USD', '1', 'USDT'], 1000000, 1000000)
-  })
-
-  it('stays exact at the largest amount', () => {
+    ['is exact where binary floating point is not', [29, 'USD', '0.01', 'USD'], 2900, 2900],
+    ['is exact where binary floating point is not, into USDT', [100, 'USD', '1', 'USDT'], 1000000, 1000000],
     // 10^9 RUB / 92.15 = 10851871.947911014… USDT
-    assertConverts([MAX_AMOUNT, 'RUB', '92.15', 'USDT'], 10851871947911, 10851871947912)
+    [
+      'stays exact at the largest amount, in RUB',
+      [MAX_AMOUNT, 'RUB', '92.15', 'USDT'],
+      10851871947911,
+      10851871947912,
+    ],
     // 10^11 JPY / 151.2 = 661375661.375661… USDT
-    assertConverts([MAX_AMOUNT, 'JPY', '151.2', 'USDT'], 661375661375661, 661375661375662)
+    [
+      'stays exact at the largest amount, in JPY',
+      [MAX_AMOUNT, 'JPY', '151.2', 'USDT'],
+      661375661375661,
+      661375661375662,
+    ],
     // 10^8 KWD / 0.307 = 325732899.0228013… USDT
-    assert.equal(convertFloor(MAX_AMOUNT, 'KWD', '0.307', 'USDT'), 325732899022801)
+    [
+      'stays exact at the largest amount, in KWD',
+      [MAX_AMOUNT, 'KWD', '0.307', 'USDT'],
+      325732899022801,
+      325732899022802,
+    ],
     // 10^9 USD at 1 = 10^15 micro USDT, below 2^53
-    assert.equal(convertFloor(MAX_AMOUNT, 'USD', '1', 'USDT'), 10 ** 15)
-  })
+    ['stays exact at the largest amount, in USD', [MAX_AMOUNT, 'USD', '1', 'USDT'], 10 ** 15, 10 ** 15],
+  ]
+  for (const [name, args, floor, ceil] of cases) it(name, () => assertConverts(args, floor, ceil))
 
   it('floor and ceil agree on exact results and differ by one otherwise', () => {
     for (const [amount, rate] of [
@@ -246,18 +240,23 @@ describe('convertFloor / convertCeil', () => {
 })
 
 describe('markups and cross rates', () => {
-  it('applyMarkupUp multiplies by (1 + bps/10000) exactly', () => {
-    assert.equal(applyMarkupUp('92.15', 150), '93.53225')
-    assert.equal(applyMarkupUp('92.15', 0), '92.15')
-    assert.equal(applyMarkupUp('1', 10000), '2')
-    assert.equal(applyMarkupUp('0.307', 1), '0.3070307')
-  })
-
-  it('applyMarkupDown multiplies by (1 − bps/10000) exactly', () => {
-    assert.equal(applyMarkupDown('92.15', 150), '90.76775')
-    assert.equal(applyMarkupDown('92.15', 0), '92.15')
-    assert.equal(applyMarkupDown('1', 10000), '0')
-    assert.equal(applyMarkupDown('0.307', 1), '0.3069693')
+  it('applyMarkupUp and applyMarkupDown multiply by (1 ± bps/10000) exactly, up to their edges', () => {
+    assertMarkups('92.15', 150, '93.53225', '90.76775')
+    assertMarkups('92.15', 0, '92.15', '92.15')
+    assertMarkups('1', 10000, '2', '0')
+    assertMarkups('0.307', 1, '0.3070307', '0.3069693')
+    // JPY: 151.2 × 1.01 = 152.712; 151.2 × 0.99 = 149.688
+    assertMarkups('151.2', 100, '152.712', '149.688')
+    // 1 bps on rate 1 (USDT-like): 1.0001 and 0.9999
+    assertMarkups('1', 1, '1.0001', '0.9999')
+    // 9999 bps: 92.15 × 1.9999 = 184.290785; 92.15 × 0.0001 = 0.009215
+    assertMarkups('92.15', 9999, '184.290785', '0.009215')
+    // the smallest operator rate: 10^−12 × 1.0001 = 1.0001 × 10^−12, × 0.9999 = 0.9999 × 10^−12; × 1.9999 and
+    // × 0.0001 = 10^−16 (exact, beyond 12 digits)
+    assertMarkups('0.000000000001', 1, '0.0000000000010001', '0.0000000000009999')
+    assertMarkups('0.000000000001', 9999, '0.0000000000019999', '0.0000000000000001')
+    // the largest operator rate doubled: 999999999999.999999999999 × 2 = 1999999999999.999999999998; halved to 0
+    assertMarkups('999999999999.999999999999', 10000, '1999999999999.999999999998', '0')
   })
 
   it('divideRates gives a / b to 12 decimals, half up', () => {
@@ -269,6 +268,10 @@ describe('markups and cross rates', () => {
     assert.equal(divideRates('1', '8', 2), '0.13')
     assert.equal(divideRates('1', '8', 3), '0.125')
     assert.equal(divideRates('151.2', '1'), '151.2')
+    // At the 12th decimal: 10^−12 / 2 = 0.0000000000005 → half up → 0.000000000001
+    assert.equal(divideRates('0.000000000001', '2'), '0.000000000001')
+    // 10^−12 / 2.000000000001 = 4.99999999999750… × 10^−13 → just below half → 0
+    assert.equal(divideRates('0.000000000001', '2.000000000001'), '0')
   })
 })
 
@@ -292,15 +295,11 @@ describe('parseDecimal / formatDecimal', () => {
   })
 
   it('isPositiveDecimal is true only above zero', () => {
-    assert.equal(isPositiveDecimal('0.000000000001'), true)
-    assert.equal(isPositiveDecimal('92.15'), true)
-    assert.equal(isPositiveDecimal('0'), false)
-    assert.equal(isPositiveDecimal('0.000'), false)
-    assert.equal(isPositiveDecimal('-1'), false)
-    assert.equal(isPositiveDecimal('abc'), false)
+    for (const text of ['0.000000000001', '92.15']) assert.equal(isPositiveDecimal(text), true, text)
+    for (const text of ['0', '0.000', '-1', 'abc']) assert.equal(isPositiveDecimal(text), false, text)
     // Operator input is bounded to 12 digits either side; derived rates may carry more (parseDecimal takes them).
-    assert.equal(isPositiveDecimal('1.0000000000001'), false)
-    assert.equal(isPositiveDecimal('1000000000000'), false)
+    for (const text of ['1.0000000000001', '1000000000000'])
+      assert.equal(isPositiveDecimal(text), false, text)
     assert.deepEqual(parseDecimal('1.0000000000001'), { units: 10000000000001n, scale: 13 })
   })
 
@@ -356,91 +355,85 @@ describe('payoutFigures (docs/API.md, Payouts)', () => {
   // amount_usdt_micro = ceil(amount in major units / payout rate) in USDT micro;
   // fee = round_half_up(amount_usdt_micro × payout_fee_bps / 10000) + payout_fixed_fee_micro; total = the sum.
 
-  it('USD at rate 1', () => {
+  // Each case: what it shows, payoutFigures' arguments (amount, currency, payout rate, fee bps, fixed fee micro),
+  // and the figures it gives (amount_usdt_micro, fee_usdt_micro, payout_usdt_amount_micro), worked out above it.
+  const cases: [string, Parameters<typeof payoutFigures>, [number, number, number]][] = [
     // 100.00 USD / 1 = 100 USDT = 100000000 micro; fee 100000000 × 100 / 10000 = 1000000 (exact) + 1000000 fixed
     // = 2000000; total 100000000 + 2000000 = 102000000
-    assertFigures([10000, 'USD', '1', 100, 1000000], [100000000, 2000000, 102000000])
-  })
-
-  it('RUB at the payout rate derived from a 150 bps markup', () => {
+    ['USD at rate 1', [10000, 'USD', '1', 100, 1000000], [100000000, 2000000, 102000000]],
     // payout rate = 92.15 × (1 − 150/10000) = 92.15 × 0.985 = 90.76775
     // 1500.00 RUB / 90.76775 = 16.5256933216919…  USDT; check: 90.76775 × 16.525693 = 1499.99997080075 < 1500
     // < 90.76775 × 16.525694 = 1500.0000615685, so ceil = 16.525694 USDT = 16525694 micro
     // fee: 16525694 × 100 / 10000 = 165256.94 → 165257, + 500000 fixed = 665257; total 16525694 + 665257 = 17190951
-    assertFigures([150000, 'RUB', '90.76775', 100, 500000], [16525694, 665257, 17190951])
-  })
-
-  it('an exact division is not rounded', () => {
+    [
+      'RUB at the payout rate derived from a 150 bps markup',
+      [150000, 'RUB', '90.76775', 100, 500000],
+      [16525694, 665257, 17190951],
+    ],
     // 460.75 RUB / 92.15 = 5 exactly (92.15 × 5 = 460.75) → 5000000 micro, no ceil step
     // fee: 5000000 × 150 / 10000 = 75000 exactly; total 5075000
-    assertFigures([46075, 'RUB', '92.15', 150, 0], [5000000, 75000, 5075000])
-  })
-
-  it('rounds the USDT amount up by one micro for the smallest excess', () => {
+    ['an exact division is not rounded', [46075, 'RUB', '92.15', 150, 0], [5000000, 75000, 5075000]],
     // 1.00 USD / 3 = 0.333333(3) USDT = 333333.33… micro → 333334
-    assert.equal(payoutFigures(100, 'USD', '3', 0, 0)?.amount_usdt_micro, 333334)
+    ['rounds the USDT amount up: a third of a micro', [100, 'USD', '3', 0, 0], [333334, 0, 333334]],
     // 1.00 USD / 0.999999999999 = 1.000000000001000… USDT = 1000000.000001… micro → 1000001 (one micro more)
-    assertFigures([100, 'USD', '0.999999999999', 0, 0], [1000001, 0, 1000001])
+    [
+      'rounds the USDT amount up by one micro for the smallest excess',
+      [100, 'USD', '0.999999999999', 0, 0],
+      [1000001, 0, 1000001],
+    ],
     // 1 JPY / 999999999999.999999999999 ≈ 10^−12 USDT = 0.000001 micro: ceil never sends nothing → 1 micro;
     // fee 1 × 10000 / 10000 = 1; total 2
-    assertFigures([1, 'JPY', '999999999999.999999999999', 10000, 0], [1, 1, 2])
-  })
-
-  it('rounds a fee of exactly half a micro up', () => {
+    [
+      'rounds the USDT amount up: never nothing',
+      [1, 'JPY', '999999999999.999999999999', 10000, 0],
+      [1, 1, 2],
+    ],
     // 0.01 USD / 8 = 0.00125 USDT = 1250 micro (exact); fee 1250 × 4 / 10000 = 0.5 → 1; total 1251
-    assertFigures([1, 'USD', '8', 4, 0], [1250, 1, 1251])
+    ['rounds a fee of exactly half a micro up', [1, 'USD', '8', 4, 0], [1250, 1, 1251]],
     // 15000 micro USDT at rate 1; fee 15000 × 1 / 10000 = 1.5 → 2; total 15002
-    assertFigures([15000, 'USDT', '1', 1, 0], [15000, 2, 15002])
-  })
-
-  it('rounds a fee just below half a micro down', () => {
+    ['rounds a fee of exactly half a micro up, in USDT', [15000, 'USDT', '1', 1, 0], [15000, 2, 15002]],
     // 3 JPY / 200.0134 = 0.0149989950673… USDT; check: 200.0134 × 0.014998 = 2.9998009732 < 3
     // < 200.0134 × 0.014999 = 3.0000009866, so ceil = 14999 micro; fee 14999 × 1 / 10000 = 1.4999 → 1; total 15000
-    assertFigures([3, 'JPY', '200.0134', 1, 0], [14999, 1, 15000])
+    ['rounds a fee just below half a micro down', [3, 'JPY', '200.0134', 1, 0], [14999, 1, 15000]],
     // 14999 micro USDT at rate 1; fee 14999 / 10000 = 1.4999 → 1 (one micro less in the amount, one less fee)
-    assertFigures([14999, 'USDT', '1', 1, 0], [14999, 1, 15000])
-  })
-
-  it('JPY (exponent 0)', () => {
+    ['rounds a fee just below half a micro down, in USDT', [14999, 'USDT', '1', 1, 0], [14999, 1, 15000]],
     // payout rate = 151.2 × (1 − 100/10000) = 151.2 × 0.99 = 149.688
     // 10000 JPY / 149.688 = 66.8056223611779… USDT; check: 149.688 × 66.805622 = 9999.999945936 < 10000
     // < 149.688 × 66.805623 = 10000.000095624, so ceil = 66805623 micro
     // fee: 66805623 × 150 / 10000 = 1002084.345 → 1002084, + 1000000 = 2002084; total 66805623 + 2002084 = 68807707
-    assertFigures([10000, 'JPY', '149.688', 150, 1000000], [66805623, 2002084, 68807707])
-  })
-
-  it('KWD (exponent 3)', () => {
+    ['JPY (exponent 0)', [10000, 'JPY', '149.688', 150, 1000000], [66805623, 2002084, 68807707]],
     // 1.000 KWD / 0.307 = 3.25732899… USDT = 3257328.99… micro → 3257329
     // fee: 3257329 × 250 / 10000 = 81433.225 → 81433; total 3257329 + 81433 = 3338762
-    assertFigures([1000, 'KWD', '0.307', 250, 0], [3257329, 81433, 3338762])
-  })
-
-  it('USDT itself (rate 1, exponent 6)', () => {
+    ['KWD (exponent 3)', [1000, 'KWD', '0.307', 250, 0], [3257329, 81433, 3338762]],
     // 5.000000 USDT / 1 = 5000000 micro; fee 5000000 × 100 / 10000 = 50000 + 1000000 = 1050000; total 6050000
-    assertFigures([5000000, 'USDT', '1', 100, 1000000], [5000000, 1050000, 6050000])
+    ['USDT itself (rate 1, exponent 6)', [5000000, 'USDT', '1', 100, 1000000], [5000000, 1050000, 6050000]],
     // 1 micro USDT → 1 micro; fee 1 × 9999 / 10000 = 0.9999 → 1; total 2
-    assertFigures([1, 'USDT', '1', 9999, 0], [1, 1, 2])
-  })
-
-  it('is exact at the largest amount', () => {
+    ['USDT itself: its smallest amount', [1, 'USDT', '1', 9999, 0], [1, 1, 2]],
     // 10^9 RUB / 90.76775 = 11017128.8811279336… USDT; check: 90.76775 × 11017128.881127 = 999999999.99991525425
     // < 10^9 < 90.76775 × 11017128.881128 = 1000000000.000006022, so ceil = 11017128881128 micro
     // fee: 11017128881128 × 150 / 10000 = 165256933216.92 → 165256933217, + 1000000 = 165257933217
     // total 11017128881128 + 165257933217 = 11182386814345
-    assertFigures(
+    [
+      'is exact at the largest amount, in RUB',
       [MAX_AMOUNT, 'RUB', '90.76775', 150, 1000000],
       [11017128881128, 165257933217, 11182386814345],
-    )
+    ],
     // 10^11 JPY / 149.688 = 668056223.61177916… USDT → ceil 668056223611780 micro
     // fee: 668056223611780 × 150 / 10000 = 10020843354176.7 → 10020843354177, + 1000000 = 10020844354177
     // total 668056223611780 + 10020844354177 = 678077067965957
-    assertFigures(
+    [
+      'is exact at the largest amount, in JPY',
       [MAX_AMOUNT, 'JPY', '149.688', 150, 1000000],
       [668056223611780, 10020844354177, 678077067965957],
-    )
+    ],
     // 10^9 USD / 1 = 10^15 micro; fee 10^15 × 10000 / 10000 = 10^15; total 2 × 10^15 (< 2^53 − 1)
-    assertFigures([MAX_AMOUNT, 'USD', '1', 10000, 0], [10 ** 15, 10 ** 15, 2 * 10 ** 15])
-  })
+    [
+      'is exact at the largest amount, in USD',
+      [MAX_AMOUNT, 'USD', '1', 10000, 0],
+      [10 ** 15, 10 ** 15, 2 * 10 ** 15],
+    ],
+  ]
+  for (const [name, args, figures] of cases) it(name, () => assertFigures(args, figures))
 
   it('is null when the total would exceed 2^53 − 1', () => {
     // 1.00 USD / 0.000000000001 = 10^12 USDT = 10^18 micro > 2^53 − 1 = 9007199254740991
@@ -496,29 +489,6 @@ describe('the rounding rules of docs/API.md (Transactions, Refunds, Payouts, Rat
     assert.equal(applyMarkupUp('92.15', 150), '93.53225')
     // net 1481.25 RUB / 93.53225 = 15.83678356930… USDT → settle floor 15836783, refund ceil 15836784
     assertConverts([148125, 'RUB', '93.53225', 'USDT'], 15836783, 15836784)
-  })
-
-  it('markups at their edges', () => {
-    // JPY: 151.2 × 1.01 = 152.712; 151.2 × 0.99 = 149.688
-    assert.equal(applyMarkupUp('151.2', 100), '152.712')
-    assert.equal(applyMarkupDown('151.2', 100), '149.688')
-    // 1 bps on rate 1 (USDT-like): 1.0001 and 0.9999
-    assert.equal(applyMarkupUp('1', 1), '1.0001')
-    assert.equal(applyMarkupDown('1', 1), '0.9999')
-    // 9999 bps down: 92.15 × 0.0001 = 0.009215
-    assert.equal(applyMarkupDown('92.15', 9999), '0.009215')
-    // the smallest operator rate: 10^−12 × 1.0001 = 1.0001 × 10^−12; × 0.0001 = 10^−16 (exact, beyond 12 digits)
-    assert.equal(applyMarkupUp('0.000000000001', 1), '0.0000000000010001')
-    assert.equal(applyMarkupDown('0.000000000001', 9999), '0.0000000000000001')
-    // the largest operator rate doubled: 999999999999.999999999999 × 2 = 1999999999999.999999999998
-    assert.equal(applyMarkupUp('999999999999.999999999999', 10000), '1999999999999.999999999998')
-  })
-
-  it('cross rates round half up at the 12th decimal', () => {
-    // 10^−12 / 2 = 0.0000000000005 → half up → 0.000000000001
-    assert.equal(divideRates('0.000000000001', '2'), '0.000000000001')
-    // 10^−12 / 2.000000000001 = 4.99999999999750… × 10^−13 → just below half → 0
-    assert.equal(divideRates('0.000000000001', '2.000000000001'), '0')
   })
 
   it('fee rounding and the split at their edges', () => {
