@@ -244,12 +244,9 @@ describe('loadConfig', () => {
 
 describe('parseDuration', () => {
   it('reads seconds, minutes, hours and days', () => {
-    assert.equal(parseDuration('X', '3600'), 3600)
-    assert.equal(parseDuration('X', '90s'), 90)
-    assert.equal(parseDuration('X', '15m'), 900)
-    assert.equal(parseDuration('X', '1h'), 3600)
-    assert.equal(parseDuration('X', '2d'), 172800)
-    assert.equal(parseDuration('X', ' 30 m '), 1800)
+    const seconds = { '3600': 3600, '90s': 90, '15m': 900, '1h': 3600, '2d': 172800, ' 30 m ': 1800 }
+    for (const [text, expected] of Object.entries(seconds))
+      assert.equal(parseDuration('X', text), expected, text)
   })
 
   it('refuses anything else, naming the variable', () => {

@@ -225,16 +225,13 @@ describe('convertFloor / convertCeil', () => {
   for (const [name, args, floor, ceil] of cases) it(name, () => assertConverts(args, floor, ceil))
 
   it('floor and ceil agree on exact results and differ by one otherwise', () => {
-    for (const [amount, rate] of [
-      [1, '3'],
-      [300, '3'],
-      [12345, '92.15'],
-      [7, '0.000000000007'],
-    ] as const) {
-      const down = convertFloor(amount, 'USD', rate, 'USDT')
-      const up = convertCeil(amount, 'USD', rate, 'USDT')
-      assert.ok(up - down === 0 || up - down === 1, `${amount} @ ${rate}`)
-    }
+    const amountsAt = { '3': [1, 300], '92.15': [12345], '0.000000000007': [7] }
+    for (const [rate, amounts] of Object.entries(amountsAt))
+      for (const amount of amounts) {
+        const down = convertFloor(amount, 'USD', rate, 'USDT')
+        const up = convertCeil(amount, 'USD', rate, 'USDT')
+        assert.ok(up - down === 0 || up - down === 1, `${amount} @ ${rate}`)
+      }
     assertConverts([300, 'USD', '3', 'USD'], 100, 100)
   })
 })
@@ -321,24 +318,25 @@ describe('parseDecimal / formatDecimal', () => {
 })
 
 describe('formatMinor', () => {
-  it('shows exactly the currency exponent', () => {
-    assert.equal(formatMinor(54259360, 'USDT'), '54.259360 USDT')
-    assert.equal(formatMinor(16074335, 'USDT'), '16.074335 USDT')
-    assert.equal(formatMinor(1, 'USDT'), '0.000001 USDT')
-    assert.equal(formatMinor(5, 'USD'), '0.05 USD')
-    assert.equal(formatMinor(150, 'USD'), '1.50 USD')
-    assert.equal(formatMinor(0, 'USD'), '0.00 USD')
-    assert.equal(formatMinor(1000, 'JPY'), '1000 JPY')
-    assert.equal(formatMinor(0, 'JPY'), '0 JPY')
-    assert.equal(formatMinor(1, 'KWD'), '0.001 KWD')
-    assert.equal(formatMinor(1500, 'KWD'), '1.500 KWD')
-    assert.equal(formatMinor(MAX_AMOUNT, 'IDR'), '1000000000.00 IDR')
-  })
-
-  it('keeps the sign of negative amounts', () => {
-    assert.equal(formatMinor(-150, 'USD'), '-1.50 USD')
-    assert.equal(formatMinor(-1, 'USDT'), '-0.000001 USDT')
-  })
+  // Each case: an amount in minor units, its currency, and how it is written: exactly the currency's exponent of
+  // digits after the point, and the sign of a negative amount.
+  const cases: [number, string, string][] = [
+    [54259360, 'USDT', '54.259360 USDT'],
+    [16074335, 'USDT', '16.074335 USDT'],
+    [1, 'USDT', '0.000001 USDT'],
+    [5, 'USD', '0.05 USD'],
+    [150, 'USD', '1.50 USD'],
+    [0, 'USD', '0.00 USD'],
+    [1000, 'JPY', '1000 JPY'],
+    [0, 'JPY', '0 JPY'],
+    [1, 'KWD', '0.001 KWD'],
+    [1500, 'KWD', '1.500 KWD'],
+    [MAX_AMOUNT, 'IDR', '1000000000.00 IDR'],
+    [-150, 'USD', '-1.50 USD'],
+    [-1, 'USDT', '-0.000001 USDT'],
+  ]
+  for (const [minor, currency, written] of cases)
+    it(`${minor} ${currency} is ${written}`, () => assert.equal(formatMinor(minor, currency), written))
 })
 
 describe('derived rates carry more digits than operator input', () => {
