@@ -1,7 +1,7 @@
 import type { Insertable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { revokeLive } from '../../db/queries.ts'
-import type { ApiKeysTable, Merchant, MerchantsTable, Mode } from '../../db/types.ts'
+import type { ApiKeysTable, Merchant, MerchantFeesTable, MerchantsTable, Mode } from '../../db/types.ts'
 
 export interface KeyWithMerchant {
   key_uuid: string
@@ -105,34 +105,25 @@ export const findMerchantKey = (db: Executor, merchantUuid: string, keyId: strin
 export const touchKey = (db: Executor, keyId: string, at: Date) =>
   db.updateTable('api_keys').set({ last_used_at: at }).where('key_id', '=', keyId).execute()
 
+/** A merchant's fee for one payment method: its rate, and the merchant's share of it (the customer pays the rest). */
+export type FeeSetting = Pick<MerchantFeesTable, 'fee_bps' | 'merchant_fee_share_bps'>
+const FEE_COLUMNS = ['fee_bps', 'merchant_fee_share_bps'] as const
+
+/** The merchant's fee for a method; undefined when the merchant has none set. */
 export const findFee = (db: Executor, merchantUuid: string, paymentMethod: string) =>
   db
     .selectFrom('merchant_fees')
-    .select(['fee_bps', 'merchant_fee_share_bps'])
-    .where('merchant_uuid', '=', merchantUuid)
-    .where('payment_method', '=', paymentMethod)
+    .select(FEE_COLUMNS)
+    .where((eb) => eb.and({ merchant_uuid: merchantUuid, payment_method: paymentMethod }))
     .executeTakeFirst()
 
-export const upsertFee = (
-  db: Executor,
-  merchantUuid: string,
-  paymentMethod: string,
-  feeBps: number,
-  shareBps: number,
-) =>
-  db
+/** Sets the merchant's fee for a method, whether it had one or not. */
+export const upsertFee = (db: Executor, merchantUuid: string, paymentMethod: string, fee: FeeSetting) => {
+  const set = { ...fee, updated_at: new Date() }
+  return db
     .insertInto('merchant_fees')
-    .values({
-      merchant_uuid: merchantUuid,
-      payment_method: paymentMethod,
-      fee_bps: feeBps,
-      merchant_fee_share_bps: shareBps,
-      updated_at: new Date(),
-    })
-    .onConflict((oc) =>
-      oc
-        .columns(['merchant_uuid', 'payment_method'])
-        .doUpdateSet({ fee_bps: feeBps, merchant_fee_share_bps: shareBps, updated_at: new Date() }),
-    )
+    .values({ merchant_uuid: merchantUuid, payment_method: paymentMethod, ...set })
+    .onConflict((oc) => oc.columns(['merchant_uuid', 'payment_method']).doUpdateSet(set))
     .returningAll()
     .executeTakeFirstOrThrow()
+}

@@ -27,7 +27,7 @@ export const KEY_USE_WRITE_INTERVAL_MS = 60_000
 
 export type MerchantService = ReturnType<typeof createMerchantService>
 
-type Fee = { fee_bps: number; merchant_fee_share_bps: number }
+type Fee = repo.FeeSetting
 
 /** What the merchant operations need, with this process's caches of keys and fees. */
 export interface MerchantDeps {
@@ -302,5 +302,8 @@ export async function setMerchantFee(
   shareBps: number,
 ) {
   deps.fees.clear()
-  return repo.upsertFee(deps.db, merchantUuid, paymentMethod, feeBps, shareBps)
+  return repo.upsertFee(deps.db, merchantUuid, paymentMethod, {
+    fee_bps: feeBps,
+    merchant_fee_share_bps: shareBps,
+  })
 }
