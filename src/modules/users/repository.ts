@@ -45,15 +45,8 @@ export const findSessionUser = (db: Executor, uuid: string) =>
   db
     .selectFrom('merchant_users as u')
     .innerJoin('merchants as m', 'm.uuid', 'u.merchant_uuid')
-    .select([
-      'u.uuid',
-      'u.merchant_uuid',
-      'u.email',
-      'u.role',
-      'u.status',
-      'u.totp_enabled',
-      'm.dashboard_require_totp',
-    ])
+    .select(['u.uuid', 'u.merchant_uuid', 'u.email', 'u.role', 'u.status', 'u.totp_enabled'])
+    .select('m.dashboard_require_totp')
     .where('u.uuid', '=', uuid)
     .executeTakeFirst()
 
@@ -202,15 +195,8 @@ export const lockInvitation = (db: Executor, tokenHash: string) =>
   db
     .selectFrom('merchant_user_invitations as i')
     .innerJoin('merchant_users as u', 'u.uuid', 'i.user_uuid')
-    .select([
-      'i.uuid',
-      'i.expires_at',
-      'i.used_at',
-      'u.uuid as user_uuid',
-      'u.merchant_uuid',
-      'u.email',
-      'u.status',
-    ])
+    .select(['i.uuid', 'i.expires_at', 'i.used_at'])
+    .select(['u.uuid as user_uuid', 'u.merchant_uuid', 'u.email', 'u.status'])
     .where('i.token_hash', '=', tokenHash)
     .forUpdate()
     .executeTakeFirst()
