@@ -1,6 +1,13 @@
 import { type Kysely, sql } from 'kysely'
 import { requiredColumns } from './columns.ts'
-import { createIndex, createOwnedTable, TIMESTAMP, withTimestamps } from './tables.ts'
+import {
+  createChildTable,
+  createIndex,
+  createOwnedTable,
+  createSettingsTable,
+  TIMESTAMP,
+  withTimestamps,
+} from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE EXTENSION IF NOT EXISTS pg_trgm`.execute(db)
@@ -16,10 +23,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .$call(withTimestamps)
     .execute()
 
-  await db.schema
-    .createTable('api_keys')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
+  await createChildTable(db, 'api_keys', 'merchant_uuid', 'merchants.uuid')
     .addColumn('key_id', 'text', (c) => c.notNull().unique())
     .addColumn('mode', 'text', (c) => c.notNull().check(sql`mode IN ('test', 'live')`))
     .addColumn('secret_hash', 'text', (c) => c.notNull().unique())
@@ -30,17 +34,13 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute()
   await createIndex(db, 'api_keys_merchant_idx', 'api_keys', ['merchant_uuid'])
 
-  await db.schema
-    .createTable('merchant_fees')
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('payment_method', 'text', (c) => c.notNull())
-    .addColumn('fee_bps', 'integer', (c) => c.notNull().check(sql`fee_bps BETWEEN 0 AND 10000`))
-    .addColumn('merchant_fee_share_bps', 'integer', (c) =>
-      c.notNull().check(sql`merchant_fee_share_bps BETWEEN 0 AND 10000`),
-    )
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addPrimaryKeyConstraint('merchant_fees_pk', ['merchant_uuid', 'payment_method'])
-    .execute()
+  await createSettingsTable(db, 'merchant_fees', 'payment_method', (table) =>
+    table
+      .addColumn('fee_bps', 'integer', (c) => c.notNull().check(sql`fee_bps BETWEEN 0 AND 10000`))
+      .addColumn('merchant_fee_share_bps', 'integer', (c) =>
+        c.notNull().check(sql`merchant_fee_share_bps BETWEEN 0 AND 10000`),
+      ),
+  )
 
   await db.schema
     .createTable('fx_rates')

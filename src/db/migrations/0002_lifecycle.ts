@@ -1,6 +1,14 @@
 import { type Kysely, sql } from 'kysely'
 import { requiredColumns } from './columns.ts'
-import { createIndex, createOwnedTable, createProviderLog, TIMESTAMP, withTimestamps } from './tables.ts'
+import {
+  createChildTable,
+  createIndex,
+  createOwnedTable,
+  createProviderLog,
+  createSettingsTable,
+  TIMESTAMP,
+  withTimestamps,
+} from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // Every provider callback as received, and what it did: applied, or recorded as a duplicate or a stale one.
@@ -30,20 +38,16 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute()
   await createIndex(db, 'events_merchant_idx', 'events', ['merchant_uuid', 'mode', 'occurred_at'])
 
-  await db.schema
-    .createTable('webhook_configs')
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
-    .addColumn('mode', 'text', (c) => c.notNull())
-    .addColumn('url', 'text')
-    .addColumn('enabled', 'boolean', (c) => c.notNull().defaultTo(true))
-    .addColumn('events', 'jsonb', (c) => c.notNull())
-    .addColumn('secret_sealed', 'text', (c) => c.notNull())
-    .addColumn('previous_secret_sealed', 'text')
-    .addColumn('previous_secret_expires_at', sql`timestamptz(3)`)
-    .addColumn('disabled_reason', 'text')
-    .addColumn('updated_at', sql`timestamptz(3)`, (c) => c.notNull())
-    .addPrimaryKeyConstraint('webhook_configs_pk', ['merchant_uuid', 'mode'])
-    .execute()
+  await createSettingsTable(db, 'webhook_configs', 'mode', (table) =>
+    table
+      .addColumn('url', 'text')
+      .addColumn('enabled', 'boolean', (c) => c.notNull().defaultTo(true))
+      .addColumn('events', 'jsonb', (c) => c.notNull())
+      .addColumn('secret_sealed', 'text', (c) => c.notNull())
+      .addColumn('previous_secret_sealed', 'text')
+      .addColumn('previous_secret_expires_at', sql`timestamptz(3)`)
+      .addColumn('disabled_reason', 'text'),
+  )
 
   // The work queue of deliveries, claimed by workers with FOR UPDATE SKIP LOCKED and a lease.
   await db.schema
@@ -78,10 +82,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   )
   await createIndex(db, 'webhook_deliveries_event_idx', 'webhook_deliveries', ['event_id'])
 
-  await db.schema
-    .createTable('webhook_attempts')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('delivery_uuid', 'uuid', (c) => c.notNull().references('webhook_deliveries.uuid'))
+  await createChildTable(db, 'webhook_attempts', 'delivery_uuid', 'webhook_deliveries.uuid')
     .$call(
       requiredColumns({
         attempt: 'integer',

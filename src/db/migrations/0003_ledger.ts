@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, createOwnedTable } from './tables.ts'
+import { createChildTable, createIndex, createOwnedTable } from './tables.ts'
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   // One account per merchant, mode, currency and kind; `balance` is kept from the journal in the same
@@ -21,10 +21,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addUniqueConstraint('journal_entries_once', ['reference_type', 'reference_uuid', 'kind'])
     .execute()
 
-  await db.schema
-    .createTable('journal_lines')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('entry_uuid', 'uuid', (c) => c.notNull().references('journal_entries.uuid'))
+  await createChildTable(db, 'journal_lines', 'entry_uuid', 'journal_entries.uuid')
     .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('ledger_accounts.uuid'))
     .addColumn('amount', 'bigint', (c) => c.notNull())
     .execute()

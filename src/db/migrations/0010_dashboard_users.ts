@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, withTimestamps } from './tables.ts'
+import { createChildTable, createIndex, withTimestamps } from './tables.ts'
 
 /**
  * The dashboard's people and sessions (modules/users): merchant users, their one-time invitations, their
@@ -9,10 +9,7 @@ import { createIndex, withTimestamps } from './tables.ts'
  * password only, so the email alone must name one user.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createTable('merchant_users')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('merchant_uuid', 'uuid', (c) => c.notNull().references('merchants.uuid'))
+  await createChildTable(db, 'merchant_users', 'merchant_uuid', 'merchants.uuid')
     .addColumn('email', 'text', (c) => c.notNull())
     .addColumn('role', 'text', (c) =>
       c.notNull().check(sql`role IN ('owner', 'admin', 'developer', 'support', 'viewer')`),
@@ -25,10 +22,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE UNIQUE INDEX merchant_users_email_idx ON merchant_users (lower(email))`.execute(db)
   await createIndex(db, 'merchant_users_merchant_idx', 'merchant_users', ['merchant_uuid', 'created_at'])
 
-  await db.schema
-    .createTable('merchant_user_invitations')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('user_uuid', 'uuid', (c) => c.notNull().references('merchant_users.uuid'))
+  await createChildTable(db, 'merchant_user_invitations', 'user_uuid', 'merchant_users.uuid')
     // sha256 of the token: the link is the only copy of the token itself.
     .addColumn('token_hash', 'text', (c) => c.notNull().unique())
     .addColumn('expires_at', sql`timestamptz(3)`, (c) => c.notNull())

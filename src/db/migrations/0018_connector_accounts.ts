@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
+import { createChildTable, createIndex, TIMESTAMP, uniqueIndex, withTimestamps } from './tables.ts'
 
 /**
  * Connector accounts: the operator's configured instances of a connector kind (docs/OPERATIONS.md, Connector
@@ -30,10 +30,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('secrets_sealed', 'text')
       .addColumn('status', 'text', (c) => c.notNull().check(sql`status IN ('enabled', 'disabled')`)),
   ).execute()
-  await db.schema
-    .createTable('connector_callback_secrets')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
+  await createChildTable(db, 'connector_callback_secrets', 'account_uuid', 'connector_accounts.uuid')
     .addColumn('secret_sealed', 'text', (c) => c.notNull())
     .addColumn('created_at', TIMESTAMP, (c) => c.notNull())
     .addColumn('retires_at', TIMESTAMP)
@@ -56,21 +53,15 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('created_at', TIMESTAMP, (c) => c.notNull())
     .execute()
   // One account per place in a route, and each account once in it.
+  const route = ['merchant_uuid', 'mode', 'subject', 'method', 'currency', 'network']
   for (const [name, last] of [
     ['connector_routes_position', 'position'],
     ['connector_routes_account', 'account_uuid'],
   ] as const)
-    await db.schema
-      .createIndex(name)
-      .on('connector_routes')
-      .columns(['merchant_uuid', 'mode', 'subject', 'method', 'currency', 'network', last])
-      .unique()
+    await uniqueIndex(db, name, 'connector_routes', [...route, last])
       .nullsNotDistinct()
       .execute()
-  await db.schema
-    .createTable('connector_callbacks')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
+  await createChildTable(db, 'connector_callbacks', 'account_uuid', 'connector_accounts.uuid')
     .addColumn('received_at', TIMESTAMP, (c) => c.notNull())
     .addColumn('headers', 'jsonb', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
+import { createChildTable, createIndex, TIMESTAMP, uniqueIndex, withTimestamps } from './tables.ts'
 
 /**
  * Payments handed to a provider (docs/OPERATIONS.md, Hand-over and status sync).
@@ -24,10 +24,7 @@ const RESULTS = (results: string[]) =>
 export async function up(db: Kysely<unknown>): Promise<void> {
   await RESULTS(['applied', 'duplicate', 'stale', 'review', 'unmatched', 'refused', 'malformed']).execute(db)
   await withTimestamps(
-    db.schema
-      .createTable('payment_attempts')
-      .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-      .addColumn('transaction_uuid', 'uuid', (c) => c.notNull().references('transactions.uuid'))
+    createChildTable(db, 'payment_attempts', 'transaction_uuid', 'transactions.uuid')
       .addColumn('position', 'integer', (c) => c.notNull())
       .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
       .addColumn('result', 'text', (c) =>
@@ -36,12 +33,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('provider_reference', 'text')
       .addColumn('detail', 'text', (c) => c.notNull()),
   ).execute()
-  await db.schema
-    .createIndex('payment_attempts_position')
-    .on('payment_attempts')
-    .columns(['transaction_uuid', 'position'])
-    .unique()
-    .execute()
+  await uniqueIndex(db, 'payment_attempts_position', 'payment_attempts', [
+    'transaction_uuid',
+    'position',
+  ]).execute()
   await withTimestamps(
     db.schema
       .createTable('payment_handovers')
@@ -55,11 +50,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('sync_due_at', TIMESTAMP)
       .addColumn('sync_count', 'integer', (c) => c.notNull().defaultTo(0)),
   ).execute()
-  await db.schema
-    .createIndex('payment_handovers_reference')
-    .on('payment_handovers')
-    .columns(['account_uuid', 'provider_reference'])
-    .unique()
+  await uniqueIndex(db, 'payment_handovers_reference', 'payment_handovers', [
+    'account_uuid',
+    'provider_reference',
+  ])
     .where(sql.ref('provider_reference'), 'is not', null)
     .execute()
   await db.schema
@@ -69,10 +63,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .where(sql.ref('sync_due_at'), 'is not', null)
     .execute()
   await withTimestamps(
-    db.schema
-      .createTable('payment_reviews')
-      .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-      .addColumn('transaction_uuid', 'uuid', (c) => c.notNull().references('transactions.uuid'))
+    createChildTable(db, 'payment_reviews', 'transaction_uuid', 'transactions.uuid')
       .addColumn('account_uuid', 'uuid', (c) => c.notNull().references('connector_accounts.uuid'))
       .addColumn('outcome', 'text', (c) => c.notNull())
       .addColumn('reported_amount', 'bigint', (c) => c.notNull())
@@ -81,11 +72,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('resolution', 'text'),
   ).execute()
   // One open review per payment: a provider that repeats itself adds nothing.
-  await db.schema
-    .createIndex('payment_reviews_open')
-    .on('payment_reviews')
-    .column('transaction_uuid')
-    .unique()
+  await uniqueIndex(db, 'payment_reviews_open', 'payment_reviews', ['transaction_uuid'])
     .where(sql.ref('status'), '=', 'open')
     .execute()
   await createIndex(db, 'payment_reviews_transaction', 'payment_reviews', ['transaction_uuid', 'created_at'])

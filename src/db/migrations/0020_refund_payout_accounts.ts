@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { uniqueIndex } from './tables.ts'
 
 /**
  * Refunds and payouts handed to connector accounts (docs/OPERATIONS.md, Refunds and payouts at an account).
@@ -16,11 +17,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .alterTable(table)
       .addColumn('account_uuid', 'uuid', (c) => c.references('connector_accounts.uuid'))
       .execute()
-    await db.schema
-      .createIndex(`${table}_account_reference`)
-      .on(table)
-      .columns(['account_uuid', 'provider_reference'])
-      .unique()
+    await uniqueIndex(db, `${table}_account_reference`, table, ['account_uuid', 'provider_reference'])
       .where((eb) =>
         eb.and([
           eb(sql.ref('account_uuid'), 'is not', null),

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely'
-import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
+import { createChildTable, createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
 
 /**
  * Payouts an `evm-erc20` account pays itself, from its hot wallet (docs/CONNECTORS.md, The evm-erc20 kind).
@@ -25,10 +25,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       .addColumn('next_nonce', 'bigint', (c) => c.notNull())
       .addPrimaryKeyConstraint('chain_wallets_pkey', ['chain_id', 'address']),
   ).execute()
-  await db.schema
-    .createTable('chain_transactions')
-    .addColumn('uuid', 'uuid', (c) => c.primaryKey())
-    .addColumn('payout_uuid', 'uuid', (c) => c.notNull().references('payouts.uuid'))
+  await createChildTable(db, 'chain_transactions', 'payout_uuid', 'payouts.uuid')
     .addColumn('chain_id', 'bigint', (c) => c.notNull())
     .addColumn('wallet', 'text', (c) => c.notNull())
     .addColumn('nonce', 'bigint', (c) => c.notNull())
