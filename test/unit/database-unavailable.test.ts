@@ -8,7 +8,8 @@ const failure = (message: string, code?: string): Error =>
   Object.assign(new Error(message), code ? { code } : {})
 
 describe('isDatabaseUnavailable', () => {
-  const unavailable: [string, Error][] = [
+  // An error says the database is out of reach in one of three ways (src/db/unavailable.ts). The server's SQLSTATE:
+  const fromServer: [string, Error][] = [
     [
       'admin shutdown (pg_terminate_backend)',
       failure('terminating connection due to administrator command', '57P01'),
@@ -22,15 +23,13 @@ describe('isDatabaseUnavailable', () => {
       'database not accepting connections',
       failure('database "x" is not currently accepting connections', '55000'),
     ],
+  ]
+  // The socket's error code:
+  const fromSocket: [string, Error][] = [
     ['refused', failure('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')],
     ['reset', failure('read ECONNRESET', 'ECONNRESET')],
     ['broken pipe', failure('write EPIPE', 'EPIPE')],
     ['timed out', failure('connect ETIMEDOUT', 'ETIMEDOUT')],
-    ['terminated unexpectedly', failure('Connection terminated unexpectedly')],
-    ['terminated', failure('Connection terminated')],
-    ['connect timeout of the client', failure('Connection terminated due to connection timeout')],
-    ['not queryable', failure('Client has encountered a connection error and is not queryable')],
-    ['pool timeout', failure('timeout exceeded when trying to connect')],
     [
       'every address refused',
       Object.assign(new AggregateError([failure('a', 'ECONNREFUSED'), failure('b', 'ECONNREFUSED')]), {
@@ -38,7 +37,15 @@ describe('isDatabaseUnavailable', () => {
       }),
     ],
   ]
-  for (const [what, error] of unavailable)
+  // The client's words alone:
+  const fromClient: [string, Error][] = [
+    ['terminated unexpectedly', failure('Connection terminated unexpectedly')],
+    ['terminated', failure('Connection terminated')],
+    ['connect timeout of the client', failure('Connection terminated due to connection timeout')],
+    ['not queryable', failure('Client has encountered a connection error and is not queryable')],
+    ['pool timeout', failure('timeout exceeded when trying to connect')],
+  ]
+  for (const [what, error] of [...fromServer, ...fromSocket, ...fromClient])
     it(`is true for ${what}`, () => assert.equal(isDatabaseUnavailable(error), true))
 
   const other: [string, unknown][] = [
