@@ -454,17 +454,17 @@ export const MUTATORS: Mutator[] = [
     applies: () => true,
     apply: (r, d) => {
       d.headers['x-request-id'] = pick(r, [
-        () => 'r'.repeat(1000),
-        () => 'r'.repeat(128),
-        () => 'r'.repeat(129),
-        () => 'abc\r\nSet-Cookie: session=x',
-        () => 'abc\r\nX-Injected: 1',
-        () => 'ключ',
-        () => '',
-        () => ['one', 'two'],
-        () => '<script>',
-        () => 'a b',
-      ])()
+        'r'.repeat(1000),
+        'r'.repeat(128),
+        'r'.repeat(129),
+        'abc\r\nSet-Cookie: session=x',
+        'abc\r\nX-Injected: 1',
+        'ключ',
+        '',
+        ['one', 'two'],
+        '<script>',
+        'a b',
+      ])
     },
   },
   {
