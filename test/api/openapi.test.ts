@@ -174,15 +174,17 @@ for (const backend of backends()) {
 
     it('names the request bodies as components, and each operation references its own', () => {
       const schemas = doc.components.schemas as Json
-      for (const [method, path, name] of [
-        ['post', '/integration/transactions', 'CreateTransactionRequest'],
-        ['post', '/integration/refunds', 'CreateRefundRequest'],
-        ['post', '/integration/payouts', 'CreatePayoutRequest'],
-        ['put', '/integration/webhook', 'UpdateWebhookConfigRequest'],
-        ['post', '/integration/webhook/secret/rotate', 'RotateWebhookSecretRequest'],
-      ] as const) {
+      const bodies = {
+        CreateTransactionRequest: 'POST /integration/transactions',
+        CreateRefundRequest: 'POST /integration/refunds',
+        CreatePayoutRequest: 'POST /integration/payouts',
+        UpdateWebhookConfigRequest: 'PUT /integration/webhook',
+        RotateWebhookSecretRequest: 'POST /integration/webhook/secret/rotate',
+      }
+      for (const [name, operation] of Object.entries(bodies)) {
+        const [method, path] = operation.split(' ') as [string, string]
         assert.equal(schemas[name]?.type, 'object', `components.schemas.${name}`)
-        const body = doc.paths[path][method].requestBody
+        const body = doc.paths[path][method.toLowerCase()].requestBody
         assert.equal(body.content['application/json'].schema.$ref, `#/components/schemas/${name}`, path)
       }
       assert.deepEqual(schemas.CreateRefundRequest.required, ['transaction_uuid'])
