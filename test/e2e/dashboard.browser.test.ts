@@ -17,7 +17,6 @@ import { freePort, ROOT } from '../helpers/program.ts'
  * test-artifacts/screenshots/dashboard-*.png.
  */
 const WIDTHS = [1280, 390] as const
-const HOSTILE = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 
 describe('merchant dashboard in Chromium', () => {
   let ctx: TestContext
@@ -162,11 +161,12 @@ describe('merchant dashboard in Chromium', () => {
           .filter({ hasText: usdt(after.available) })
           .waitFor()
 
-        for (const [name, link, heading] of [
-          ['refunds', 'Refunds', 'Refunds'],
-          ['people', 'People', 'People'],
-          ['audit-log', 'Audit log', 'Audit log'],
-          ['security', 'Security', 'Security'],
+        // Each page by its screenshot's name and the link to it; its heading is the link's name unless given.
+        for (const [name, link, heading = link] of [
+          ['refunds', 'Refunds'],
+          ['people', 'People'],
+          ['audit-log', 'Audit log'],
+          ['security', 'Security'],
           ['profile', 'Profile', 'Merchant profile'],
         ] as const) {
           await page.getByRole('link', { name: link, exact: true }).click()
@@ -272,9 +272,10 @@ describe('merchant dashboard in Chromium', () => {
   })
 
   it('merchant text with markup and script shows as text, and runs nothing', async () => {
+    const hostile = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
     const paid = await paidTransaction(ctx, {
-      description: HOSTILE,
-      metadata: { note: HOSTILE },
+      description: hostile,
+      metadata: { note: hostile },
     })
     const owner = await activeUser(ctx, 'owner')
     await withPage(newPage(1280), async (page) => {
@@ -283,7 +284,7 @@ describe('merchant dashboard in Chromium', () => {
       await page.locator('table[aria-label="Payments"] tbody tr').first().waitFor()
       await page.goto(`${origin}/dashboard/test/payments/${paid.uuid}`)
       await page.getByRole('heading', { name: 'Timeline' }).waitFor()
-      assert.equal(await page.getByText(HOSTILE).count(), 2)
+      assert.equal(await page.getByText(hostile).count(), 2)
       assert.equal(await page.evaluate('window.__xss'), undefined)
       assert.equal(await page.locator('main img, main svg[onload], main script').count(), 0)
       await check(page, 'hostile-text', 1280)
