@@ -8,7 +8,7 @@ import { assertError } from '../helpers/errors.ts'
 import { suiteEvm } from '../helpers/evm.ts'
 import { addEvmAccount, addressOf, fundHotWallet, keyOf } from '../helpers/evm-account.ts'
 import { newTransaction } from '../helpers/factories.ts'
-import { backends, call, eventually, type TestMerchant } from '../helpers/harness.ts'
+import { backends, call, eventsOf, eventually, type TestMerchant } from '../helpers/harness.ts'
 import { newPayout } from '../helpers/payouts.ts'
 import { suiteContext } from '../helpers/suite.ts'
 
@@ -95,14 +95,13 @@ for (const backend of backends()) {
       for (let i = 0; i < blocks; i++) await evm.node.test.request({ method: 'evm_mine' } as never)
     }
     const events = async (uuid: string) =>
-      (
-        await ctx.db
-          .selectFrom('events')
-          .select(['event', 'body'])
-          .where('aggregate_uuid', '=', uuid)
-          .orderBy('aggregate_version')
-          .execute()
-      ).map((e) => ({ event: e.event, transaction: JSON.parse(e.body).transaction }))
+      (await eventsOf(ctx, uuid)).map((e) => ({ event: e.event, transaction: e.body.transaction }))
+    /** The customer sends `units` to `to`, and the watcher reads and counts it once it is deep enough. */
+    const arrives = async (to: string, units: bigint) => {
+      await send(to, units)
+      await mine(CONFIRMATIONS)
+      await watch()
+    }
     /** Moves the payment's expiry into the past and runs the expiry job. */
     const expire = async (uuid: string) => {
       await ctx.db
@@ -159,15 +158,11 @@ for (const backend of backends()) {
     it('is paid by two parts, pending with the first part shown until the second comes', async () => {
       const p = await payment(8_000_000)
       const to = p.requisites.address as string
-      await send(to, 3_000_000n)
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(to, 3_000_000n)
       const half = await shown(p.uuid)
       assert.equal(half.status, 'pending')
       assert.equal(half.amount_received, 3_000_000)
-      await send(to, BigInt(p.gross_amount) - 3_000_000n)
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(to, BigInt(p.gross_amount) - 3_000_000n)
       const whole = await shown(p.uuid)
       assert.equal(whole.status, 'paid')
       assert.equal(whole.amount_received, p.gross_amount)
@@ -175,9 +170,7 @@ for (const backend of backends()) {
 
     it('expires an under-payment at its expiry, with what it received recorded and shown', async () => {
       const p = await payment(9_000_000)
-      await send(p.requisites.address as string, 4_500_000n)
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(p.requisites.address as string, 4_500_000n)
       await expire(p.uuid)
       const expired = await shown(p.uuid)
       assert.equal(expired.status, 'expired')
@@ -191,9 +184,7 @@ for (const backend of backends()) {
 
     it('pays an over-payment, with the excess recorded', async () => {
       const p = await payment(2_000_000)
-      await send(p.requisites.address as string, BigInt(p.gross_amount) + 750_000n)
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(p.requisites.address as string, BigInt(p.gross_amount) + 750_000n)
       const paid = await shown(p.uuid)
       assert.equal(paid.status, 'paid')
       assert.equal(paid.amount_received, p.gross_amount + 750_000)
@@ -203,9 +194,7 @@ for (const backend of backends()) {
       const p = await payment(3_000_000)
       await expire(p.uuid)
       assert.equal((await shown(p.uuid)).status, 'expired')
-      await send(p.requisites.address as string, BigInt(p.gross_amount))
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(p.requisites.address as string, BigInt(p.gross_amount))
       const paid = await shown(p.uuid)
       assert.equal(paid.status, 'paid')
       assert.deepEqual(
@@ -219,12 +208,13 @@ for (const backend of backends()) {
       const snapshot = await evm.node.test.snapshot()
       await send(p.requisites.address as string, BigInt(p.gross_amount))
       await watch()
-      const seen = await ctx.db
-        .selectFrom('chain_transfers')
-        .select('transaction_hash')
-        .where('payment_uuid', '=', p.uuid)
-        .execute()
-      assert.equal(seen.length, 1)
+      const recorded = () =>
+        ctx.db
+          .selectFrom('chain_transfers')
+          .select('transaction_hash')
+          .where('payment_uuid', '=', p.uuid)
+          .execute()
+      assert.equal((await recorded()).length, 1)
       // The block with the transfer is gone; the chain that replaces it is longer and has no transfer.
       await evm.node.test.revert({ id: snapshot })
       await mine(CONFIRMATIONS + 2)
@@ -234,21 +224,14 @@ for (const backend of backends()) {
         warnings.some((w) => /reorganised/.test(w)),
         warnings.join('; '),
       )
-      const left = await ctx.db
-        .selectFrom('chain_transfers')
-        .select('transaction_hash')
-        .where('payment_uuid', '=', p.uuid)
-        .execute()
-      assert.equal(left.length, 0)
+      assert.equal((await recorded()).length, 0)
       await mine(CONFIRMATIONS)
       await watch()
       const still = await shown(p.uuid)
       assert.equal(still.status, 'pending')
       assert.equal(still.amount_received, undefined)
       // Sent again on the new chain, it counts once.
-      await send(p.requisites.address as string, BigInt(p.gross_amount))
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(p.requisites.address as string, BigInt(p.gross_amount))
       const paid = await shown(p.uuid)
       assert.equal(paid.status, 'paid')
       assert.equal(paid.amount_received, p.gross_amount)
@@ -358,9 +341,7 @@ for (const backend of backends()) {
       )
       assert.equal(created.statusCode, 201, created.body)
       const p = created.json()
-      await send(p.requisites.address, BigInt(p.gross_amount))
-      await mine(CONFIRMATIONS)
-      await watch()
+      await arrives(p.requisites.address, BigInt(p.gross_amount))
       const paid = await call(ctx, 'GET', `/integration/transactions/${p.uuid}`, undefined, { as: live })
       assert.equal(paid.json().status, 'paid')
       const balance = async () =>
@@ -396,14 +377,9 @@ for (const backend of backends()) {
         await tokenBalance(evm.node.public, evm.usdt.address, to),
         minorToTokenUnits(row.amount_usdt_micro, 6),
       )
-      const said = await ctx.db
-        .selectFrom('events')
-        .select(['event', 'body'])
-        .where('aggregate_uuid', '=', payout.uuid)
-        .orderBy('aggregate_version')
-        .execute()
+      const said = await eventsOf(ctx, payout.uuid)
       assert.deepEqual(
-        said.map((e) => [e.event, JSON.parse(e.body).payout.wallet.transaction_hash]),
+        said.map((e) => [e.event, e.body.payout.wallet.transaction_hash]),
         [
           ['payout.processing', row.transaction_hash],
           ['payout.completed', row.transaction_hash],

@@ -6,7 +6,14 @@ import { minorToTokenUnits, tokenBalance } from '../../src/chain/token.ts'
 import type { Mode } from '../../src/db/types.ts'
 import { suiteEvm } from '../helpers/evm.ts'
 import { addEvmAccount, addressOf, fundHotWallet, keyOf, transfersFrom } from '../helpers/evm-account.ts'
-import { backends, call, eventually, paidTransaction, type TestMerchant } from '../helpers/harness.ts'
+import {
+  backends,
+  call,
+  eventsOf,
+  eventually,
+  paidTransaction,
+  type TestMerchant,
+} from '../helpers/harness.ts'
 import { newPayout } from '../helpers/payouts.ts'
 import { suiteContext } from '../helpers/suite.ts'
 
@@ -146,14 +153,8 @@ for (const backend of backends()) {
         as: { merchant, mode: MODE },
       })
       assert.equal(shown.json().wallet.transaction_hash, tx.hash)
-      const events = await ctx.db
-        .selectFrom('events')
-        .select(['event', 'body'])
-        .where('aggregate_uuid', '=', uuid)
-        .orderBy('aggregate_version')
-        .execute()
       assert.deepEqual(
-        events.map((e) => [e.event, JSON.parse(e.body).payout.wallet.transaction_hash]),
+        (await eventsOf(ctx, uuid)).map((e) => [e.event, e.body.payout.wallet.transaction_hash]),
         [
           ['payout.processing', tx.hash],
           ['payout.completed', tx.hash],

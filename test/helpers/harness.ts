@@ -5,6 +5,7 @@
 export * from './config.ts'
 export * from './context.ts'
 export * from './database.ts'
+export * from './events.ts'
 export * from './eventually.ts'
 export * from './factories.ts'
 export * from './http.ts'

@@ -119,12 +119,8 @@ export class EvmErc20Connector implements AccountConnector {
       return refused('method_unsupported', 'This evm-erc20 account has no deposit key: it takes no payments.')
     if (order.method !== 'usdt_erc20' || order.currency !== 'USDT')
       return refused('method_unsupported', 'An evm-erc20 account takes usdt_erc20 payments in USDT only.')
-    let amount: bigint
-    try {
-      amount = minorToTokenUnits(order.grossAmount, this.#settings.decimals)
-    } catch (error) {
-      return refused('amount_unsupported', (error as Error).message)
-    }
+    const amount = this.#tokenUnits(order.grossAmount)
+    if (typeof amount !== 'bigint') return amount
     try {
       const deposit = await this.#stores.deposits.depositFor({
         accountUuid: this.#stores.accountUuid,
@@ -172,12 +168,8 @@ export class EvmErc20Connector implements AccountConnector {
       return refused('destination_unsupported', 'An evm-erc20 account pays only to USDT wallets on ERC20.')
     const to = checkPayoutAddress(order.destination.address ?? '', this.#token)
     if (!to.ok) return refused(`destination_${to.reason}`, to.message)
-    let amount: bigint
-    try {
-      amount = minorToTokenUnits(order.amountUsdtMicro, this.#settings.decimals)
-    } catch (error) {
-      return refused('amount_unsupported', (error as Error).message)
-    }
+    const amount = this.#tokenUnits(order.amountUsdtMicro)
+    if (typeof amount !== 'bigint') return amount
     try {
       const kept = await this.#store.ofPayout(order.payoutUuid)
       const first = kept[0] ?? (await this.#signFirst(order.payoutUuid, to.address, amount))
@@ -231,6 +223,15 @@ export class EvmErc20Connector implements AccountConnector {
   }
 
   async close(): Promise<void> {}
+
+  /** `micro` USDT in the token's units; refused when the token cannot carry it (a fraction of its smallest unit). */
+  #tokenUnits(micro: number): bigint | ReturnType<typeof refused> {
+    try {
+      return minorToTokenUnits(micro, this.#settings.decimals)
+    } catch (error) {
+      return refused('amount_unsupported', (error as Error).message)
+    }
+  }
 
   /** The chain as the deposit watcher reads it, through this account's node. */
   #depositChain(): DepositChain {

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import {
   backends,
   call,
+  eventsOf,
   newTransaction,
   paidTransaction as paidInSandbox,
   type TestMerchant,
@@ -84,14 +85,8 @@ for (const backend of backends()) {
       ).json()
       assert.deepEqual([afterAll.status, afterAll.aggregate_version], ['refunded', 4])
 
-      const events = await ctx.db
-        .selectFrom('events')
-        .select(['event', 'aggregate_version'])
-        .where('aggregate_uuid', '=', tx.uuid)
-        .orderBy('aggregate_version')
-        .execute()
       assert.deepEqual(
-        events.map((e) => e.event),
+        (await eventsOf(ctx, tx.uuid)).map((e) => e.event),
         ['transaction.paid', 'transaction.partially_refunded', 'transaction.refunded'],
       )
       const got = await call(ctx, 'GET', `/integration/refunds/${r1.uuid}`, undefined, {
