@@ -75,7 +75,7 @@ export function startWorkers(
     }),
     startBatchJob({
       name: 'chain-count',
-      step: () => transactions.countDeposits().then(() => 0),
+      step: () => transactions.countDeposits(log).then(() => 0),
       log,
       intervalMs: options.chainIntervalMs ?? 1000,
     }),

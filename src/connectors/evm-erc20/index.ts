@@ -127,9 +127,12 @@ export class EvmErc20Connector implements AccountConnector {
         paymentUuid: order.paymentUuid,
         amount,
         address: (index) => depositAddressAt(branch, index),
+        // The watcher starts `confirmations` below the head: a block that deep is no reorganisation's.
         start: async () => {
-          const head = await this.#client.getBlock({ blockTag: 'latest' })
-          return { number: head.number, hash: head.hash }
+          const head = await this.#client.getBlockNumber()
+          const depth = BigInt(this.#settings.confirmations)
+          const block = await this.#client.getBlock({ blockNumber: head > depth ? head - depth : 0n })
+          return { number: block.number, hash: block.hash }
         },
       })
       return {

@@ -8,7 +8,8 @@ import { createIndex, TIMESTAMP, withTimestamps } from './tables.ts'
  * account's extended public key at an index taken from this row, and the row moves on in the same statement, so
  * an index is never given twice (a try that fails after taking one leaves it unused, never reused).
  *
- * `chain_deposits` is each payment's address, its index and the amount asked, in token units.
+ * `chain_deposits` is each payment's address, its index and the amount asked, in token units. An address is one
+ * payment's, whatever the account: two accounts given the same key never share one.
  *
  * `chain_cursors` is where the account's chain watcher stands (the last block it read, by height and hash) and
  * which worker leads it (a lease, so that one process at a time follows the chain and a killed one is taken over).
@@ -36,7 +37,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('amount', sql`numeric(78, 0)`, (c) => c.notNull())
     .addColumn('created_at', TIMESTAMP, (c) => c.notNull())
     .addUniqueConstraint('chain_deposits_index_key', ['account_uuid', 'derivation_index'])
-    .addUniqueConstraint('chain_deposits_address_key', ['account_uuid', 'address'])
+    .addUniqueConstraint('chain_deposits_address_key', ['address'])
     .execute()
   await withTimestamps(
     db.schema

@@ -4,6 +4,9 @@ import type { ReadTransfer } from '../../connectors/types.ts'
 import type { Db, Executor } from '../../db/index.ts'
 import { isUniqueViolation } from '../../db/unique.ts'
 
+/** How many indexes in a row a payment may pass over for addresses another account gave. */
+const MAX_INDEX_TRIES = 100
+
 /** How many of the cursor's past blocks are kept to trace a reorganisation back (far deeper than any seen). */
 const KEPT_BLOCKS = 10_000
 
@@ -34,11 +37,24 @@ export function createChainDepositStore(db: Db) {
     return row ? given(row) : null
   }
 
-  /** The cursor's row, moved on only while `leader` holds the lease. */
-  const moveCursor = (trx: Executor, accountUuid: string, leader: string, to: ChainPoint, at: Date) =>
+  /** The cursor's row, moved on only while `leader` holds the lease, which it renews. */
+  const moveCursor = (
+    trx: Executor,
+    accountUuid: string,
+    leader: string,
+    to: ChainPoint,
+    at: Date,
+    leaseMs: number,
+  ) =>
     trx
       .updateTable('chain_cursors')
-      .set({ block_number: Number(to.number), block_hash: to.hash, updated_at: at })
+      .set({
+        block_number: Number(to.number),
+        block_hash: to.hash,
+        // Each move renews the lease: a long catch-up keeps it while it makes progress.
+        lease_until: new Date(at.getTime() + leaseMs),
+        updated_at: at,
+      })
       .where('account_uuid', '=', accountUuid)
       .where('leader', '=', leader)
       .where('lease_until', '>', at)
@@ -56,7 +72,7 @@ export function createChainDepositStore(db: Db) {
   const store: ChainDepositStore = {
     depositOf: (paymentUuid) => depositOf(paymentUuid),
 
-    async depositFor({ accountUuid, paymentUuid, amount, address, start }) {
+    async depositFor({ accountUuid, paymentUuid, amount, address, start: begin }) {
       const before = await depositOf(paymentUuid)
       if (before) return before
       const cursor = await db
@@ -66,51 +82,69 @@ export function createChainDepositStore(db: Db) {
         .executeTakeFirst()
       const at = new Date()
       if (!cursor) {
-        const head = await start()
-        await db
-          .insertInto('chain_cursors')
-          .values({
-            account_uuid: accountUuid,
-            block_number: Number(head.number),
-            block_hash: head.hash,
-            leader: null,
-            lease_until: null,
-            created_at: at,
-            updated_at: at,
-          })
-          .onConflict((oc) => oc.column('account_uuid').doNothing())
-          .execute()
-      }
-      try {
-        return await db.transaction().execute(async (trx) => {
-          // The index is taken and the row moved on in one statement: no two payments ever share one.
-          const { index } = await trx
-            .insertInto('chain_deposit_keys')
-            .values({ account_uuid: accountUuid, next_index: 1, created_at: at, updated_at: at })
-            .onConflict((oc) =>
-              oc.column('account_uuid').doUpdateSet({
-                next_index: sql`chain_deposit_keys.next_index + 1`,
-                updated_at: at,
-              }),
-            )
-            .returning(sql<number>`next_index - 1`.as('index'))
-            .executeTakeFirstOrThrow()
-          const row = {
-            transaction_uuid: paymentUuid,
-            account_uuid: accountUuid,
-            derivation_index: Number(index),
-            address: address(Number(index)),
-            amount: amount.toString(),
-            created_at: at,
-          }
-          await trx.insertInto('chain_deposits').values(row).execute()
-          return given(row)
+        const start = await begin()
+        await db.transaction().execute(async (trx) => {
+          const made = await trx
+            .insertInto('chain_cursors')
+            .values({
+              account_uuid: accountUuid,
+              block_number: Number(start.number),
+              block_hash: start.hash,
+              leader: null,
+              lease_until: null,
+              created_at: at,
+              updated_at: at,
+            })
+            .onConflict((oc) => oc.column('account_uuid').doNothing())
+            .executeTakeFirst()
+          // The first block the cursor stands on is where a reorganisation above it is traced back to.
+          if (made.numInsertedOrUpdatedRows === 1n)
+            await trx
+              .insertInto('chain_blocks')
+              .values({
+                account_uuid: accountUuid,
+                block_number: Number(start.number),
+                block_hash: start.hash,
+              })
+              .execute()
         })
-      } catch (error) {
-        // A repeat of the hand-over gave the payment its deposit meanwhile: that one stands.
-        if (isUniqueViolation(error, 'chain_deposits_pkey')) return (await depositOf(paymentUuid)) as Deposit
-        throw error
       }
+      // Each index is taken, and the row moved on, in one statement of its own: an index once taken is never taken
+      // again, even when what follows fails. An address another account gave already (the same deposit key on two
+      // accounts) is passed over for the next index, so that one transfer is never two accounts' deposit.
+      for (let tries = 0; tries < MAX_INDEX_TRIES; tries++) {
+        const { index } = await db
+          .insertInto('chain_deposit_keys')
+          .values({ account_uuid: accountUuid, next_index: 1, created_at: at, updated_at: at })
+          .onConflict((oc) =>
+            oc.column('account_uuid').doUpdateSet({
+              next_index: sql`chain_deposit_keys.next_index + 1`,
+              updated_at: at,
+            }),
+          )
+          .returning(sql<number>`next_index - 1`.as('index'))
+          .executeTakeFirstOrThrow()
+        const row = {
+          transaction_uuid: paymentUuid,
+          account_uuid: accountUuid,
+          derivation_index: Number(index),
+          address: address(Number(index)),
+          amount: amount.toString(),
+          created_at: at,
+        }
+        try {
+          await db.insertInto('chain_deposits').values(row).execute()
+          return given(row)
+        } catch (error) {
+          // A repeat of the hand-over gave the payment its deposit meanwhile: that one stands.
+          if (isUniqueViolation(error, 'chain_deposits_pkey'))
+            return (await depositOf(paymentUuid)) as Deposit
+          if (!isUniqueViolation(error, 'chain_deposits_address_key')) throw error
+        }
+      }
+      throw new Error(
+        `no free deposit address in ${MAX_INDEX_TRIES} indexes: is the deposit key another account's?`,
+      )
     },
   }
 
@@ -148,10 +182,16 @@ export function createChainDepositStore(db: Db) {
      * Records the transfers read in the blocks after the cursor up to `to` (those to one of the account's deposit
      * addresses, each once) and moves the cursor to `to`, in one database transaction.
      */
-    async advance(cursor: LedCursor, leader: string, to: ChainPoint, transfers: ReadTransfer[]) {
+    async advance(
+      cursor: LedCursor,
+      leader: string,
+      to: ChainPoint,
+      transfers: ReadTransfer[],
+      leaseMs: number,
+    ) {
       const at = new Date()
       await db.transaction().execute(async (trx) => {
-        await moveCursor(trx, cursor.accountUuid, leader, to, at)
+        await moveCursor(trx, cursor.accountUuid, leader, to, at, leaseMs)
         await trx
           .insertInto('chain_blocks')
           .values({ account_uuid: cursor.accountUuid, block_number: Number(to.number), block_hash: to.hash })
@@ -219,10 +259,15 @@ export function createChainDepositStore(db: Db) {
      * The chain was reorganised above `fork`, the last block both chains share: the transfers not yet counted of
      * the blocks above it are taken back, and the cursor goes back to it. Answers how many were taken back.
      */
-    async rewind(cursor: LedCursor, leader: string, fork: ChainPoint): Promise<number> {
+    async rewind(
+      cursor: LedCursor,
+      leader: string,
+      fork: ChainPoint,
+      leaseMs: number,
+    ): Promise<{ taken: number; counted: number }> {
       const at = new Date()
       return db.transaction().execute(async (trx) => {
-        await moveCursor(trx, cursor.accountUuid, leader, fork, at)
+        await moveCursor(trx, cursor.accountUuid, leader, fork, at, leaseMs)
         await trx
           .deleteFrom('chain_blocks')
           .where('account_uuid', '=', cursor.accountUuid)
@@ -234,9 +279,25 @@ export function createChainDepositStore(db: Db) {
           .where('block_number', '>', Number(fork.number))
           .where('counted_at', 'is', null)
           .executeTakeFirst()
-        return Number(taken.numDeletedRows)
+        const counted = await trx
+          .selectFrom('chain_transfers')
+          .select(({ fn }) => fn.countAll<string>().as('n'))
+          .where('account_uuid', '=', cursor.accountUuid)
+          .where('block_number', '>', Number(fork.number))
+          .executeTakeFirstOrThrow()
+        return { taken: Number(taken.numDeletedRows), counted: Number(counted.n) }
       })
     },
+
+    /** Where the account's cursor stands, read in the caller's transaction and held (shared) until its end. */
+    cursorShared: (trx: Executor, accountUuid: string) =>
+      trx
+        .selectFrom('chain_cursors')
+        .select('block_number')
+        .where('account_uuid', '=', accountUuid)
+        .forShare()
+        .executeTakeFirstOrThrow()
+        .then((row) => BigInt(row.block_number)),
 
     /** The payments with transfers not yet counted in blocks up to `upTo`. */
     uncounted: (accountUuid: string, upTo: bigint) =>

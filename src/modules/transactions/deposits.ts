@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import type { ChainPoint } from '../../connectors/evm-erc20/store.ts'
 import type { DepositChain } from '../../connectors/types.ts'
-import type { TransactionRow } from '../../db/types.ts'
 import type { LedCursor } from '../providers/chain-deposits.ts'
 import type { TransactionDeps } from './deps.ts'
 import * as repo from './repository.ts'
@@ -22,7 +21,7 @@ export interface WatchOptions {
 /** The worker that watches: its name as a lease holder, and where it tells the operator of a reorganisation. */
 export interface Watcher {
   leader: string
-  log: Pick<FastifyBaseLogger, 'warn'>
+  log: Pick<FastifyBaseLogger, 'warn' | 'error'>
 }
 
 export const WATCH_DEFAULTS: WatchOptions = { range: 500, leaseMs: 30_000, traceDepth: 256 }
@@ -40,14 +39,18 @@ export async function watchChainDeposits(
   const { leader } = watcher
   const store = deps.providers.chainDeposits
   let read = 0
-  for (const { account_uuid } of await store.watched()) {
-    const cursor = await store.lead(account_uuid, leader, options.leaseMs)
-    if (!cursor) continue
-    const { account, connector } = await deps.providers.accounts.connector(account_uuid)
-    const chain = connector.deposits
-    if (!chain || account.status !== 'enabled') continue
-    read += (await followChain(deps, chain, cursor, watcher, options)).read
-  }
+  // One account's node down or chain in trouble holds back no other account.
+  for (const { account_uuid } of await store.watched())
+    try {
+      const cursor = await store.lead(account_uuid, leader, options.leaseMs)
+      if (!cursor) continue
+      const { account, connector } = await deps.providers.accounts.connector(account_uuid)
+      const chain = connector.deposits
+      if (!chain || account.status !== 'enabled') continue
+      read += (await followChain(deps, chain, cursor, watcher, options)).read
+    } catch (err) {
+      watcher.log.error({ err, account: account_uuid }, 'chain-watch: the account could not be followed')
+    }
   return read
 }
 
@@ -60,15 +63,18 @@ const COUNT_BATCH = 100
  * workers may run it at once: each payment is counted under its lock, and what is counted is marked so. Answers
  * how many payments it counted for.
  */
-export async function countChainDeposits(deps: Deps): Promise<number> {
+export async function countChainDeposits(deps: Deps, log: Watcher['log']): Promise<number> {
   const store = deps.providers.chainDeposits
   let counted = 0
-  for (const { account_uuid, block_number } of await store.watched()) {
-    const { account, connector } = await deps.providers.accounts.connector(account_uuid)
-    const chain = connector.deposits
-    if (!chain) continue
-    counted += await countConfirmed(deps, chain, account, BigInt(block_number))
-  }
+  for (const { account_uuid, block_number } of await store.watched())
+    try {
+      const { account, connector } = await deps.providers.accounts.connector(account_uuid)
+      const chain = connector.deposits
+      if (!chain) continue
+      counted += await countConfirmed(deps, chain, account, BigInt(block_number))
+    } catch (err) {
+      log.error({ err, account: account_uuid }, "chain-count: the account's deposits could not be counted")
+    }
   return counted
 }
 
@@ -90,6 +96,8 @@ async function followChain(
   const head = await chain.head()
   let at: ChainPoint = { number: led.number, hash: led.hash }
   let read = 0
+  // A node that refuses a range (too many logs) is asked for half as many blocks, down to one.
+  let span = BigInt(options.range)
   while (at.number < head) {
     const cursor = { ...led, ...at }
     const first = await chain.block(at.number + 1n)
@@ -97,13 +105,26 @@ async function followChain(
       at = await traceBack(deps, chain, cursor, watcher, options)
       continue
     }
-    const last = at.number + BigInt(options.range) < head ? at.number + BigInt(options.range) : head
+    const last = at.number + span < head ? at.number + span : head
     const end = last === first.number ? first : await chain.block(last)
-    const transfers = await chain.transfers(first.number, last)
-    const again = await chain.block(last)
-    if (again.hash !== end.hash || transfers.some((t) => t.blockNumber === last && t.blockHash !== end.hash))
+    let transfers: Awaited<ReturnType<DepositChain['transfers']>>
+    try {
+      transfers = await chain.transfers(first.number, last)
+    } catch (error) {
+      if (span === 1n) throw error
+      span /= 2n
       continue
-    await store.advance(cursor, leader, end, transfers)
+    }
+    // The chain the range was read from is the cursor's, from its block to the range's last, before and after
+    // the read: a reorganisation during it (or a node behind a balancer answering from another) reads it again.
+    const [again, still] = await Promise.all([chain.block(last), chain.block(at.number)])
+    if (
+      again.hash !== end.hash ||
+      still.hash !== at.hash ||
+      transfers.some((t) => t.blockNumber === last && t.blockHash !== end.hash)
+    )
+      continue
+    await store.advance(cursor, leader, end, transfers, options.leaseMs)
     read += Number(last - at.number)
     at = end
   }
@@ -125,11 +146,18 @@ async function traceBack(
   for (const stood of await store.blocksBelow(cursor.accountUuid, cursor.number, options.traceDepth)) {
     const now = await chain.block(stood.number)
     if (now.hash !== stood.hash) continue
-    const taken = await store.rewind(cursor, leader, stood)
-    log.warn(
-      { account: cursor.accountUuid, from: cursor.number.toString(), to: stood.number.toString(), taken },
-      'chain reorganised: the watcher goes back to the last block both chains share',
-    )
+    const { taken, counted } = await store.rewind(cursor, leader, stood, options.leaseMs)
+    const fields = {
+      account: cursor.accountUuid,
+      from: cursor.number.toString(),
+      to: stood.number.toString(),
+      taken,
+      counted,
+    }
+    log.warn(fields, 'chain reorganised: the watcher goes back to the last block both chains share')
+    // Deeper than the confirmations: transfers already counted were in blocks the chain no longer has.
+    if (counted > 0)
+      log.error(fields, 'chain reorganised below counted deposits: their payments need the operator')
     return stood
   }
   throw new Error(
@@ -151,17 +179,20 @@ async function countConfirmed(
   cursor: bigint,
 ): Promise<number> {
   const store = deps.providers.chainDeposits
-  const upTo = cursor - BigInt(chain.confirmations) + 1n
-  const payments = (await store.uncounted(account.uuid, upTo)).sort()
+  const payments = (await store.uncounted(account.uuid, cursor - BigInt(chain.confirmations) + 1n)).sort()
   for (let i = 0; i < payments.length; i += COUNT_BATCH)
     await deps.db.transaction().execute(async (trx) => {
       const at = new Date()
-      for (const paymentUuid of payments.slice(i, i + COUNT_BATCH)) {
-        const row = (await repo.lockByUuid(trx, paymentUuid)) as TransactionRow
-        const counted = await store.count(trx, paymentUuid, upTo, at)
+      // The cursor as it stands now (a reorganisation may have moved it back since the list was read), held
+      // until the commit; and the batch's payments locked first, in uuid order, before any balance is: a refund
+      // or settlement that holds one of them and waits on the merchant's balances is never waited on in turn.
+      const upTo = (await store.cursorShared(trx, account.uuid)) - BigInt(chain.confirmations) + 1n
+      const rows = await repo.lockManyByUuid(trx, payments.slice(i, i + COUNT_BATCH))
+      for (const row of rows) {
+        const counted = await store.count(trx, row.uuid, upTo, at)
         if (counted.units === 0n) continue
         const received = (row.amount_received ?? 0) + Number(toMinor(counted.units, chain.decimals))
-        const updated = await repo.updateTransaction(trx, paymentUuid, { amount_received: received })
+        const updated = await repo.updateTransaction(trx, row.uuid, { amount_received: received })
         if (received < row.gross_amount) continue
         await applyProviderReport(deps, trx, updated, {
           outcome: 'paid',

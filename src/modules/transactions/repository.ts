@@ -120,6 +120,18 @@ export const lockByUuid = async (db: Executor, uuid: string) =>
     )
   ).rows[0]
 
+/** The transactions with these uuids, locked in uuid order (so that two such locks never wait on each other). */
+export const lockManyByUuid = (db: Executor, uuids: string[]) =>
+  uuids.length === 0
+    ? Promise.resolve([])
+    : db
+        .selectFrom('transactions')
+        .selectAll()
+        .where('uuid', 'in', uuids)
+        .orderBy('uuid')
+        .forUpdate()
+        .execute()
+
 /** Overdue pending transactions, locked; rows another worker holds are skipped, so workers never collide. */
 export const lockOverdue = (db: Executor, now: Date, limit: number) =>
   db

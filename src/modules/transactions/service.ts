@@ -64,7 +64,7 @@ export function createTransactionService(deps: TransactionDeps) {
     /** One round of the chain watchers of accounts that take deposits; answers how many blocks it read. */
     watchChains: (watcher: Watcher, options?: WatchOptions) => watchChainDeposits(deps, watcher, options),
     /** Counts for their payments the transfers the watchers read that have their confirmations. */
-    countDeposits: () => countChainDeposits(deps),
+    countDeposits: (log: Watcher['log']) => countChainDeposits(deps, log),
     getOwned: (auth: AuthContext, uuid: string) => getOwnedTransaction(deps, auth, uuid),
     findByPaymentToken: (token: string) => findTransactionByPaymentToken(deps, token),
     amountOf: (uuid: string) => transactionAmount(deps, uuid),
