@@ -40,6 +40,7 @@ for (const backend of backends()) {
           'bank_transfer',
           'card',
           'p2p_card',
+          'usdt_erc20',
         ])
       }
       // Not an API operation: an API key gets 404, no session 401.
