@@ -19,23 +19,11 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import type { Address, Hex } from 'viem'
 import { HDKey } from 'viem/accounts'
-import { MerchantGateway } from '../../sdk/src/index.ts'
 import { transferCalldata } from '../../src/chain/token.ts'
 import { deployTestUsdt, startEvmNode } from '../../test/helpers/evm.ts'
 import { keyOf } from '../../test/helpers/evm-account.ts'
-import {
-  benchDatabase,
-  benchEnv,
-  benchMerchant,
-  benchOptions,
-  fmt,
-  freePort,
-  round,
-  type Server,
-  sleep,
-  startService,
-  writeResult,
-} from '../lib.ts'
+import { benchDatabase, benchEnv, benchOptions, fmt, round, type Server, sleep, writeResult } from '../lib.ts'
+import { serveChainGateway, stopChainBench } from './gateway.ts'
 
 const values = benchOptions({
   'per-block': '200',
@@ -66,38 +54,17 @@ async function main() {
   try {
     const usdt = await deployTestUsdt(node)
     const xpub = HDKey.fromMasterSeed(new Uint8Array(32).fill(3)).derive("m/44'/60'/0'").publicExtendedKey
-    const env = benchEnv(database.url, masterKey)
-    const created = await benchMerchant(env, 'Chain deposits', async (services) => {
-      await services.providers.accounts.add({
-        name: 'usdt-deposits',
-        kind: 'evm-erc20',
-        mode: 'test',
-        settings: {
-          rpc_url: node.url,
-          chain_id: String(node.chain.id),
-          token_contract: usdt.address,
-          confirmations: String(CONFIRMATIONS),
-        },
-        secrets: { hot_wallet_key: keyOf('bench deposits hot wallet'), deposit_xpub: xpub },
-      })
-      await services.providers.routes.set(
-        { merchantUuid: null, mode: 'test', subject: 'payment', method: 'usdt_erc20' },
-        ['usdt-deposits'],
-      )
-    })
-    const api = await startService('api', env, { source: values.source })
-    servers.push(api)
-    const metricsPort = await freePort()
-    const workerEnv = {
-      ...env,
-      METRICS_PORT: String(metricsPort),
-      CHAIN_WATCH_INTERVAL_MS: String(values['watch-ms']),
-    }
-    servers.push(await startService('worker', workerEnv, { source: values.source }))
-    const gateway = new MerchantGateway({
-      apiKey: created.keys.test.secret,
-      keyId: created.keys.test.key_id,
-      baseUrl: api.base,
+    const gateway = await serveChainGateway({
+      env: benchEnv(database.url, masterKey),
+      node,
+      usdt,
+      merchant: 'Chain deposits',
+      confirmations: CONFIRMATIONS,
+      secrets: { hot_wallet_key: keyOf('bench deposits hot wallet'), deposit_xpub: xpub },
+      route: { subject: 'payment', method: 'usdt_erc20' },
+      source: values.source,
+      servers,
+      workerEnv: { CHAIN_WATCH_INTERVAL_MS: String(values['watch-ms']) },
     })
 
     const total = PER_BLOCK * BLOCKS
@@ -225,9 +192,7 @@ async function main() {
     )
   } finally {
     await db.end()
-    for (const server of servers.reverse()) await server.stop()
-    await node.stop()
-    await database.close(values['keep-database'])
+    await stopChainBench(servers, node, database, values['keep-database'])
   }
 }
 

@@ -17,22 +17,10 @@
 import { randomBytes } from 'node:crypto'
 import type { Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { MerchantGateway } from '../../sdk/src/index.ts'
 import { deployTestUsdt, startEvmNode } from '../../test/helpers/evm.ts'
 import { addressOf, fundHotWallet, keyOf, transfersFrom } from '../../test/helpers/evm-account.ts'
-import {
-  benchDatabase,
-  benchEnv,
-  benchMerchant,
-  benchOptions,
-  fmt,
-  freePort,
-  round,
-  type Server,
-  sleep,
-  startService,
-  writeResult,
-} from '../lib.ts'
+import { benchDatabase, benchEnv, benchOptions, fmt, round, type Server, sleep, writeResult } from '../lib.ts'
+import { serveChainGateway, stopChainBench } from './gateway.ts'
 
 const values = benchOptions({
   payouts: '120',
@@ -65,37 +53,18 @@ async function main() {
     await node.test.setAutomine(false)
     await node.test.setIntervalMining({ interval: BLOCK_MS / 1000 })
 
-    const env = benchEnv(database.url, masterKey)
-    const created = await benchMerchant(env, 'Chain payouts', async (services) => {
+    const gateway = await serveChainGateway({
+      env: benchEnv(database.url, masterKey),
+      node,
+      usdt,
+      merchant: 'Chain payouts',
+      confirmations: CONFIRMATIONS,
+      secrets: { hot_wallet_key: hotKey },
+      route: { subject: 'payout', method: 'usdt_wallet', network: 'ERC20' },
+      source: values.source,
+      servers,
       // 1 USDT = 1 USD: a payout of 1.00 USD sends 1 USDT.
-      await services.rates.setMarketRate('USD', '1')
-      await services.providers.accounts.add({
-        name: 'usdt-chain',
-        kind: 'evm-erc20',
-        mode: 'test',
-        settings: {
-          rpc_url: node.url,
-          chain_id: String(node.chain.id),
-          token_contract: usdt.address,
-          confirmations: String(CONFIRMATIONS),
-        },
-        secrets: { hot_wallet_key: hotKey },
-      })
-      await services.providers.routes.set(
-        { merchantUuid: null, mode: 'test', subject: 'payout', method: 'usdt_wallet', network: 'ERC20' },
-        ['usdt-chain'],
-      )
-    })
-    const api = await startService('api', env, { source: values.source })
-    servers.push(api)
-    const metricsPort = await freePort()
-    servers.push(
-      await startService('worker', { ...env, METRICS_PORT: String(metricsPort) }, { source: values.source }),
-    )
-    const gateway = new MerchantGateway({
-      apiKey: created.keys.test.secret,
-      keyId: created.keys.test.key_id,
-      baseUrl: api.base,
+      more: (services) => services.rates.setMarketRate('USD', '1'),
     })
     // The merchant's USDT: one test payment, paid in the sandbox (test money is available at once).
     const funding = await gateway.transactions.create({
@@ -183,9 +152,7 @@ async function main() {
       ]),
     )
   } finally {
-    for (const server of servers.reverse()) await server.stop()
-    await node.stop()
-    await database.close(values['keep-database'])
+    await stopChainBench(servers, node, database, values['keep-database'])
   }
 }
 
