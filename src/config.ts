@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import ipaddr from 'ipaddr.js'
+import { DEFAULT_QUERY_TIMEOUT_MS } from './db/bounded.ts'
 import { DATABASE_DRIVERS, type DatabaseDriver } from './db/driver/mode.ts'
 
 export type AppEnv = 'development' | 'production'
@@ -22,6 +23,12 @@ export interface Config {
    * `plain`, Kysely over an ordinary node-postgres pool (src/db/driver/mode.ts).
    */
   databaseDriver: DatabaseDriver
+  /**
+   * How long one statement of a request may wait for PostgreSQL before the request answers 503 `unavailable`
+   * (DATABASE_QUERY_TIMEOUT, 10 s by default; `off` for no bound): a primary without a synchronous standby, or
+   * one that stopped answering, holds a COMMIT with no end (src/db/bounded.ts).
+   */
+  databaseQueryTimeoutMs: number | null
   dataDir: string
   port: number
   host: string
@@ -238,6 +245,14 @@ function parseBoolean(name: string, value: string | undefined, fallback: boolean
 }
 
 /** "3600", "90s", "15m", "1h", "2d" → seconds. */
+function parseQueryTimeout(value: string | undefined): number | null {
+  if (value === undefined || value === '') return DEFAULT_QUERY_TIMEOUT_MS
+  if (value.trim() === 'off') return null
+  const seconds = parseDuration('DATABASE_QUERY_TIMEOUT', value)
+  if (seconds < 1) throw new ConfigError(`DATABASE_QUERY_TIMEOUT must be at least 1s, or off; got "${value}"`)
+  return seconds * 1000
+}
+
 export function parseDuration(name: string, value: string): number {
   const match = /^(\d+)\s*(s|m|h|d)?$/.exec(value.trim())
   if (!match)
@@ -340,6 +355,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: parseWhole('DATABASE_POOL_SIZE', env.DATABASE_POOL_SIZE, 10),
     databaseWorkerPoolSize: parseWhole('DATABASE_WORKER_POOL_SIZE', env.DATABASE_WORKER_POOL_SIZE, 3),
     databaseDriver: parseDatabaseDriver(env.DATABASE_DRIVER),
+    databaseQueryTimeoutMs: parseQueryTimeout(env.DATABASE_QUERY_TIMEOUT),
     dataDir,
     port,
     host,

@@ -95,6 +95,7 @@ async function serve({ role, resetDemoPassword = false }: ServeOptions): Promise
     poolSize: config.databasePoolSize,
     workerPoolSize: config.databaseWorkerPoolSize,
     driver: config.databaseDriver,
+    queryTimeoutMs: config.databaseQueryTimeoutMs,
     log: logger,
   })
   const applied = await migrateToLatest(handle.db)

@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { Kysely, Migrator, PostgresDialect, type Transaction } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, type PostgresPool, type Transaction } from 'kysely'
 import pg from 'pg'
 import lockfile from 'proper-lockfile'
+import { boundedPool, DEFAULT_QUERY_TIMEOUT_MS, type ReleasablePool } from './bounded.ts'
 import { type DatabaseDriver, markPrepared } from './driver/mode.ts'
 import type { SharedConnections } from './driver/prepared.ts'
 import * as foundation from './migrations/0001_foundation.ts'
@@ -104,13 +105,16 @@ const loadLayer = async (driver: DatabaseDriver): Promise<Layer | null> =>
 
 /**
  * Kysely over `pool`: through the driver layer (with its `shared` connections, if any), or, without it, Kysely's
- * PostgresDialect over the pool itself. Also what the shared connections hold now (none without the layer).
+ * PostgresDialect over the pool itself; with every statement bounded by `queryTimeoutMs` when given
+ * (`bounded.ts`). Also what the shared connections hold now (none without the layer).
  */
 function kyselyOver(
   pool: pg.Pool,
   layer: Layer | null,
-  shared?: SharedConnections,
+  options: { shared?: SharedConnections; queryTimeoutMs?: number | null } = {},
 ): { db: Db; sharedStats(): { open: number; idle: number } } {
+  const bound = (inner: ReleasablePool): PostgresPool =>
+    options.queryTimeoutMs ? boundedPool(inner, options.queryTimeoutMs) : inner
   // The pool listens for errors on a client only while it is idle in the pool. One checked out (between the
   // statements of a transaction, or just connected: the server's FATAL may arrive in the same read as its
   // ReadyForQuery) whose connection is cut would emit 'error' with no listener, and that ends the process.
@@ -121,11 +125,11 @@ function kyselyOver(
   })
   if (!layer)
     return {
-      db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+      db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: bound(pool) }) }),
       sharedStats: () => ({ open: 0, idle: 0 }),
     }
-  const preparing = layer.preparingPool(pool, shared)
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: preparing }) })
+  const preparing = layer.preparingPool(pool, options.shared)
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: bound(preparing) }) })
   markPrepared(db)
   return { db, sharedStats: () => preparing.sharedStats() }
 }
@@ -137,6 +141,11 @@ export async function connectPostgres(
   /** The workers' pool (`background`), besides `poolSize`. */
   backgroundPoolSize = 3,
   driver: DatabaseDriver = 'prepared',
+  /**
+   * The bound on each statement of the requests' pool (`bounded.ts`); null for none. The workers' pool has none:
+   * a job that waits out an outage carries on after it.
+   */
+  queryTimeoutMs: number | null = DEFAULT_QUERY_TIMEOUT_MS,
 ): Promise<DbHandle> {
   const layer = await loadLayer(driver)
   const settings = {
@@ -167,7 +176,7 @@ export async function connectPostgres(
   // query opens another; without a listener the pool's 'error' event would crash the process. A connection
   // checked out when it is cut: see kyselyOver.
   pool.on('error', () => {})
-  const { db, sharedStats } = kyselyOver(pool, layer, shared)
+  const { db, sharedStats } = kyselyOver(pool, layer, { shared, queryTimeoutMs })
   // The workers' connections, apart from the requests': under a burst of requests (a server starting while
   // clients already send) the jobs would otherwise queue behind them and give up after CONNECT_TIMEOUT_MS.
   // Made when first asked for, so a process that runs no workers neither opens nor counts it. No shared
@@ -393,6 +402,8 @@ export function connect(options: {
   log?: DbLog
   /** How statements reach the database (DATABASE_DRIVER); the layer's by default. */
   driver?: DatabaseDriver
+  /** The bound on each statement of a request (DATABASE_QUERY_TIMEOUT; PostgreSQL), null for none. */
+  queryTimeoutMs?: number | null
 }): Promise<DbHandle> {
   return options.databaseUrl
     ? connectPostgres(
@@ -401,6 +412,7 @@ export function connect(options: {
         options.log,
         options.workerPoolSize,
         options.driver,
+        options.queryTimeoutMs,
       )
     : connectPglite(options.dataDir, { driver: options.driver })
 }

@@ -4,6 +4,7 @@ const UNAVAILABLE_SQLSTATES = new Set([
   '57P02', // crash_shutdown: another backend crashed and the server restarts
   '57P03', // cannot_connect_now: the server is starting up, shutting down or in recovery
   '53300', // too_many_connections
+  '25006', // read_only_sql_transaction: a primary demoted under the session, before it is cut
 ])
 
 /** Errors of the socket under a connection: the server went away, or cannot be reached. */
@@ -37,6 +38,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false
   const { code, message, errors } = error as { code?: unknown; message?: unknown; errors?: unknown }
   if (typeof code === 'string') {
+    // A statement that outlived DATABASE_QUERY_TIMEOUT (bounded.ts): its outcome is unknown.
+    if (code === 'MG_QUERY_TIMEOUT') return true
     // Class 08: connection exception (could not connect, the connection failed, protocol violation…).
     if (/^08[0-9A-Z]{3}$/.test(code) || UNAVAILABLE_SQLSTATES.has(code)) return true
     if (UNAVAILABLE_SYSTEM_CODES.has(code)) return true

@@ -81,6 +81,69 @@ describe('connection loss (postgres)', () => {
     assert.equal(rows[0]?.n, 0)
   })
 
+  it('a statement past DATABASE_QUERY_TIMEOUT fails as unavailable; its connection never serves again', async () => {
+    const url = new URL(ADMIN_URL)
+    url.pathname = `/${name}`
+    const holder = new pg.Client({ connectionString: url.toString() })
+    url.searchParams.set('application_name', 'mg_bounded')
+    const bounded = await connectPostgres(url.toString(), 4, undefined, undefined, testDriver(), 1_000)
+    await holder.connect()
+    try {
+      await sql`INSERT INTO notes (id) VALUES (100)`.execute(bounded.db)
+      // Another session holds the row, as a transaction waiting for a synchronous standby holds its locks.
+      await holder.query('BEGIN')
+      await holder.query('SELECT id FROM notes WHERE id = 100 FOR UPDATE')
+      const started = Date.now()
+      const hung = Array.from({ length: 6 }, (_, i) =>
+        bounded.db
+          .transaction()
+          .execute(async (trx) => {
+            await sql`INSERT INTO notes (id) VALUES (${200 + i})`.execute(trx)
+            await sql`UPDATE notes SET id = ${300 + i} WHERE id = 100`.execute(trx)
+          })
+          .then(
+            () => null,
+            (error: unknown) => error,
+          ),
+      )
+      // Six transactions on a pool of four: the first wait out the bound on the lock, the rest for a connection.
+      const failures = await Promise.all(hung)
+      for (const failure of failures) {
+        assert.ok(failure, 'the transaction failed')
+        assert.ok(isDatabaseUnavailable(failure), `unavailable: ${(failure as Error).message}`)
+      }
+      assert.ok(
+        failures.some((failure) => (failure as Error).message.includes('did not answer within 1000 ms')),
+      )
+      assert.ok(Date.now() - started < 20_000)
+      // While the statements wait, the process holds no more connections than its pool allows.
+      const open = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name = 'mg_bounded'`,
+        [name],
+      )
+      assert.ok((open.rows[0]?.n ?? 0) <= 4, `${open.rows[0]?.n} connections`)
+      // The lock goes: the waiting UPDATEs end inside transactions nobody will commit. Their connections are
+      // closed, not handed out: nothing of them is written, and the pool serves the next request.
+      await holder.query('ROLLBACK')
+      await eventually(async () => {
+        const { rows } = await admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND state LIKE 'idle in transaction%'`,
+          [name],
+        )
+        return rows[0]?.n === 0
+      })
+      const { rows } = await sql<{ id: number }>`SELECT id FROM notes ORDER BY id`.execute(bounded.db)
+      assert.deepEqual(
+        rows.map((row) => row.id),
+        [100],
+      )
+    } finally {
+      await holder.end().catch(() => {})
+      await bounded.close()
+      await sql`DELETE FROM notes`.execute(handle.db)
+    }
+  })
+
   it('idle connections cut by the server are replaced', async () => {
     await Promise.all([1, 2, 3].map((id) => sql`INSERT INTO notes (id) VALUES (${id})`.execute(handle.db)))
     assert.ok((handle.poolStats()?.idle ?? 0) >= 1)

@@ -166,6 +166,15 @@ describe('loadConfig', () => {
       )
   })
 
+  it('DATABASE_QUERY_TIMEOUT defaults to 10 s, takes a duration of at least 1 s, or off', () => {
+    assert.equal(loadConfig(DEVELOPMENT).databaseQueryTimeoutMs, 10_000)
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_QUERY_TIMEOUT: '4s' }).databaseQueryTimeoutMs, 4_000)
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_QUERY_TIMEOUT: '1m' }).databaseQueryTimeoutMs, 60_000)
+    assert.equal(loadConfig({ ...PRODUCTION, DATABASE_QUERY_TIMEOUT: 'off' }).databaseQueryTimeoutMs, null)
+    refused({ ...DEVELOPMENT, DATABASE_QUERY_TIMEOUT: '0' }, /DATABASE_QUERY_TIMEOUT must be at least 1s/)
+    refused({ ...DEVELOPMENT, DATABASE_QUERY_TIMEOUT: 'soon' }, /DATABASE_QUERY_TIMEOUT must be a duration/)
+  })
+
   it('EVENT_RETENTION_DAYS defaults to 30 and may only be longer: merchants are promised 30 days', () => {
     assert.equal(loadConfig(DEVELOPMENT).eventRetentionDays, 30)
     assert.equal(loadConfig(PRODUCTION).eventRetentionDays, 30)

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { DatabaseTimeoutError } from '../../src/db/bounded.ts'
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts'
 import { renderError } from '../../src/http/errors.ts'
 
@@ -17,6 +18,10 @@ describe('isDatabaseUnavailable', () => {
     ['crash shutdown', failure('terminating connection because of crash of another server process', '57P02')],
     ['starting up', failure('the database system is starting up', '57P03')],
     ['too many connections', failure('sorry, too many clients already', '53300')],
+    [
+      'read only (a primary demoted under the session)',
+      failure('cannot execute INSERT in a read-only transaction', '25006'),
+    ],
     ['connection failure (class 08)', failure('could not receive data from client', '08006')],
     ['connection exception (class 08)', failure('connection exception', '08000')],
     [
@@ -44,6 +49,7 @@ describe('isDatabaseUnavailable', () => {
     ['connect timeout of the client', failure('Connection terminated due to connection timeout')],
     ['not queryable', failure('Client has encountered a connection error and is not queryable')],
     ['pool timeout', failure('timeout exceeded when trying to connect')],
+    ['a statement past its bound', new DatabaseTimeoutError(10_000)],
   ]
   for (const [what, error] of [...fromServer, ...fromSocket, ...fromClient])
     it(`is true for ${what}`, () => assert.equal(isDatabaseUnavailable(error), true))

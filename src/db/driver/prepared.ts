@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net'
-import type { PostgresPool, PostgresPoolClient } from 'kysely'
+import type { PostgresPoolClient } from 'kysely'
 import type pg from 'pg'
+import type { ReleasableClient, ReleasablePool } from '../bounded.ts'
 import { ShapedQuery } from './shaped-query.ts'
 
 /** Distinct statement texts given a name, over the process; texts past it are sent unnamed. */
@@ -247,13 +248,13 @@ function sharing(connections: SharedConnections) {
 export function preparingPool(
   pool: pg.Pool,
   shared?: SharedConnections,
-): PostgresPool & { sharedStats(): { open: number; idle: number } } {
-  const clients = new WeakMap<pg.PoolClient, PostgresPoolClient>()
-  const checkOut = async (): Promise<PostgresPoolClient> => {
+): ReleasablePool & { sharedStats(): { open: number; idle: number } } {
+  const clients = new WeakMap<pg.PoolClient, ReleasableClient>()
+  const checkOut = async (): Promise<ReleasableClient> => {
     const client = await pool.connect()
     let wrapped = clients.get(client)
     if (!wrapped) {
-      wrapped = { query: statementsOn(client), release: () => client.release() }
+      wrapped = { query: statementsOn(client), release: (destroy) => client.release(destroy) }
       clients.set(client, wrapped)
     }
     return wrapped
@@ -261,8 +262,8 @@ export function preparingPool(
   if (!shared) return { connect: checkOut, end: () => pool.end(), sharedStats: () => ({ open: 0, idle: 0 }) }
 
   const connections = sharing(shared)
-  const bound = (): PostgresPoolClient => {
-    let own: PostgresPoolClient | null = null
+  const bound = (): ReleasableClient => {
+    let own: ReleasableClient | null = null
     let on: Shared | null = null
     const query = async (sql: string, parameters: ReadonlyArray<unknown>) => {
       if (own) return own.query(sql, parameters)
@@ -285,7 +286,7 @@ export function preparingPool(
         connection.busy--
       }
     }
-    return { query: query as Query, release: () => own?.release() }
+    return { query: query as Query, release: (destroy) => own?.release(destroy) }
   }
   return {
     sharedStats: () => connections.stats(),
