@@ -381,13 +381,7 @@ for (const backend of backends()) {
         )
       assert.deepEqual(await migrateTo(db, '0017_transaction_statistics'), ['0018_connector_accounts'])
       assert.deepEqual(await tables(), [])
-      assert.deepEqual(await migrateToLatest(db), [
-        '0018_connector_accounts',
-        '0019_payment_handovers',
-        '0020_refund_payout_accounts',
-        '0021_chain_payouts',
-        '0022_chain_deposits',
-      ])
+      await upToNewest(db, '0017_transaction_statistics')
     })
 
     it('0019 adds hand-overs, attempts and reviews, and the callback results stale and review', async () => {
@@ -437,12 +431,7 @@ for (const backend of backends()) {
         .where('account_uuid', '=', accountUuid)
         .execute()
       assert.deepEqual(kept, [{ result: 'applied' }])
-      assert.deepEqual(await migrateToLatest(db), [
-        '0019_payment_handovers',
-        '0020_refund_payout_accounts',
-        '0021_chain_payouts',
-        '0022_chain_deposits',
-      ])
+      await upToNewest(db, '0018_connector_accounts')
     })
 
     it("0020 gives refunds and payouts the account that has them, unique with the account's reference, and back down", async () => {
@@ -454,11 +443,7 @@ for (const backend of backends()) {
             AND table_name IN ('refunds', 'payouts') ORDER BY name`.execute(db)
         return rows.map((r) => r.name)
       }
-      assert.deepEqual(await migrateTo(db, '0019_payment_handovers'), [
-        '0022_chain_deposits',
-        '0021_chain_payouts',
-        '0020_refund_payout_accounts',
-      ])
+      await downFromNewest(db, '0019_payment_handovers')
       assert.deepEqual(await columns(), [])
       const at = new Date('2026-12-01T00:00:00.000Z')
       const accountUuid = '00000000-0000-4000-8000-000000000190'
@@ -521,19 +506,12 @@ for (const backend of backends()) {
         .where('external_id', 'like', 'po-0020-%')
         .execute()
       assert.equal(kept.length, 3)
-      assert.deepEqual(await migrateToLatest(db), [
-        '0020_refund_payout_accounts',
-        '0021_chain_payouts',
-        '0022_chain_deposits',
-      ])
+      await upToNewest(db, '0019_payment_handovers')
     })
 
     it("0021 keeps hot wallets' nonces and signed payout transactions, one hash once, and back down", async () => {
       const { db } = fresh.handle
-      assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), [
-        '0022_chain_deposits',
-        '0021_chain_payouts',
-      ])
+      await downFromNewest(db, '0020_refund_payout_accounts')
       assert.deepEqual(await tablesLike(db, 'chain_%'), [])
       assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0021_chain_payouts'])
       assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
@@ -585,14 +563,14 @@ for (const backend of backends()) {
       assert.deepEqual(kept, { max_fee_per_gas: '123456789012345678901234567890', nonce: 0 })
       assert.deepEqual(await migrateTo(db, '0020_refund_payout_accounts'), ['0021_chain_payouts'])
       assert.deepEqual(await tablesLike(db, 'chain_%'), [])
-      assert.deepEqual(await migrateToLatest(db), ['0021_chain_payouts', '0022_chain_deposits'])
+      await upToNewest(db, '0020_refund_payout_accounts')
     })
 
     it('0022 keeps deposit addresses once a payment and an index once an account, transfers once, and back down', async () => {
       const { db } = fresh.handle
-      assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0022_chain_deposits'])
+      await downFromNewest(db, '0021_chain_payouts')
       assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
-      assert.deepEqual(await migrateToLatest(db), ['0022_chain_deposits'])
+      await upToNewest(db, '0021_chain_payouts')
       const at = new Date('2026-12-07T00:00:00.000Z')
       const account = (
         await db.selectFrom('connector_accounts').select('uuid').orderBy('uuid').executeTakeFirstOrThrow()
@@ -642,9 +620,9 @@ for (const backend of backends()) {
       await assert.rejects(transfer(), (error) => isUniqueViolation(error, 'chain_transfers_pkey'))
       const [kept] = await db.selectFrom('chain_deposits').select('amount').execute()
       assert.deepEqual(kept, { amount: '1000000000000000000000' })
-      assert.deepEqual(await migrateTo(db, '0021_chain_payouts'), ['0022_chain_deposits'])
+      await downFromNewest(db, '0021_chain_payouts')
       assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
-      assert.deepEqual(await migrateToLatest(db), ['0022_chain_deposits'])
+      await upToNewest(db, '0021_chain_payouts')
     })
   })
 }
@@ -653,6 +631,23 @@ async function migrateTo(db: DbHandle['db'], name: string): Promise<string[]> {
   const { error, results } = await migrator(db).migrateTo(name)
   if (error) throw error
   return (results ?? []).map((r) => r.migrationName)
+}
+
+/** The names of the migrations newer than `name`, oldest first. */
+async function migrationsAfter(db: DbHandle['db'], name: string): Promise<string[]> {
+  const names = (await migrator(db).getMigrations()).map((m) => m.name)
+  assert.ok(names.includes(name), `no migration ${name}`)
+  return names.slice(names.indexOf(name) + 1)
+}
+
+/** Goes up from `name` (the newest applied) to the newest, checking that each newer migration ran, in order. */
+async function upToNewest(db: DbHandle['db'], name: string): Promise<void> {
+  assert.deepEqual(await migrateToLatest(db), await migrationsAfter(db, name))
+}
+
+/** Goes down from the newest to `name`, checking that each newer migration was undone, newest first. */
+async function downFromNewest(db: DbHandle['db'], name: string): Promise<void> {
+  assert.deepEqual(await migrateTo(db, name), (await migrationsAfter(db, name)).reverse())
 }
 
 /** The names of the schema's tables that are LIKE `pattern`, in order. */
