@@ -22,22 +22,16 @@ import { HDKey } from 'viem/accounts'
 import { transferCalldata } from '../../src/chain/token.ts'
 import { deployTestUsdt, startEvmNode } from '../../test/helpers/evm.ts'
 import { keyOf } from '../../test/helpers/evm-account.ts'
-import { benchDatabase, benchEnv, benchOptions, fmt, round, type Server, sleep, writeResult } from '../lib.ts'
-import { serveChainGateway, stopChainBench } from './gateway.ts'
+import { benchDatabase, benchEnv, fmt, round, type Server, sleep, writeResult } from '../lib.ts'
+import { chainBenchOptions, serveChainGateway, stopChainBench } from './gateway.ts'
 
-const values = benchOptions({
+const { values, confirmations, blockMs } = chainBenchOptions({
   'per-block': '200',
   blocks: '20',
-  confirmations: '3',
-  'block-ms': '1000',
   'watch-ms': '200',
-  source: false,
-  'keep-database': false,
 })
 const PER_BLOCK = Number(values['per-block'])
 const BLOCKS = Number(values.blocks)
-const CONFIRMATIONS = Number(values.confirmations)
-const BLOCK_MS = Number(values['block-ms'])
 /** The watcher may trail the head by this many blocks at the most. */
 const TARGET_LAG = 1
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -59,7 +53,7 @@ async function main() {
       node,
       usdt,
       merchant: 'Chain deposits',
-      confirmations: CONFIRMATIONS,
+      confirmations,
       secrets: { hot_wallet_key: keyOf('bench deposits hot wallet'), deposit_xpub: xpub },
       route: { subject: 'payment', method: 'usdt_erc20' },
       source: values.source,
@@ -128,10 +122,10 @@ async function main() {
         await sleep(100)
       }
     })()
-    log(`${BLOCKS} blocks of ${PER_BLOCK} deposits, one every ${BLOCK_MS} ms`)
+    log(`${BLOCKS} blocks of ${PER_BLOCK} deposits, one every ${blockMs} ms`)
     const started = performance.now()
     for (let b = 0; b < BLOCKS; b++) {
-      const due = started + b * BLOCK_MS
+      const due = started + b * blockMs
       if (due > performance.now()) await sleep(due - performance.now())
       const batch = raws.slice(b * PER_BLOCK, (b + 1) * PER_BLOCK)
       await Promise.all(batch.map((raw) => node.public.sendRawTransaction({ serializedTransaction: raw })))
@@ -140,11 +134,11 @@ async function main() {
       minedAt.set(mined, performance.now())
     }
     const sendSeconds = (performance.now() - started) / 1000
-    await sleep(BLOCK_MS)
+    await sleep(blockMs)
     sending = false
     await sampling
     // The last deposits' confirmations, then every payment paid.
-    await node.test.setIntervalMining({ interval: BLOCK_MS / 1000 })
+    await node.test.setIntervalMining({ interval: blockMs / 1000 })
     const unpaid = async () =>
       Number(
         (
@@ -173,7 +167,7 @@ async function main() {
     const report = [
       '| deposits | blocks | per block | block every | lag p50 | lag p99 | lag max | vs ≤ 1 block | mined → read p50 | p99 | max |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
-      `| ${total} | ${BLOCKS} in ${round(sendSeconds)} s | ${PER_BLOCK} | ${BLOCK_MS} ms | ${pct(sortedLags, 0.5)} | ${pct(sortedLags, 0.99)} | ${maxLag} | ${maxLag <= TARGET_LAG ? 'met' : 'not met'} | ${fmt(pct(readMs, 0.5), 0)} ms | ${fmt(pct(readMs, 0.99), 0)} ms | ${fmt(readMs.at(-1) ?? NaN, 0)} ms |`,
+      `| ${total} | ${BLOCKS} in ${round(sendSeconds)} s | ${PER_BLOCK} | ${blockMs} ms | ${pct(sortedLags, 0.5)} | ${pct(sortedLags, 0.99)} | ${maxLag} | ${maxLag <= TARGET_LAG ? 'met' : 'not met'} | ${fmt(pct(readMs, 0.5), 0)} ms | ${fmt(pct(readMs, 0.99), 0)} ms | ${fmt(readMs.at(-1) ?? NaN, 0)} ms |`,
       '',
       `Lag: the chain's head less the watcher's cursor, in blocks, sampled every 100 ms (${lags.length} samples). Paid with exactly the amount received: ${counts?.exact} of ${total}; paid in all: ${counts?.paid}; transfers recorded: ${counts?.transfers} (in ${counts?.blocks} blocks).`,
       `Target (${PER_BLOCK} deposits a block at a block a second, the watcher at most one block behind, every deposit counted once): ${met ? 'met' : 'not met'}.`,
@@ -182,7 +176,7 @@ async function main() {
       writeResult('deposits', database.info, report, [
         [
           'chain',
-          `Hardhat Network (hardhat node), a block mined every ${BLOCK_MS} ms with ${PER_BLOCK} transfers, ${CONFIRMATIONS} confirmations`,
+          `Hardhat Network (hardhat node), a block mined every ${blockMs} ms with ${PER_BLOCK} transfers, ${confirmations} confirmations`,
         ],
         [
           'server',

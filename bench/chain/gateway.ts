@@ -2,7 +2,23 @@ import { MerchantGateway } from '../../sdk/src/index.ts'
 import type { Services } from '../../src/app.ts'
 import type { RouteKey } from '../../src/modules/providers/routing.ts'
 import type { DeployedToken, EvmNode } from '../../test/helpers/evm.ts'
-import { benchMerchant, freePort, type Server, startService } from '../lib.ts'
+import { benchMerchant, benchOptions, freePort, type Server, startService } from '../lib.ts'
+
+/**
+ * The command line of a chain benchmark: its `own` options, and those both take: `--confirmations` (how deep a
+ * transfer must be), `--block-ms` (the pace of blocks), `--source` (serve the sources rather than the build) and
+ * `--keep-database`.
+ */
+export function chainBenchOptions<const Own extends Record<string, string | boolean>>(own: Own) {
+  const values = benchOptions({
+    ...own,
+    confirmations: '3',
+    'block-ms': '1000',
+    source: false,
+    'keep-database': false,
+  })
+  return { values, confirmations: Number(values.confirmations), blockMs: Number(values['block-ms']) }
+}
 
 /**
  * What both chain benchmarks serve: a merchant, an `evm-erc20` test account on `node`'s TestUSDT (holding `secrets`)

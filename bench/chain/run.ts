@@ -19,21 +19,12 @@ import type { Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { deployTestUsdt, startEvmNode } from '../../test/helpers/evm.ts'
 import { addressOf, fundHotWallet, keyOf, transfersFrom } from '../../test/helpers/evm-account.ts'
-import { benchDatabase, benchEnv, benchOptions, fmt, round, type Server, sleep, writeResult } from '../lib.ts'
-import { serveChainGateway, stopChainBench } from './gateway.ts'
+import { benchDatabase, benchEnv, fmt, round, type Server, sleep, writeResult } from '../lib.ts'
+import { chainBenchOptions, serveChainGateway, stopChainBench } from './gateway.ts'
 
-const values = benchOptions({
-  payouts: '120',
-  rate: '2',
-  confirmations: '3',
-  'block-ms': '1000',
-  source: false,
-  'keep-database': false,
-})
+const { values, confirmations, blockMs } = chainBenchOptions({ payouts: '120', rate: '2' })
 const PAYOUTS = Number(values.payouts)
 const RATE = Number(values.rate)
-const CONFIRMATIONS = Number(values.confirmations)
-const BLOCK_MS = Number(values['block-ms'])
 /** Payouts a minute from one hot wallet. */
 const TARGET_PER_MINUTE = 60
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -51,14 +42,14 @@ async function main() {
     await fundHotWallet({ node, usdt }, hot, BigInt(PAYOUTS) * 2_000_000n)
     // Blocks at a steady pace from now on, as on a chain, whether or not transactions wait.
     await node.test.setAutomine(false)
-    await node.test.setIntervalMining({ interval: BLOCK_MS / 1000 })
+    await node.test.setIntervalMining({ interval: blockMs / 1000 })
 
     const gateway = await serveChainGateway({
       env: benchEnv(database.url, masterKey),
       node,
       usdt,
       merchant: 'Chain payouts',
-      confirmations: CONFIRMATIONS,
+      confirmations,
       secrets: { hot_wallet_key: hotKey },
       route: { subject: 'payout', method: 'usdt_wallet', network: 'ERC20' },
       source: values.source,
@@ -75,7 +66,7 @@ async function main() {
     })
     await gateway.sandbox.transactions.paid(funding.uuid)
 
-    log(`${PAYOUTS} payouts at ${RATE}/s, a block every ${BLOCK_MS} ms, ${CONFIRMATIONS} confirmations`)
+    log(`${PAYOUTS} payouts at ${RATE}/s, a block every ${blockMs} ms, ${confirmations} confirmations`)
     const recipients = Array.from({ length: PAYOUTS }, (_, i) => addressOf(`bench recipient ${i}`))
     const createdAt = new Map<string, number>()
     const completedAt = new Map<string, number>()
@@ -146,7 +137,7 @@ async function main() {
       writeResult('chain', database.info, report, [
         [
           'chain',
-          `Hardhat Network (hardhat node), a block every ${BLOCK_MS} ms, ${CONFIRMATIONS} confirmations`,
+          `Hardhat Network (hardhat node), a block every ${blockMs} ms, ${confirmations} confirmations`,
         ],
         ['server', values.source ? 'sources (tsx)' : 'production build, one API and one worker process'],
       ]),
