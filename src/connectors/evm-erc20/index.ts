@@ -19,19 +19,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { checkPayoutAddress } from '../../chain/address.ts'
 import { depositAddressAt, depositBranch } from '../../chain/deposits.ts'
 import { minorToTokenUnits, tokenBalance, transferCalldata, transfersTo } from '../../chain/token.ts'
-import type {
-  AccountConnector,
-  DepositChain,
-  HandOverAnswer,
-  PaymentOrder,
-  PayoutOrder,
-  PayoutOutcome,
-  ProviderObject,
-  ProviderObjectStatus,
-  ProviderPayment,
-  ProviderPaymentStatus,
-  ProviderRefundStatus,
-} from '../types.ts'
+import type * as types from '../types.ts'
 import type { EvmErc20Settings } from './settings.ts'
 import type { ChainDepositStore, ChainTransactionStore, Signed, SignedTransaction } from './store.ts'
 
@@ -67,7 +55,7 @@ const noAnswer = (error: unknown) =>
  * not mined within `replace_after_blocks` is replaced by the same nonce with higher fees; whichever is mined
  * counts. A transaction dropped by a reorganisation is broadcast again at the next status check.
  */
-export class EvmErc20Connector implements AccountConnector {
+export class EvmErc20Connector implements types.AccountConnector {
   readonly kind = 'evm-erc20'
   readonly #settings: EvmErc20Settings
   readonly #client: PublicClient<Transport, Chain>
@@ -77,7 +65,7 @@ export class EvmErc20Connector implements AccountConnector {
   readonly #stores: EvmErc20Stores
   /** The external branch of the deposit key, when the account takes deposits. */
   readonly #depositBranch: ReturnType<typeof depositBranch> | null
-  readonly deposits: DepositChain | undefined
+  readonly deposits: types.DepositChain | undefined
 
   constructor(settings: EvmErc20Settings, secrets: Record<string, string>, stores: EvmErc20Stores) {
     this.#settings = settings
@@ -113,7 +101,7 @@ export class EvmErc20Connector implements AccountConnector {
    * derivation index, once (a repeat answers the same one), and the exact amount the customer sends, in token units.
    * Its outcome comes from the chain watcher, not from an answer here.
    */
-  async createPayment(order: PaymentOrder): Promise<HandOverAnswer<ProviderPayment>> {
+  async createPayment(order: types.PaymentOrder): Promise<types.HandOverAnswer<types.ProviderPayment>> {
     const branch = this.#depositBranch
     if (!branch)
       return refused('method_unsupported', 'This evm-erc20 account has no deposit key: it takes no payments.')
@@ -154,19 +142,21 @@ export class EvmErc20Connector implements AccountConnector {
   }
 
   /** A deposit's outcome is the chain watcher's to apply: asked, the account answers it pending. */
-  async paymentStatus(): Promise<ProviderPaymentStatus> {
+  async paymentStatus(): Promise<types.ProviderPaymentStatus> {
     return { kind: 'known', status: 'pending', amount: 0, currency: 'USDT' }
   }
 
-  async refund(): Promise<HandOverAnswer<ProviderObject<ProviderRefundStatus>>> {
+  async refund(): Promise<types.HandOverAnswer<types.ProviderObject<types.ProviderRefundStatus>>> {
     return refused('refund_unsupported', 'A transfer on a chain cannot be taken back by the gateway.')
   }
 
-  async refundStatus(): Promise<ProviderObjectStatus<ProviderRefundStatus>> {
+  async refundStatus(): Promise<types.ProviderObjectStatus<types.ProviderRefundStatus>> {
     return { kind: 'unknown' }
   }
 
-  async submitPayout(order: PayoutOrder): Promise<HandOverAnswer<ProviderObject<PayoutOutcome>>> {
+  async submitPayout(
+    order: types.PayoutOrder,
+  ): Promise<types.HandOverAnswer<types.ProviderObject<types.PayoutOutcome>>> {
     if (order.method !== 'usdt_wallet' || order.destination.network !== 'ERC20')
       return refused('destination_unsupported', 'An evm-erc20 account pays only to USDT wallets on ERC20.')
     const to = checkPayoutAddress(order.destination.address ?? '', this.#token)
@@ -192,7 +182,7 @@ export class EvmErc20Connector implements AccountConnector {
     }
   }
 
-  async payoutStatus(reference: string): Promise<ProviderObjectStatus<PayoutOutcome>> {
+  async payoutStatus(reference: string): Promise<types.ProviderObjectStatus<types.PayoutOutcome>> {
     try {
       const first = await this.#store.byHash(reference)
       if (!first) return { kind: 'unknown' }
@@ -237,7 +227,7 @@ export class EvmErc20Connector implements AccountConnector {
   }
 
   /** The chain as the deposit watcher reads it, through this account's node. */
-  #depositChain(): DepositChain {
+  #depositChain(): types.DepositChain {
     const client = this.#client
     const token = this.#token
     return {

@@ -1,24 +1,12 @@
-import type {
-  AccountConnector,
-  HandOverAnswer,
-  PaymentOrder,
-  PayoutOrder,
-  PayoutOutcome,
-  ProviderObject,
-  ProviderObjectStatus,
-  ProviderPayment,
-  ProviderPaymentStatus,
-  ProviderRefundStatus,
-  RefundOrder,
-} from '../types.ts'
+import type * as types from '../types.ts'
 import { type AcquirerAnswer, AcquirerClient, type AcquirerPayment, type AcquirerSettings } from './client.ts'
 
 const OUTCOMES = { pending: 'pending', succeeded: 'paid', failed: 'failed', expired: 'expired' } as const
-const REFUND_STATUSES: readonly ProviderRefundStatus[] = ['pending', 'succeeded', 'failed']
-const PAYOUT_STATUSES: readonly PayoutOutcome[] = ['processing', 'completed', 'failed']
+const REFUND_STATUSES: readonly types.ProviderRefundStatus[] = ['pending', 'succeeded', 'failed']
+const PAYOUT_STATUSES: readonly types.PayoutOutcome[] = ['processing', 'completed', 'failed']
 
 /** The `http-acquirer` kind: the acquirer protocol of docs/CONNECTORS.md over an AcquirerClient. */
-export class HttpAcquirerConnector implements AccountConnector {
+export class HttpAcquirerConnector implements types.AccountConnector {
   readonly kind = 'http-acquirer'
   readonly #client: AcquirerClient
 
@@ -26,7 +14,7 @@ export class HttpAcquirerConnector implements AccountConnector {
     this.#client = new AcquirerClient(settings, secrets.api_key ?? '')
   }
 
-  async createPayment(order: PaymentOrder): Promise<HandOverAnswer<ProviderPayment>> {
+  async createPayment(order: types.PaymentOrder): Promise<types.HandOverAnswer<types.ProviderPayment>> {
     const answer = await this.#client.createPayment({
       order_id: order.paymentUuid,
       amount: order.amount,
@@ -46,7 +34,7 @@ export class HttpAcquirerConnector implements AccountConnector {
     )
   }
 
-  async paymentStatus(reference: string): Promise<ProviderPaymentStatus> {
+  async paymentStatus(reference: string): Promise<types.ProviderPaymentStatus> {
     const answer = await this.#client.payment(reference)
     if (!answer.ok)
       return answer.refused && answer.status === 404
@@ -58,7 +46,9 @@ export class HttpAcquirerConnector implements AccountConnector {
     return { kind: 'known', status: OUTCOMES[status], amount, currency }
   }
 
-  async refund(order: RefundOrder): Promise<HandOverAnswer<ProviderObject<ProviderRefundStatus>>> {
+  async refund(
+    order: types.RefundOrder,
+  ): Promise<types.HandOverAnswer<types.ProviderObject<types.ProviderRefundStatus>>> {
     const answer = await this.#client.refund(order.paymentReference, {
       refund_id: order.refundUuid,
       amount: order.amount,
@@ -66,10 +56,12 @@ export class HttpAcquirerConnector implements AccountConnector {
     return handOverAnswer(answer, (refund) => objectOf(refund, REFUND_STATUSES))
   }
 
-  refundStatus = async (reference: string): Promise<ProviderObjectStatus<ProviderRefundStatus>> =>
+  refundStatus = async (reference: string): Promise<types.ProviderObjectStatus<types.ProviderRefundStatus>> =>
     objectStatus(await this.#client.refundStatus(reference), REFUND_STATUSES)
 
-  async submitPayout(order: PayoutOrder): Promise<HandOverAnswer<ProviderObject<PayoutOutcome>>> {
+  async submitPayout(
+    order: types.PayoutOrder,
+  ): Promise<types.HandOverAnswer<types.ProviderObject<types.PayoutOutcome>>> {
     const answer = await this.#client.submitPayout({
       payout_id: order.payoutUuid,
       amount: order.amount,
@@ -80,7 +72,7 @@ export class HttpAcquirerConnector implements AccountConnector {
     return handOverAnswer(answer, (payout) => objectOf(payout, PAYOUT_STATUSES))
   }
 
-  payoutStatus = async (reference: string): Promise<ProviderObjectStatus<PayoutOutcome>> =>
+  payoutStatus = async (reference: string): Promise<types.ProviderObjectStatus<types.PayoutOutcome>> =>
     objectStatus(await this.#client.payoutStatus(reference), PAYOUT_STATUSES)
 
   close = () => this.#client.close()
@@ -90,7 +82,7 @@ export class HttpAcquirerConnector implements AccountConnector {
 function objectOf<S extends string>(
   body: { reference?: unknown; status?: unknown },
   statuses: readonly S[],
-): ProviderObject<S> | null {
+): types.ProviderObject<S> | null {
   return typeof body.reference === 'string' &&
     body.reference.length > 0 &&
     statuses.includes(body.status as S)
@@ -102,7 +94,7 @@ function objectOf<S extends string>(
 function objectStatus<S extends string>(
   answer: AcquirerAnswer<{ reference?: unknown; status?: unknown }>,
   statuses: readonly S[],
-): ProviderObjectStatus<S> {
+): types.ProviderObjectStatus<S> {
   if (!answer.ok)
     return answer.refused && answer.status === 404
       ? { kind: 'unknown' }
@@ -114,7 +106,10 @@ function objectStatus<S extends string>(
 }
 
 /** An acquirer's answer to a create, as a hand-over answer; `read` says null when the object is unreadable. */
-function handOverAnswer<T, R>(answer: AcquirerAnswer<T>, read: (body: T) => R | null): HandOverAnswer<R> {
+function handOverAnswer<T, R>(
+  answer: AcquirerAnswer<T>,
+  read: (body: T) => R | null,
+): types.HandOverAnswer<R> {
   if (!answer.ok)
     return answer.refused
       ? { kind: 'refused', code: answer.code, message: answer.message }
