@@ -61,24 +61,10 @@ export const JOURNAL_REFERENCE_TYPES = ['transaction', 'refund', 'payout'] as co
 export const JournalReferenceTypeSchema = LiteralUnion(JOURNAL_REFERENCE_TYPES)
 export type JournalReferenceType = Static<typeof JournalReferenceTypeSchema>
 
-/** What a movement of a merchant's balance is called in the API (GET /integration/balance-transactions). */
-export const BALANCE_TRANSACTION_TYPES = [
-  'payment',
-  'settlement',
-  'refund',
-  'refund_reversal',
-  'payout_reserve',
-  'payout',
-  'payout_release',
-  'adjustment',
-] as const
-export const BalanceTransactionTypeSchema = LiteralUnion(BALANCE_TRANSACTION_TYPES)
-export type BalanceTransactionType = Static<typeof BalanceTransactionTypeSchema>
-
 /**
  * Every kind of journal entry the ledger posts (src/modules/ledger/service.ts, Posting.kind), with the type it
- * shows as: a kind is named here once, with its type. A kind the database holds that is not in the list (none
- * today) shows as `adjustment`.
+ * shows as in the API (GET /integration/balance-transactions): a kind is named here once, with its type. A kind
+ * the database holds that is not in the list (none today) shows as `adjustment`.
  */
 export const BALANCE_TRANSACTION_TYPE_OF_KIND = {
   payment_received: 'payment',
@@ -88,11 +74,19 @@ export const BALANCE_TRANSACTION_TYPE_OF_KIND = {
   payout_reserved: 'payout_reserve',
   payout_completed: 'payout',
   payout_released: 'payout_release',
-} as const satisfies Record<string, BalanceTransactionType>
+} as const
 export type JournalEntryKind = keyof typeof BALANCE_TRANSACTION_TYPE_OF_KIND
 export const JOURNAL_ENTRY_KINDS = Object.keys(
   BALANCE_TRANSACTION_TYPE_OF_KIND,
 ) as readonly JournalEntryKind[]
+
+/** What a movement of a merchant's balance is called in the API: the type of each kind, then `adjustment`. */
+export const BALANCE_TRANSACTION_TYPES = [
+  ...Object.values(BALANCE_TRANSACTION_TYPE_OF_KIND),
+  'adjustment',
+] as const
+export const BalanceTransactionTypeSchema = LiteralUnion(BALANCE_TRANSACTION_TYPES)
+export type BalanceTransactionType = Static<typeof BalanceTransactionTypeSchema>
 
 /** A dashboard user's role (docs/DASHBOARD.md: what each may do, modules/users/roles.ts). */
 export const USER_ROLES = ['owner', 'admin', 'developer', 'support', 'viewer'] as const
