@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { claimKey, findKey, releaseKey, storeAnswer, takeOverKey } from '../db/idempotency-keys.ts'
 import type { Db } from '../db/index.ts'
+import type { Scope } from '../db/scope.ts'
 import type { Mode } from '../db/types.ts'
 import { deriveKey } from '../lib/crypto.ts'
 import { newId } from '../lib/ids.ts'
@@ -186,7 +187,13 @@ export function registerIdempotency(
     request.idempotency = null
     // Only the current owner writes: a request whose lease was taken over must not overwrite its successor.
     if (reply.statusCode >= 500 || owned.release) {
-      await releaseKey(db, owned, owned.key, owned.owner)
+      // A database that went away under the request (the likeliest 5xx, a 503) cannot be told at once: the
+      // release is tried again until it is back (a failover takes seconds), so that the client's retry is not
+      // kept waiting for the whole lease.
+      await releaseKey(db, owned, owned.key, owned.owner).catch((error: unknown) => {
+        request.log.warn({ err: error }, 'the Idempotency-Key could not be released; trying again')
+        releaseLater(db, owned, leaseMs)
+      })
       return payload
     }
     const headers: Record<string, string> = {}
@@ -194,13 +201,29 @@ export function registerIdempotency(
       const value = reply.getHeader(name)
       if (value !== undefined) headers[name] = String(value)
     }
+    // The answer stands even if it cannot be kept (the database went away after the operation committed): a
+    // retry then finds the committed object (committedAnswer) or takes the key over once its lease runs out.
     await storeAnswer(db, owned, owned.key, owned.owner, {
       status: reply.statusCode,
       headers,
       body: typeof payload === 'string' ? payload : String(payload ?? ''),
+    }).catch((error: unknown) => {
+      request.log.warn({ err: error }, 'the answer to an Idempotency-Key could not be kept')
     })
     return payload
   })
+}
+
+/** How often a release that failed is tried again, until the key's lease would have run out anyway. */
+const RELEASE_RETRY_MS = 500
+
+function releaseLater(db: Db, owned: { key: string; owner: string } & Scope, leaseMs: number): void {
+  const until = Date.now() + leaseMs
+  const attempt = () => {
+    if (Date.now() > until) return
+    releaseKey(db, owned, owned.key, owned.owner).catch(() => setTimeout(attempt, RELEASE_RETRY_MS).unref())
+  }
+  setTimeout(attempt, RELEASE_RETRY_MS).unref()
 }
 
 function replay(
