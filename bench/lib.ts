@@ -1,12 +1,13 @@
 /**
  * What the benchmarks share: the machine they ran on, the record of each run (bench/results/), the server under
- * test, its memory, seeded rows.
+ * test, its memory, the create request and a load run of it, seeded rows.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { loadavg, totalmem } from 'node:os'
 import { parseArgs } from 'node:util'
+import autocannon from 'autocannon'
 import pg from 'pg'
 import { createServices, type Services } from '../src/app.ts'
 import { loadConfig } from '../src/config.ts'
@@ -209,6 +210,80 @@ export async function startServer(
   }
 }
 
+const COLOURS = ['amber', 'blue', 'green', 'red', 'violet']
+
+/**
+ * The body of the `n`th `POST /integration/transactions` of a load (bench:api's create): its external id
+ * `<tag>-<n>`, and a colour in its description, as the seeded rows have (search=violet matches a fifth of them).
+ */
+export const createBody = (tag: string, n: number) =>
+  JSON.stringify({
+    amount: 10000 + (n % 90000),
+    currency: 'RUB',
+    payment_method: 'card',
+    external_id: `${tag}-${n}`,
+    description: `Order ${n} ${COLOURS[n % COLOURS.length]} widget`,
+  })
+
+/** What a load run measured: requests answered, their rate, latencies in ms, answers other than 2xx. */
+export interface LoadMeasured {
+  requests: number
+  rps: number
+  p50: number
+  p99: number
+  max: number
+  non2xx: number
+}
+
+/** autocannon at `connections` for `seconds`, each POST made by `next`; latencies from every answer. */
+export async function loadRun(
+  base: string,
+  connections: number,
+  seconds: number,
+  next: () => { path: string; body: string; headers: Record<string, string> },
+): Promise<LoadMeasured> {
+  const latencies: number[] = []
+  let non2xx = 0
+  const instance = (
+    autocannon as unknown as (o: autocannon.Options) => autocannon.Instance & Promise<autocannon.Result>
+  )({
+    url: base,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        setupRequest: (req) => {
+          const made = next()
+          return {
+            ...req,
+            method: 'POST',
+            path: made.path,
+            body: made.body,
+            headers: { 'content-type': 'application/json', ...made.headers },
+          }
+        },
+      },
+    ],
+  })
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    latencies.push(ms)
+    if (status < 200 || status > 299) non2xx++
+  })
+  const started = performance.now()
+  await instance
+  const elapsed = (performance.now() - started) / 1000
+  latencies.sort((a, b) => a - b)
+  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN
+  return {
+    requests: latencies.length,
+    rps: round(latencies.length / elapsed),
+    p50: round(at(0.5), 2),
+    p99: round(at(0.99), 2),
+    max: round(latencies.at(-1) ?? NaN, 2),
+    non2xx,
+  }
+}
+
 export const rssMiB = (pid: number): number => {
   try {
     const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -229,13 +304,16 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-/** CPU seconds of every PostgreSQL process on the machine (other databases' work included), by pid. */
-export function postgresCpuSeconds(): Map<number, number> {
+/**
+ * CPU seconds of every PostgreSQL process on the machine (other databases' work included), by pid; or of every
+ * process named `comm` (`/proc/<pid>/comm`), HAProxy's, say.
+ */
+export function postgresCpuSeconds(comm = 'postgres'): Map<number, number> {
   const byPid = new Map<number, number>()
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === 'postgres')
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === comm)
         byPid.set(Number(entry), cpuSeconds(Number(entry)))
     } catch {}
   }

@@ -33,6 +33,7 @@ import {
   benchMerchant,
   benchOptions,
   cpuSeconds,
+  createBody as createRequestBody,
   fmt,
   postgresCpuSeconds,
   postgresCpuSince,
@@ -72,7 +73,6 @@ const ONLY = new Set((values.only ?? '').split(','))
 const MAX_LOAD = Number(values['max-load'])
 const LOAD_WAIT_S = Number(values['load-wait'])
 const SEARCH = 'violet'
-const COLOURS = ['amber', 'blue', 'green', 'red', 'violet']
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const masterKey = randomBytes(32).toString('hex')
 
@@ -405,17 +405,7 @@ async function main() {
     servers.push(basePostgres)
 
     let seq = 0
-    const createBody = (tag: string) => {
-      const n = seq++
-      return JSON.stringify({
-        amount: 10000 + (n % 90000),
-        currency: 'RUB',
-        payment_method: 'card',
-        external_id: `${tag}-${n}`,
-        // A colour, as the seeded rows have: search=violet matches a fifth of the newest rows too.
-        description: `Order ${n} ${COLOURS[n % COLOURS.length]} widget`,
-      })
-    }
+    const createBody = (tag: string) => createRequestBody(tag, seq++)
     const runTag = randomBytes(3).toString('hex')
     const createOn = (server: Server, path: string, headers?: Record<string, string>): Target => ({
       server,

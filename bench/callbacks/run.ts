@@ -20,7 +20,6 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import autocannon from 'autocannon'
 import pg from 'pg'
 import { Agent, request } from 'undici'
 import { signCallback } from '../../src/connectors/http-acquirer/signature.ts'
@@ -32,6 +31,7 @@ import {
   benchOptions,
   fmt,
   freePort,
+  loadRun,
   round,
   type Server,
   sleep,
@@ -63,62 +63,9 @@ const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.
 const masterKey = randomBytes(32).toString('hex')
 const log = (line: string) => process.stderr.write(`[bench:callbacks] ${line}\n`)
 
-interface Measured {
-  requests: number
-  rps: number
-  p50: number
-  p99: number
-  max: number
-  non2xx: number
-}
-
-/** autocannon for `DURATION` seconds, each request made by `next`; latencies from every answer. */
-async function fire(
-  base: string,
-  next: () => { path: string; body: string; headers: Record<string, string> },
-  seconds = DURATION,
-): Promise<Measured> {
-  const latencies: number[] = []
-  let non2xx = 0
-  const instance = (
-    autocannon as unknown as (o: autocannon.Options) => autocannon.Instance & Promise<autocannon.Result>
-  )({
-    url: base,
-    connections: CONNECTIONS,
-    duration: seconds,
-    requests: [
-      {
-        setupRequest: (req) => {
-          const made = next()
-          return {
-            ...req,
-            method: 'POST',
-            path: made.path,
-            body: made.body,
-            headers: { 'content-type': 'application/json', ...made.headers },
-          }
-        },
-      },
-    ],
-  })
-  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
-    latencies.push(ms)
-    if (status < 200 || status > 299) non2xx++
-  })
-  const started = performance.now()
-  await instance
-  const elapsed = (performance.now() - started) / 1000
-  latencies.sort((a, b) => a - b)
-  const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN
-  return {
-    requests: latencies.length,
-    rps: round(latencies.length / elapsed),
-    p50: round(at(0.5), 2),
-    p99: round(at(0.99), 2),
-    max: round(latencies.at(-1) ?? NaN, 2),
-    non2xx,
-  }
-}
+/** A load run at `CONNECTIONS` for `DURATION` seconds (or `seconds`), each request made by `next`. */
+const fire = (base: string, next: Parameters<typeof loadRun>[3], seconds = DURATION) =>
+  loadRun(base, CONNECTIONS, seconds, next)
 
 /** `count` pending live card payments of 100.00 RUB handed to `accountUuid`, with the references `refOf(i)`. */
 async function seedHandedOver(
