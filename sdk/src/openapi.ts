@@ -130,7 +130,7 @@ export interface paths {
         };
         /**
          * Is the API up?
-         * @description No authentication. 503 when the database is unreachable.
+         * @description No authentication. 503 while no write could be acknowledged: the database is unreachable, the server reached is a standby, or the primary has no synchronous standby it waits for.
          */
         get: operations["getHealth"];
         put?: never;
@@ -821,8 +821,11 @@ export interface components {
             uuid: string;
         };
         HealthResponse: {
-            /** @enum {string} */
-            database: "ok" | "unreachable";
+            /**
+             * @description `ok`: a primary takes writes. `unreachable`: no answer within 2 s. `read_only`: the server reached is a standby (a failover under way). `no_sync_standby`: the primary waits for a synchronous standby that none is, so a write would not be acknowledged.
+             * @enum {string}
+             */
+            database: "ok" | "unreachable" | "read_only" | "no_sync_standby";
             /** @enum {string} */
             status: "ok" | "degraded";
             /**
@@ -2052,7 +2055,7 @@ export interface operations {
                     "application/json": components["schemas"]["HealthResponse"];
                 };
             };
-            /** @description The database is unreachable. */
+            /** @description No write could be acknowledged now. */
             503: {
                 headers: {
                     "Retry-After": components["headers"]["Retry-After"];
