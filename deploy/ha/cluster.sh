@@ -294,6 +294,7 @@ cmd_start() {
   write_haproxy
   chown -R "$RUN_AS" "$DIR/run" "$DIR/log" "$DIR/data" "$DIR"/n?.yml
   chmod 0700 "$DIR/data"
+  as_run_user test -w "$DIR/data" || die "$RUN_AS cannot write to $DIR/data: give it the directories above it"
   start_etcd
   # The first node bootstraps; the others clone it (pg_basebackup) once it leads.
   start_node n1
