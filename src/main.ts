@@ -11,6 +11,7 @@ import { AppError } from './http/errors.ts'
 import { namedValues } from './lib/cli-values.ts'
 import { setMetricSources, startMetricsServer } from './lib/metrics.ts'
 import { isKnownCurrency } from './lib/money.ts'
+import { keyName } from './modules/merchants/service.ts'
 import { registerConnectorCommands } from './modules/providers/cli.ts'
 import { H2H_METHODS, isH2hMethod } from './modules/requisites/service.ts'
 import { registerPaymentCommands } from './modules/transactions/cli.ts'
@@ -301,10 +302,13 @@ keys
   .description('Create an API key for a merchant')
   .requiredOption('--merchant <uuid>', 'the merchant')
   .addOption(new Option('--mode <mode>', 'test or live').choices(['test', 'live']).makeOptionMandatory())
+  .option('--name <name>', 'what the key is for, shown on the dashboard (at most 100 characters)')
   .option('--json', 'print the key as JSON')
-  .action((opts: { merchant: string; mode: Mode; json?: boolean }) =>
+  .action((opts: { merchant: string; mode: Mode; name?: string; json?: boolean }) =>
     withServices(async (services) => {
-      const key = await services.merchants.createKey(opts.merchant, opts.mode)
+      const name = opts.name === undefined ? null : keyName(opts.name)
+      if (name === undefined) throw new UserError('--name: 1 to 100 characters, no control characters')
+      const key = await services.merchants.createKey(opts.merchant, opts.mode, { name })
       if (!key) throw new UserError(`no merchant ${opts.merchant}`)
       out(
         opts.json

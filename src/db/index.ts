@@ -28,6 +28,7 @@ import * as paymentHandovers from './migrations/0019_payment_handovers.ts'
 import * as refundPayoutAccounts from './migrations/0020_refund_payout_accounts.ts'
 import * as chainPayouts from './migrations/0021_chain_payouts.ts'
 import * as chainDeposits from './migrations/0022_chain_deposits.ts'
+import * as apiKeyNames from './migrations/0023_api_key_names.ts'
 import type { Database } from './types.ts'
 
 export type Db = Kysely<Database>
@@ -445,6 +446,7 @@ export const migrator = (db: Db) =>
         '0020_refund_payout_accounts': refundPayoutAccounts,
         '0021_chain_payouts': chainPayouts,
         '0022_chain_deposits': chainDeposits,
+        '0023_api_key_names': apiKeyNames,
       }),
     },
   })

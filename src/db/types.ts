@@ -51,6 +51,8 @@ export interface ApiKeysTable {
   revoked_at: Timestamp | null
   /** When the key last authenticated a request (written at most once a minute per key and process). */
   last_used_at: Timestamp | null
+  /** What the merchant calls the key (optional; never its secret). */
+  name?: string | null
 }
 
 export interface MerchantFeesTable {

@@ -624,6 +624,54 @@ for (const backend of backends()) {
       assert.deepEqual(await tablesLike(db, 'chain_%'), ['chain_transactions', 'chain_wallets'])
       await upToNewest(db, '0021_chain_payouts')
     })
+
+    it('0023 gives API keys an optional name, and back down', async () => {
+      const { db } = fresh.handle
+      const columns = async () => {
+        const { rows } = await sql<{ name: string }>`
+          SELECT column_name AS name FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = 'api_keys' AND column_name = 'name'`.execute(
+          db,
+        )
+        return rows.map((r) => r.name)
+      }
+      await downFromNewest(db, '0022_chain_deposits')
+      assert.deepEqual(await columns(), [])
+      const at = new Date('2026-12-07T00:00:00.000Z')
+      const key = (keyId: string) => ({
+        uuid: `00000000-0000-4000-8000-0000000023${keyId.slice(-2)}`,
+        merchant_uuid: '00000000-0000-4000-8000-000000000001',
+        key_id: keyId,
+        mode: 'test' as const,
+        secret_hash: `hash-${keyId}`,
+        secret_sealed: 'sealed',
+        secret_last4: 'abcd',
+        created_at: at,
+        revoked_at: null,
+      })
+      await db.insertInto('api_keys').values(key('mk_test_0023_01')).execute()
+      await upToNewest(db, '0022_chain_deposits')
+      assert.deepEqual(await columns(), ['name'])
+      const names = () =>
+        db
+          .selectFrom('api_keys')
+          .select(['key_id', 'name'])
+          .where('key_id', 'like', 'mk\\_test\\_0023\\_%')
+          .orderBy('key_id')
+          .execute()
+      assert.deepEqual(await names(), [{ key_id: 'mk_test_0023_01', name: null }])
+      await db
+        .insertInto('api_keys')
+        .values({ ...key('mk_test_0023_02'), name: 'Checkout server' })
+        .execute()
+      assert.deepEqual(await names(), [
+        { key_id: 'mk_test_0023_01', name: null },
+        { key_id: 'mk_test_0023_02', name: 'Checkout server' },
+      ])
+      await downFromNewest(db, '0022_chain_deposits')
+      assert.deepEqual(await columns(), [])
+      await upToNewest(db, '0022_chain_deposits')
+    })
   })
 }
 

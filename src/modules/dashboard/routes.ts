@@ -10,7 +10,7 @@ import { Ref, UuidParams } from '../../http/schemas.ts'
 import type { SessionRequirement } from '../../http/session.ts'
 import { registerValidators } from '../../http/validation.ts'
 import { iso } from '../../lib/time.ts'
-import type { MerchantService } from '../merchants/service.ts'
+import { keyName, type ListedKey, type MerchantService } from '../merchants/service.ts'
 import { PAYMENT_METHODS } from '../transactions/schemas.ts'
 import type { TransactionService } from '../transactions/service.ts'
 import { dashboardActor } from '../users/deps.ts'
@@ -48,6 +48,7 @@ import {
   MemberView,
   MerchantProfile,
   PaymentStats,
+  RenameKeyRequest,
   RevokedKey,
   RoleChangeRequest,
   SecuritySettings,
@@ -62,11 +63,22 @@ const PREFIX = '/dashboard/api'
 
 export interface DashboardRouteOptions {
   users: UserService
-  merchants: Pick<MerchantService, 'listKeys' | 'createKey' | 'revokeMerchantKey'>
+  merchants: Pick<MerchantService, 'listKeys' | 'createKey' | 'revokeMerchantKey' | 'renameMerchantKey'>
   publicBaseUrl: string
   /** The cookie's Max-Age: the absolute limit of a session. */
   sessionAbsoluteSeconds: number
 }
+
+/** An API key as the dashboard shows it: never its secret. */
+const keyView = (key: ListedKey): ApiKeyView => ({
+  key_id: key.key_id,
+  name: key.name ?? null,
+  mode: key.mode,
+  created_at: iso(key.created_at),
+  revoked_at: key.revoked_at ? iso(key.revoked_at) : null,
+  last_used_at: key.last_used_at ? iso(key.last_used_at) : null,
+  secret_last4: key.secret_last4,
+})
 
 const sessionView = (session: DashboardSession) => ({
   user: session.user,
@@ -459,16 +471,7 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
     }),
     async (request) => {
       const keys = await merchants.listKeys(sessionOf(request).user.merchant_uuid)
-      return {
-        data: keys.map((key) => ({
-          key_id: key.key_id,
-          mode: key.mode,
-          created_at: iso(key.created_at),
-          revoked_at: key.revoked_at ? iso(key.revoked_at) : null,
-          last_used_at: key.last_used_at ? iso(key.last_used_at) : null,
-          secret_last4: key.secret_last4,
-        })),
-      }
+      return { data: keys.map(keyView) }
     },
   )
 
@@ -483,18 +486,52 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
     async (request, reply) => {
       const self = selfOf(sessionOf(request), request)
       const mode = request.body.mode as 'test' | 'live'
-      const key = await merchants.createKey(
-        self.merchantUuid,
-        mode,
-        auditKey(self, 'api_key_created', 'created_at'),
-      )
+      const key = await merchants.createKey(self.merchantUuid, mode, {
+        name: request.body.name === undefined ? null : (keyName(request.body.name) ?? null),
+        also: auditKey(self, 'api_key_created', 'created_at'),
+      })
       if (!key) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
       return reply.code(201).send({
         key_id: key.key_id,
+        name: key.name,
         mode: key.mode,
         secret: key.secret,
         created_at: iso(key.created_at),
       })
+    },
+  )
+
+  app.patch(
+    `${PREFIX}/keys/:key_id`,
+    keysRoute({
+      operationId: 'renameApiKey',
+      summary: 'Name an API key',
+      description: 'Gives a key of either mode, revoked or not, a new name, or takes its name away (null).',
+      params: KeyParams,
+      body: RenameKeyRequest,
+      response: answers(200, ApiKeyView, 'The key with its new name.', 404, 422),
+    }),
+    async (request) => {
+      const self = selfOf(sessionOf(request), request)
+      const renamed = await merchants.renameMerchantKey(
+        self.merchantUuid,
+        request.params.key_id,
+        request.body.name === null ? null : (keyName(request.body.name) ?? null),
+        (trx, key) =>
+          users.audit(
+            self,
+            {
+              action: 'api_key_renamed',
+              target: { type: 'api_key', id: key.key_id },
+              mode: key.mode,
+              details: { name: key.name ?? null },
+              at: new Date(),
+            },
+            trx,
+          ),
+      )
+      if (renamed === 'not_found') throw new AppError('not_found', 'No such API key.')
+      return keyView(renamed)
     },
   )
 

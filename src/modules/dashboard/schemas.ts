@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox'
 import { ModeSchema, UserRoleSchema, UserStatusSchema } from '../../db/enums.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { LiteralUnion } from '../../lib/schema.ts'
+import { API_KEY_NAME_MAX_LENGTH, API_KEY_NAME_PATTERN } from '../merchants/service.ts'
 import { PaymentMethod } from '../transactions/schemas.ts'
 import { PERMISSIONS } from '../users/roles.ts'
 
@@ -154,9 +155,21 @@ export const SecuritySettings = Type.Object(
 
 // API keys (Developers → API keys).
 
+/** A key's name as given: some text, surrounding spaces dropped, no control characters. */
+const KeyName = (description: string) =>
+  Type.String({
+    minLength: 1,
+    maxLength: API_KEY_NAME_MAX_LENGTH,
+    pattern: API_KEY_NAME_PATTERN,
+    description,
+    examples: ['Checkout server'],
+  })
+
 export const ApiKeyView = Type.Object(
   {
     key_id: Type.String(),
+    /** What the merchant calls the key; null when it was made without a name. */
+    name: Nullable(Type.String()),
     mode: ModeSchema,
     created_at: Timestamp(),
     revoked_at: Nullable(Timestamp()),
@@ -166,16 +179,27 @@ export const ApiKeyView = Type.Object(
   { $id: 'ApiKey', description: 'An API key of the merchant: never its secret.' },
 )
 
+export type ApiKeyView = Static<typeof ApiKeyView>
+
 export const ApiKeyList = Type.Object({ data: Type.Array(Type.Ref('ApiKey')) }, { $id: 'ApiKeyList' })
 
 export const CreateKeyRequest = Type.Object(
-  { mode: Type.String({ enum: ['test', 'live'], description: 'The mode the key works in.' }) },
+  {
+    mode: Type.String({ enum: ['test', 'live'], description: 'The mode the key works in.' }),
+    name: Type.Optional(KeyName('What the key is for, shown in the list (surrounding spaces are dropped).')),
+  },
+  { additionalProperties: false },
+)
+
+export const RenameKeyRequest = Type.Object(
+  { name: Nullable(KeyName('The new name; null takes the name away.')) },
   { additionalProperties: false },
 )
 
 export const CreatedKey = Type.Object(
   {
     key_id: Type.String(),
+    name: Nullable(Type.String()),
     mode: ModeSchema,
     /** The key's secret: in this answer only, never again. */
     secret: Type.String(),

@@ -73,11 +73,22 @@ export const revokeKey = (db: Executor, keyId: string, at: Date) =>
     .returning(['key_id', 'merchant_uuid', 'revoked_at'])
     .executeTakeFirst()
 
-/** A merchant's keys, both modes, newest first: what may be shown (never the secret, its hash or seal). */
+/** What may be shown of a key: never the secret, its hash or seal. */
+const SHOWN_KEY_COLUMNS = [
+  'key_id',
+  'name',
+  'mode',
+  'created_at',
+  'revoked_at',
+  'last_used_at',
+  'secret_last4',
+] as const
+
+/** A merchant's keys, both modes, newest first: what may be shown. */
 export const listKeys = (db: Executor, merchantUuid: string) =>
   db
     .selectFrom('api_keys')
-    .select(['key_id', 'mode', 'created_at', 'revoked_at', 'last_used_at', 'secret_last4'])
+    .select(SHOWN_KEY_COLUMNS)
     .where('merchant_uuid', '=', merchantUuid)
     .orderBy('created_at', 'desc')
     .orderBy('key_id', 'desc')
@@ -92,6 +103,16 @@ export const revokeMerchantKey = (db: Executor, merchantUuid: string, keyId: str
     .where('merchant_uuid', '=', merchantUuid)
     .where('revoked_at', 'is', null)
     .returning(['key_id', 'mode', 'revoked_at'])
+    .executeTakeFirst()
+
+/** Names one of the merchant's keys; what may be shown of it, or undefined when the merchant has none such. */
+export const renameMerchantKey = (db: Executor, merchantUuid: string, keyId: string, name: string | null) =>
+  db
+    .updateTable('api_keys')
+    .set({ name })
+    .where('key_id', '=', keyId)
+    .where('merchant_uuid', '=', merchantUuid)
+    .returning(SHOWN_KEY_COLUMNS)
     .executeTakeFirst()
 
 export const findMerchantKey = (db: Executor, merchantUuid: string, keyId: string) =>

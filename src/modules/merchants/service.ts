@@ -16,11 +16,27 @@ export interface ApiKeyCredentials {
 /** A key just made: its credentials (the secret, shown once), its mode and when. */
 export interface NewApiKey extends ApiKeyCredentials {
   mode: Mode
+  name: string | null
   created_at: Date
 }
 
 /** Work to do in the transaction that changes a key (the dashboard's audit row, say). */
 export type AlsoInTransaction<T> = (trx: Trx, key: T) => Promise<unknown>
+
+/** The longest name a key may have. */
+export const API_KEY_NAME_MAX_LENGTH = 100
+
+/** A key name as given: some text besides spaces, and no control character (a name is shown on a page). */
+export const API_KEY_NAME_PATTERN =
+  '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$'
+
+/** A key name as kept: without its surrounding spaces; undefined when `name` is not one (API_KEY_NAME_PATTERN). */
+export function keyName(name: string): string | undefined {
+  const trimmed = name.trim()
+  return new RegExp(API_KEY_NAME_PATTERN).test(name) && trimmed.length <= API_KEY_NAME_MAX_LENGTH
+    ? trimmed
+    : undefined
+}
 
 /** How often at most a process writes a key's `last_used_at`. */
 export const KEY_USE_WRITE_INTERVAL_MS = 60_000
@@ -60,8 +76,17 @@ export function createMerchantService(input: { db: Db; config: Config }) {
     updateMerchant: (uuid: string, changes: MerchantChanges) => updateMerchant(deps, uuid, changes),
     getMerchant: (uuid: string, executor: Executor = db) => repo.findMerchant(executor, uuid),
     listMerchants: () => repo.listMerchants(db),
-    createKey: (merchantUuid: string, mode: Mode, also?: AlsoInTransaction<NewApiKey>) =>
-      createKeyForMerchant(deps, merchantUuid, mode, also),
+    createKey: (
+      merchantUuid: string,
+      mode: Mode,
+      options: { name?: string | null; also?: AlsoInTransaction<NewApiKey> } = {},
+    ) => createKeyForMerchant(deps, merchantUuid, { mode, name: options.name }, options.also),
+    renameMerchantKey: (
+      merchantUuid: string,
+      keyId: string,
+      name: string | null,
+      also?: AlsoInTransaction<ListedKey>,
+    ) => renameMerchantKey(deps, merchantUuid, keyId, name, also),
     revokeKey: (keyId: string) => revokeKey(deps, keyId),
     listKeys: (merchantUuid: string) => repo.listKeys(db, merchantUuid),
     revokeMerchantKey: (merchantUuid: string, keyId: string, also?: AlsoInTransaction<RevokedKey>) =>
@@ -112,6 +137,7 @@ async function createKey(
   db: Executor,
   merchantUuid: string,
   mode: Mode,
+  name: string | null = null,
 ): Promise<NewApiKey> {
   const secret = `sk_${mode}_${randomBase62(SECRET_LENGTH)}`
   const keyId = `mk_${mode}_${randomBase62(24)}`
@@ -123,9 +149,10 @@ async function createKey(
     secret_hash: sha256Hex(secret),
     secret_sealed: encryptSecret(deps.config.masterKey, secret),
     secret_last4: secret.slice(-4),
+    name,
     created_at: new Date(),
   })
-  return { key_id: keyId, secret, mode, created_at: row.created_at }
+  return { key_id: keyId, secret, mode, name, created_at: row.created_at }
 }
 
 export async function createMerchant(
@@ -183,20 +210,42 @@ export async function updateMerchant(deps: MerchantDeps, uuid: string, changes: 
 }
 
 /**
- * A new key of `mode` for the merchant; null when there is no such merchant. `also` runs in the transaction that
- * makes it (the dashboard's audit row).
+ * A new key of `mode` for the merchant, named `name` (or not); null when there is no such merchant. `also` runs
+ * in the transaction that makes it (the dashboard's audit row).
  */
 export async function createKeyForMerchant(
   deps: Pick<MerchantDeps, 'db' | 'config'>,
   merchantUuid: string,
-  mode: Mode,
+  key: { mode: Mode; name?: string | null },
   also?: AlsoInTransaction<NewApiKey>,
 ): Promise<NewApiKey | null> {
   if (!(await repo.findMerchant(deps.db, merchantUuid))) return null
   return deps.db.transaction().execute(async (trx) => {
-    const key = await createKey(deps, trx, merchantUuid, mode)
-    await also?.(trx, key)
-    return key
+    const made = await createKey(deps, trx, merchantUuid, key.mode, key.name ?? null)
+    await also?.(trx, made)
+    return made
+  })
+}
+
+/** A key of the merchant's as the dashboard lists it: never its secret, its hash or its seal. */
+export type ListedKey = Awaited<ReturnType<typeof repo.listKeys>>[number]
+
+/**
+ * Names one of the merchant's keys `name` (null: no name), revoked or not, `also` in the same transaction (the
+ * audit row); `not_found` when the merchant has no such key.
+ */
+export async function renameMerchantKey(
+  deps: Pick<MerchantDeps, 'db'>,
+  merchantUuid: string,
+  keyId: string,
+  name: string | null,
+  also?: AlsoInTransaction<ListedKey>,
+): Promise<ListedKey | 'not_found'> {
+  return deps.db.transaction().execute(async (trx) => {
+    const renamed = await repo.renameMerchantKey(trx, merchantUuid, keyId, name)
+    if (!renamed) return 'not_found'
+    await also?.(trx, renamed)
+    return renamed
   })
 }
 

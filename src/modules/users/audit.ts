@@ -27,6 +27,8 @@ export type AuditAction =
   /** An API key made or revoked from the dashboard (its key_id is the target; never its secret). */
   | 'api_key_created'
   | 'api_key_revoked'
+  /** An API key's name given, changed or taken away (`details.name`: the new name, or null). */
+  | 'api_key_renamed'
 
 export interface AuditEntry {
   action: AuditAction

@@ -30,10 +30,11 @@ class KeyUseFault implements KyselyPlugin {
   }
 }
 
-const FIELDS = ['created_at', 'key_id', 'last_used_at', 'mode', 'revoked_at', 'secret_last4']
+const FIELDS = ['created_at', 'key_id', 'last_used_at', 'mode', 'name', 'revoked_at', 'secret_last4']
 
 interface KeyView {
   key_id: string
+  name: string | null
   mode: string
   created_at: string
   revoked_at: string | null
@@ -78,13 +79,15 @@ for (const backend of backends()) {
       assert.equal(res.statusCode, 201, res.body)
       const made = res.json()
       ctx.secrets.push(made.secret)
-      assert.deepEqual(Object.keys(made).sort(), ['created_at', 'key_id', 'mode', 'secret'])
+      assert.deepEqual(Object.keys(made).sort(), ['created_at', 'key_id', 'mode', 'name', 'secret'])
+      assert.equal(made.name, null)
       assert.equal(made.mode, 'live')
       assert.match(made.key_id, /^mk_live_/)
       assert.match(made.secret, /^sk_live_/)
       const listed = await keyOf(made.key_id)
       assert.deepEqual(listed, {
         key_id: made.key_id,
+        name: null,
         mode: 'live',
         created_at: made.created_at,
         revoked_at: null,
@@ -207,8 +210,75 @@ for (const backend of backends()) {
       assert.equal((await auditRows(ctx, 'api_key_revoked')).length, 1)
     })
 
+    it('names a key where it is made, shows the name in the list, renames it and takes it away; audited', async () => {
+      const made = await asUser(ctx, developer, 'POST', '/dashboard/api/keys', {
+        mode: 'test',
+        name: '  Checkout server ',
+      })
+      assert.equal(made.statusCode, 201, made.body)
+      const { key_id, secret, name } = made.json()
+      ctx.secrets.push(secret)
+      assert.equal(name, 'Checkout server')
+      assert.equal((await keyOf(key_id))?.name, 'Checkout server')
+
+      const renamed = await asUser(ctx, developer, 'PATCH', `/dashboard/api/keys/${key_id}`, {
+        name: 'Reconciliation job',
+      })
+      assert.equal(renamed.statusCode, 200, renamed.body)
+      assert.deepEqual(renamed.json(), await keyOf(key_id))
+      assert.equal(renamed.json().name, 'Reconciliation job')
+      assert.ok(!renamed.body.includes(secret))
+
+      // A revoked key keeps its name and can be renamed; null takes the name away.
+      assert.equal((await asUser(ctx, developer, 'DELETE', `/dashboard/api/keys/${key_id}`)).statusCode, 200)
+      const unnamed = await asUser(ctx, developer, 'PATCH', `/dashboard/api/keys/${key_id}`, { name: null })
+      assert.equal(unnamed.statusCode, 200, unnamed.body)
+      assert.equal((await keyOf(key_id))?.name, null)
+
+      const audit = (await auditRows(ctx, 'api_key_renamed')).filter((r) => r.target_id === key_id)
+      assert.deepEqual(
+        audit.map((row) => [row.actor_user_uuid, row.mode, row.details]),
+        [
+          [developer.uuid, 'test', { name: 'Reconciliation job' }],
+          [developer.uuid, 'test', { name: null }],
+        ],
+      )
+
+      for (const other of [ctx.other.keys.test.key_id, 'mk_test_nothing']) {
+        const res = await asUser(ctx, developer, 'PATCH', `/dashboard/api/keys/${other}`, { name: 'mine' })
+        assert.equal(res.statusCode, 404, res.body)
+        assert.equal(res.json().error.code, 'not_found')
+      }
+      const theirs = await ctx.db
+        .selectFrom('api_keys')
+        .select('name')
+        .where('key_id', '=', ctx.other.keys.test.key_id)
+        .executeTakeFirstOrThrow()
+      assert.equal(theirs.name, null)
+      for (const body of [
+        { name: '' },
+        { name: '   ' },
+        { name: 'a\nb' },
+        { name: 'n'.repeat(101) },
+        {},
+        { name: 1 },
+      ]) {
+        const res = await asUser(ctx, developer, 'PATCH', `/dashboard/api/keys/${key_id}`, body)
+        assert.equal(res.statusCode, 422, `${JSON.stringify(body)}: ${res.body}`)
+        assert.equal(res.json().error.code, 'validation_failed')
+      }
+    })
+
     it('refuses bad input with the error envelope, and changes without a session, Origin or CSRF token', async () => {
-      for (const body of [{ mode: 'prod' }, { mode: 'test', extra: 1 }, {}, { mode: 1 }]) {
+      for (const body of [
+        { mode: 'prod' },
+        { mode: 'test', extra: 1 },
+        {},
+        { mode: 1 },
+        { mode: 'test', name: '' },
+        { mode: 'test', name: '\t' },
+        { mode: 'test', name: 'n'.repeat(101) },
+      ]) {
         const res = await asUser(ctx, developer, 'POST', '/dashboard/api/keys', body)
         assert.equal(res.statusCode, 422, `${JSON.stringify(body)}: ${res.body}`)
         assert.equal(res.json().error.code, 'validation_failed')
