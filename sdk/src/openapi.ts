@@ -1122,7 +1122,13 @@ export interface components {
             reason: string | null;
             status: "pending" | "succeeded" | "failed";
             succeeded_at: string | null;
+            /** @description The refunded payment's amount. */
             transaction_amount_minor: number;
+            /**
+             * @description The refunded payment's `external_id`: the merchant's own reference of it.
+             * @example order-1042
+             */
+            transaction_external_id: string;
             /**
              * Format: uuid
              * @example 01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10

@@ -11,7 +11,7 @@ import { refundPosting } from './postings.ts'
 import * as repo from './repository.ts'
 import type { CreateRefundInput, RefundView } from './schemas.ts'
 import { askProviderToRefund, settleRefund } from './settle.ts'
-import { refundFields, refundView } from './view.ts'
+import { type RefundedPayment, refundFields, refundView } from './view.ts'
 
 /** The outcome of a create: the refund, and whether it was made by an earlier request with the same key. */
 export type CreatedRefund = KeptKeyCreated<RefundView>
@@ -46,8 +46,8 @@ export async function openRefund(
   account: PaymentAccount | null = null,
 ): Promise<{
   row: RefundRow
-  /** The refunded payment's amount; undefined for a replay of another payment's refund. */
-  transactionAmount: number | undefined
+  /** The refunded payment's amount and external id; undefined for a replay of another payment's refund. */
+  payment: RefundedPayment | undefined
   /** Pending and succeeded refunds of the payment with this one; null for a replay. */
   committedMinor: number | null
   replayed: boolean
@@ -68,8 +68,8 @@ export async function openRefund(
     if (earlier) {
       // The earlier refund may be another payment's (a key used again after its record was purged): its own
       // payment's amount is read with the view.
-      const amount = earlier.transaction_uuid === tx.uuid ? tx.amount : undefined
-      return { row: earlier, transactionAmount: amount, committedMinor: null, replayed: true }
+      const payment = earlier.transaction_uuid === tx.uuid ? tx : undefined
+      return { row: earlier, payment, committedMinor: null, replayed: true }
     }
     if (tx.status !== 'paid' && tx.status !== 'partially_refunded') {
       throw new AppError(
@@ -115,7 +115,7 @@ export async function openRefund(
       updated_at: now,
     })
     await ledger.post(trx, refundPosting(row, 'refund_debited', tx.settlement_currency, now))
-    return { row, transactionAmount: tx.amount, committedMinor: committedMinor + amount, replayed: false }
+    return { row, payment: tx, committedMinor: committedMinor + amount, replayed: false }
   })
 }
 
@@ -137,12 +137,12 @@ export async function createRefund(
     if (!earlier) throw error
     return { made: await refundView(deps, earlier), replayed: true }
   }
-  const { row, transactionAmount, replayed } = opened
+  const { row, payment, replayed } = opened
   // A replay's amounts are read now; a new refund's were read with it, under its payment's lock.
-  if (opened.committedMinor === null || transactionAmount === undefined)
-    return { made: await refundView(deps, row, transactionAmount), replayed }
+  if (opened.committedMinor === null || payment === undefined)
+    return { made: await refundView(deps, row, payment), replayed }
   const pending = refundFields(row, {
-    transactionAmountMinor: transactionAmount,
+    payment,
     cumulativeRefundedMinor: opened.committedMinor,
   })
   const outcome = await askProviderToRefund(deps, row)
@@ -155,7 +155,7 @@ export async function createRefund(
   const settled = await settleRefund(deps, row, outcome)
   return {
     made: refundFields(settled.row, {
-      transactionAmountMinor: transactionAmount,
+      payment,
       cumulativeRefundedMinor: settled.committedMinor,
     }),
     replayed,

@@ -17,7 +17,7 @@ export async function getRefund(
 ): Promise<RefundView> {
   const row = await foundByUuid('refund', uuid, (id) => repo.findRefund(deps.db, scopeOf(auth), id))
   const tx = await deps.transactions.get(auth, row.transaction_uuid)
-  return refundView(deps, row, tx.amount)
+  return refundView(deps, row, tx)
 }
 
 /** The refund this key made, as the create answered it: what a retry of a committed request replays. */

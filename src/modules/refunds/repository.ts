@@ -136,6 +136,9 @@ export function filtered(db: Executor, scope: Scope, filters: RefundFilters) {
       sql<number>`(SELECT t.amount FROM transactions t WHERE t.uuid = refunds.transaction_uuid)`.as(
         'transaction_amount_minor',
       ),
+      sql<string>`(SELECT t.external_id FROM transactions t WHERE t.uuid = refunds.transaction_uuid)`.as(
+        'transaction_external_id',
+      ),
       sql<string>`(SELECT coalesce(sum(r.amount_minor), 0) FROM refunds r
         WHERE r.transaction_uuid = refunds.transaction_uuid AND r.status IN ('pending', 'succeeded'))`.as(
         'cumulative_refunded_minor',

@@ -34,7 +34,11 @@ export const RefundResponse = Type.Object(
     cumulative_refunded_minor: Type.Integer({
       description: 'Pending and succeeded refunds of the transaction, this one included.',
     }),
-    transaction_amount_minor: Type.Integer(),
+    transaction_amount_minor: Type.Integer({ description: "The refunded payment's amount." }),
+    transaction_external_id: Type.String({
+      description: "The refunded payment's `external_id`: the merchant's own reference of it.",
+      examples: ['order-1042'],
+    }),
     reason: Nullable(Type.String()),
     succeeded_at: Nullable(Timestamp()),
     failed_at: Nullable(Timestamp()),

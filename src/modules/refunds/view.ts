@@ -5,10 +5,19 @@ import type { RefundDeps } from './deps.ts'
 import * as repo from './repository.ts'
 import type { RefundView } from './schemas.ts'
 
-/** The refund as the API shows it, beside its payment's amount and what has been refunded of it so far. */
+/** What a refund's view shows of its payment. */
+export interface RefundedPayment {
+  amount: number
+  external_id: string
+}
+
+/**
+ * The refund as the API shows it, beside its payment's amount and external id and what has been refunded of it
+ * so far.
+ */
 export function refundFields(
   row: RefundRow,
-  amounts: { transactionAmountMinor: number; cumulativeRefundedMinor: number },
+  amounts: { payment: RefundedPayment; cumulativeRefundedMinor: number },
 ): RefundView {
   return {
     uuid: row.uuid,
@@ -17,7 +26,8 @@ export function refundFields(
     currency: row.currency,
     status: row.status,
     cumulative_refunded_minor: amounts.cumulativeRefundedMinor,
-    transaction_amount_minor: amounts.transactionAmountMinor,
+    transaction_amount_minor: amounts.payment.amount,
+    transaction_external_id: amounts.payment.external_id,
     reason: row.reason,
     succeeded_at: iso(row.succeeded_at),
     failed_at: iso(row.failed_at),
@@ -31,10 +41,10 @@ export function refundFields(
 export async function refundView(
   deps: Pick<RefundDeps, 'db' | 'transactions'>,
   row: RefundRow,
-  transactionAmount?: number,
+  payment?: RefundedPayment,
 ): Promise<RefundView> {
   return refundFields(row, {
-    transactionAmountMinor: transactionAmount ?? (await deps.transactions.amountOf(row.transaction_uuid)),
+    payment: payment ?? (await deps.transactions.amountOf(row.transaction_uuid)),
     cumulativeRefundedMinor: await repo.committedMinor(deps.db, row.transaction_uuid),
   })
 }
@@ -42,7 +52,7 @@ export async function refundView(
 /** A refund of a list, whose amounts were read with it. */
 export const listedRefundView = (row: repo.ListedRefundRow): RefundView =>
   refundFields(row, {
-    transactionAmountMinor: Number(row.transaction_amount_minor),
+    payment: { amount: Number(row.transaction_amount_minor), external_id: row.transaction_external_id },
     cumulativeRefundedMinor: Number(row.cumulative_refunded_minor),
   })
 
@@ -61,6 +71,8 @@ export const REFUND_CSV_FIELDS = [
   'failed_at',
   'action_request_id',
   'message',
+  // Added after the others, so that an export read by column position keeps its columns.
+  'transaction_external_id',
 ] as const satisfies readonly (keyof RefundView)[]
 
 export const REFUND_CSV_COLUMNS = fieldColumns<RefundView>(REFUND_CSV_FIELDS)

@@ -121,9 +121,9 @@ export function exportTransactions(
 export const findTransactionByPaymentToken = (deps: Pick<TransactionDeps, 'db'>, token: string) =>
   repo.findByPaymentToken(deps.db, token)
 
-/** The transaction's amount in minor units, whoever owns it (a refund shows it beside its own). */
-export const transactionAmount = async (deps: Pick<TransactionDeps, 'db'>, uuid: string) =>
-  (await repo.findAmount(deps.db, uuid)).amount
+/** The transaction's amount in minor units and its external id, whoever owns it (a refund shows them beside its own). */
+export const transactionAmount = (deps: Pick<TransactionDeps, 'db'>, uuid: string) =>
+  repo.findAmount(deps.db, uuid)
 
 /** The transaction, locked for the rest of the caller's transaction (a worker's view: no owner check). */
 export async function lockTransaction(trx: Executor, uuid: string): Promise<TransactionRow> {

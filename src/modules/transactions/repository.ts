@@ -108,7 +108,11 @@ export const listPage = pagedList(filtered)
 
 /** The transaction's amount, whatever its merchant and mode. */
 export const findAmount = (db: Executor, uuid: string) =>
-  db.selectFrom('transactions').select('amount').where('uuid', '=', uuid).executeTakeFirstOrThrow()
+  db
+    .selectFrom('transactions')
+    .select(['amount', 'external_id'])
+    .where('uuid', '=', uuid)
+    .executeTakeFirstOrThrow()
 
 /** The transaction row, locked for the rest of the caller's transaction. */
 export const lockByUuid = async (db: Executor, uuid: string) =>

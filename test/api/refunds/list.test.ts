@@ -106,6 +106,11 @@ for (const backend of backends()) {
           .map((r: { cumulative_refunded_minor: number }) => r.cumulative_refunded_minor),
         [80000, 80000, 80000],
       )
+      // Each names its payment by the merchant's own reference, as support is asked about it.
+      assert.deepEqual(
+        all.data.map((r: { transaction_external_id: string }) => r.transaction_external_id),
+        [txB.external_id, txA.external_id, txA.external_id, txA.external_id],
+      )
       assert.ok(!uuids(all).includes(theirs.uuid) && !uuids(all).includes(live.uuid))
       assert.deepEqual(uuids(await list(m, '', 'live')), [live.uuid])
 
@@ -180,7 +185,7 @@ for (const backend of backends()) {
       // The columns docs/API.md lists for this export, in its order (new ones only ever at the end).
       assert.equal(
         csv.header.join(','),
-        'uuid,transaction_uuid,status,amount_minor,currency,cumulative_refunded_minor,transaction_amount_minor,reason,created_at,succeeded_at,failed_at,action_request_id,message',
+        'uuid,transaction_uuid,status,amount_minor,currency,cumulative_refunded_minor,transaction_amount_minor,reason,created_at,succeeded_at,failed_at,action_request_id,message,transaction_external_id',
       )
       assertSameRows(csv, json)
       assert.deepEqual([...new Set(csv.objects.map((row) => row.reason))].sort(), [

@@ -65,6 +65,7 @@ for (const backend of backends()) {
         ['succeeded', 50000, 'RUB', 50000, 150000, 'Returned one item'],
       )
       assert.ok(r1.succeeded_at)
+      assert.equal(r1.transaction_external_id, tx.external_id)
       assert.match(r1.action_request_id, /^[0-9a-f-]{36}$/)
       // ceil(500.00 RUB / 92.15) in micro USDT: 500 / 92.15 = 5.42593597… → 5425936
       assert.equal(await available(m), before - 5425936)
@@ -94,6 +95,7 @@ for (const backend of backends()) {
       })
       assert.equal(got.statusCode, 200)
       assert.equal(got.json().cumulative_refunded_minor, 150000)
+      assert.equal(got.json().transaction_external_id, tx.external_id)
       assert.equal((await ctx.services.ledger.verify()).ok, true)
     })
 
