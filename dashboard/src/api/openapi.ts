@@ -373,6 +373,8 @@ export interface components {
             ip: string | null;
             mode: string | null;
             target_id: string | null;
+            target_kind: ("payment" | "refund" | "payout" | "user" | "api_key" | "webhook" | "session" | "email" | "merchant") | null;
+            target_path: string | null;
             target_type: string | null;
             user_agent: string | null;
             uuid: string;
@@ -646,8 +648,28 @@ export interface operations {
     listAuditLog: {
         parameters: {
             query: {
+                /**
+                 * @description One action, or several comma-separated: user_invited, invitation_accepted, password_reset, user_disabled, user_role_changed, login_succeeded, login_failed, login_throttled, logout, logout_everywhere, api_operation, totp_enrolment_started, totp_enabled, totp_disabled, totp_code_rejected, merchant_security_changed, api_key_created, api_key_revoked, api_key_renamed, webhook_secret_revealed.
+                 * @example api_key_created,api_key_revoked
+                 */
+                action?: string;
+                /**
+                 * @description Only what this person did (their uuid, as the people page lists it).
+                 * @example 01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10
+                 */
+                actor_user_uuid?: string;
                 cursor?: string;
+                /**
+                 * @description YYYY-MM-DD (UTC) or a date-time; inclusive, on created_at.
+                 * @example 2026-11-01
+                 */
+                from?: string;
                 per_page: number;
+                /**
+                 * @description YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive.
+                 * @example 2026-11-30
+                 */
+                to?: string;
             };
             header?: never;
             path?: never;
@@ -655,14 +677,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of the audit log. */
+            /** @description A page of the audit log. With `Accept: text/csv`: every matching row as CSV (no pagination; the same filters), streamed; see the guide's Exports section. */
             200: {
                 headers: {
+                    /** @description On a CSV answer: `attachment; filename="<list>.csv"`. */
+                    "Content-Disposition"?: string;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["AuditPage"];
+                    "text/csv": string;
                 };
             };
             /** @description No live session: sign in to the dashboard. */

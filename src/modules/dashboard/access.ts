@@ -130,14 +130,20 @@ export function dashboardAccess(deps: {
   }
 }
 
-/** The object an answer names (its `uuid`), for the audit log. */
-function targetOf(payload: unknown): DashboardAction['target'] {
-  if (typeof payload !== 'string') return undefined
+/**
+ * The object an answer names (its `uuid`), for the audit log, and the payment it belongs to (a refund's
+ * `transaction_uuid`), so that the log can link the page that shows it.
+ */
+function targetOf(payload: unknown): Pick<DashboardAction, 'target' | 'details'> {
+  if (typeof payload !== 'string') return {}
   try {
-    const uuid = (JSON.parse(payload) as { uuid?: unknown }).uuid
-    return typeof uuid === 'string' ? { type: 'object', id: uuid } : undefined
+    const { uuid, transaction_uuid } = JSON.parse(payload) as { uuid?: unknown; transaction_uuid?: unknown }
+    return {
+      ...(typeof uuid === 'string' && { target: { type: 'object', id: uuid } }),
+      ...(typeof transaction_uuid === 'string' && { details: { transaction_uuid } }),
+    }
   } catch {
-    return undefined
+    return {}
   }
 }
 
@@ -155,12 +161,14 @@ export function registerDashboardAnswers(app: FastifyInstance, users: Pick<UserS
     reply.header('cache-control', 'no-store')
     if (!CHANGES.has(request.method) || reply.statusCode >= 300) return payload
     if (reply.getHeader('idempotent-replayed')) return payload
+    const { target, details } = targetOf(payload)
     await users.audit(selfOf(session, request), {
       action: 'api_operation',
-      target: targetOf(payload),
+      target,
       mode: request.auth?.mode ?? null,
       details: {
         operation: (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId,
+        ...details,
         ...(request.dashboardStepUp && { totp_step_up: true }),
       },
       at: new Date(),

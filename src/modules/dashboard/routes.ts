@@ -4,11 +4,14 @@ import { type Static, Type } from 'typebox'
 import type { Mode } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
 import { AppError, errorResponses } from '../../http/errors.ts'
+import { exportQuery } from '../../http/pagination.ts'
 import { answers } from '../../http/routes.ts'
 import { Ref, UuidParams } from '../../http/schemas.ts'
 import type { SessionRequirement } from '../../http/session.ts'
 import { registerValidators } from '../../http/validation.ts'
+import { mapBatches } from '../../lib/lists.ts'
 import { iso } from '../../lib/time.ts'
 import { keyName, type ListedKey, type MerchantService } from '../merchants/service.ts'
 import { PAYMENT_METHODS } from '../transactions/schemas.ts'
@@ -18,6 +21,7 @@ import type { UserService } from '../users/service.ts'
 import type { DashboardSession } from '../users/sessions.ts'
 import type { Self } from '../users/totp.ts'
 import type { WebhookService } from '../webhooks/service.ts'
+import { AUDIT_CSV_COLUMNS, auditEntryView, auditFilters } from './audit-view.ts'
 import {
   cookieIsSecure,
   fromOf,
@@ -349,18 +353,32 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
       summary: 'Read the audit log',
       description: 'What was done in the dashboard and by the operator, newest first, a page at a time.',
       querystring: AuditQuery,
-      response: answers(200, AuditPage, 'A page of the audit log.', 422),
+      response: {
+        200: jsonOrCsv(
+          AuditPage,
+          'A page of the audit log.',
+          AUDIT_CSV_COLUMNS.map((column) => column.header),
+        ),
+        ...errorResponses(422),
+      },
     }),
-    async (request) => {
-      const session = sessionOf(request)
-      const page = await users.auditLog(session.user.merchant_uuid, {
+    async (request, reply) => {
+      const merchantUuid = sessionOf(request).user.merchant_uuid
+      if (wantsCsv(request)) {
+        const filters = auditFilters(exportQuery(request.query))
+        return sendCsv(
+          reply,
+          'audit-log',
+          AUDIT_CSV_COLUMNS,
+          mapBatches(users.auditExport(merchantUuid, filters), auditEntryView),
+        )
+      }
+      const page = await users.auditLog(merchantUuid, {
         cursor: request.query.cursor,
         perPage: request.query.per_page,
+        filters: auditFilters(request.query),
       })
-      return {
-        data: page.data.map(({ created_at, ...row }) => ({ ...row, at: iso(created_at) })),
-        next_cursor: page.nextCursor,
-      }
+      return { data: page.data.map(auditEntryView), next_cursor: page.nextCursor }
     },
   )
 

@@ -1,9 +1,11 @@
 import { type Static, Type } from 'typebox'
 import { ModeSchema, UserRoleSchema, UserStatusSchema } from '../../db/enums.ts'
+import { DateRangeQuery, OneOrSeveral } from '../../http/pagination.ts'
 import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts'
 import { LiteralUnion } from '../../lib/schema.ts'
 import { API_KEY_NAME_MAX_LENGTH, API_KEY_NAME_PATTERN } from '../merchants/service.ts'
 import { PaymentMethod } from '../transactions/schemas.ts'
+import { AUDIT_ACTIONS } from '../users/audit.ts'
 import { PERMISSIONS } from '../users/roles.ts'
 
 /**
@@ -101,9 +103,33 @@ export const AuditQuery = Type.Object(
   {
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
     per_page: Type.Integer({ minimum: 1, maximum: 100, default: 25 }),
+    actor_user_uuid: Type.Optional(
+      Uuid('Only what this person did (their uuid, as the people page lists it).'),
+    ),
+    action: OneOrSeveral(AUDIT_ACTIONS, {
+      description: `One action, or several comma-separated: ${AUDIT_ACTIONS.join(', ')}.`,
+      examples: ['api_key_created,api_key_revoked'],
+    }),
+    from: DateRangeQuery.date_from,
+    to: DateRangeQuery.date_to,
   },
   { additionalProperties: false },
 )
+
+export type AuditQuery = Static<typeof AuditQuery>
+
+/** What an audit row's target is, for the page to name it and link it. */
+export const AUDIT_TARGET_KINDS = [
+  'payment',
+  'refund',
+  'payout',
+  'user',
+  'api_key',
+  'webhook',
+  'session',
+  'email',
+  'merchant',
+] as const
 
 export const AuditEntryView = Type.Object(
   {
@@ -115,6 +141,12 @@ export const AuditEntryView = Type.Object(
     actor_email: Type.Union([Type.String(), Type.Null()]),
     target_type: Type.Union([Type.String(), Type.Null()]),
     target_id: Type.Union([Type.String(), Type.Null()]),
+    target_kind: Nullable(LiteralUnion(AUDIT_TARGET_KINDS)),
+    /**
+     * The dashboard page that shows the target, relative to the root of a mode (`/payments/…`): the row's
+     * `mode`, or any mode when it has none. Null when no page shows it.
+     */
+    target_path: Nullable(Type.String({ examples: ['/payments/01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'] })),
     mode: Type.Union([Type.String(), Type.Null()]),
     ip: Type.Union([Type.String(), Type.Null()]),
     user_agent: Type.Union([Type.String(), Type.Null()]),
@@ -122,6 +154,8 @@ export const AuditEntryView = Type.Object(
   },
   { $id: 'AuditEntry', description: 'One row of the audit log: who did what, on what, when, from where.' },
 )
+
+export type AuditEntryView = Static<typeof AuditEntryView>
 
 export const AuditPage = Type.Object(
   {

@@ -4,38 +4,42 @@ import { newId } from '../../lib/ids.ts'
 import { type Actor, dashboardActor, type From } from './deps.ts'
 import * as repo from './repository.ts'
 
-/** The actions the audit log records. */
-export type AuditAction =
-  | 'user_invited'
-  | 'invitation_accepted'
-  /** The operator gave a user a new generated password (and ended their sessions). */
-  | 'password_reset'
-  | 'user_disabled'
-  | 'user_role_changed'
-  | 'login_succeeded'
-  | 'login_failed'
-  | 'login_throttled'
-  | 'logout'
-  | 'logout_everywhere'
-  /** An operation of the merchant API done in the dashboard (a refund, say): `details.operation` names it. */
-  | 'api_operation'
-  | 'totp_enrolment_started'
-  | 'totp_enabled'
-  | 'totp_disabled'
-  | 'totp_code_rejected'
-  | 'merchant_security_changed'
-  /** An API key made or revoked from the dashboard (its key_id is the target; never its secret). */
-  | 'api_key_created'
-  | 'api_key_revoked'
-  /** An API key's name given, changed or taken away (`details.name`: the new name, or null). */
-  | 'api_key_renamed'
+/** The actions the audit log records: one list, for the writers' type and the log's `action` filter. */
+export const AUDIT_ACTIONS = [
+  'user_invited',
+  'invitation_accepted',
+  // The operator gave a user a new generated password (and ended their sessions).
+  'password_reset',
+  'user_disabled',
+  'user_role_changed',
+  'login_succeeded',
+  'login_failed',
+  'login_throttled',
+  'logout',
+  'logout_everywhere',
+  // An operation of the merchant API done in the dashboard (a refund, say): `details.operation` names it.
+  'api_operation',
+  'totp_enrolment_started',
+  'totp_enabled',
+  'totp_disabled',
+  'totp_code_rejected',
+  'merchant_security_changed',
+  // An API key made or revoked from the dashboard (its key_id is the target; never its secret).
+  'api_key_created',
+  'api_key_revoked',
+  // An API key's name given, changed or taken away (`details.name`: the new name, or null).
+  'api_key_renamed',
+  // The webhook signing secret of a mode shown in the dashboard (the mode is the target; never the secret).
+  'webhook_secret_revealed',
+] as const
+export type AuditAction = (typeof AUDIT_ACTIONS)[number]
 
 export interface AuditEntry {
   action: AuditAction
   merchantUuid: string | null
   /** Who acted; for a sign-in, the user signing in (null when the email names nobody). */
   actor: Actor | ({ via: 'dashboard'; userUuid: string | null } & From)
-  target?: { type: 'user' | 'email' | 'session' | 'object' | 'merchant' | 'api_key'; id: string }
+  target?: { type: 'user' | 'email' | 'session' | 'object' | 'merchant' | 'api_key' | 'webhook'; id: string }
   mode?: Mode | null
   details?: Record<string, unknown>
   at: Date

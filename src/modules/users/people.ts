@@ -1,7 +1,7 @@
 import type { UserRole } from '../../db/enums.ts'
 import type { Executor } from '../../db/index.ts'
 import { AppError, notFound, validationError } from '../../http/errors.ts'
-import { decodeCursor, encodeCursor } from '../../http/pagination.ts'
+import { decodeCursor, encodeCursor, filterDigest } from '../../http/pagination.ts'
 import { isUuid, randomBase62 } from '../../lib/ids.ts'
 import { hashPassword } from '../../lib/passwords.ts'
 import { iso } from '../../lib/time.ts'
@@ -177,19 +177,29 @@ export async function changeRole(deps: UserDeps, manager: Manager, userUuid: str
   })
 }
 
-/** What a cursor of the audit log is made under: a cursor of another list is refused. */
-const AUDIT_DIGEST = 'dashboard-audit-log'
+/** What a cursor of the audit log is made under: a cursor of another list, or other filters, is refused. */
+const auditDigest = (filters: repo.AuditFilters) =>
+  `dashboard-audit-log:${filterDigest({
+    actor_user_uuid: filters.actorUserUuid,
+    action: filters.actions?.join(','),
+    from: filters.from?.toISOString(),
+    to: filters.to?.toISOString(),
+  })}`
 
-/** One page of the merchant's audit log, newest first, and the cursor of the next page (null at the end). */
+/**
+ * One page of the merchant's audit log that the filters match, newest first, and the cursor of the next page
+ * (null at the end), bound to the filters.
+ */
 export async function auditLog(
   deps: UserDeps,
   merchantUuid: string,
-  page: { cursor?: string; perPage: number },
+  page: { cursor?: string; perPage: number; filters: repo.AuditFilters },
 ) {
-  const cursor = page.cursor ? decodeCursor(page.cursor, AUDIT_DIGEST) : null
+  const digest = auditDigest(page.filters)
+  const cursor = page.cursor ? decodeCursor(page.cursor, digest) : null
   if (cursor && cursor.direction !== 'next')
     throw validationError('cursor', 'is not a cursor of the audit log')
-  const rows = await repo.auditPage(deps.db, merchantUuid, cursor, page.perPage + 1)
+  const rows = await repo.auditPage(deps.db, merchantUuid, page.filters, cursor, page.perPage + 1)
   const more = rows.length > page.perPage
   const data = more ? rows.slice(0, page.perPage) : rows
   const last = data[data.length - 1]
@@ -197,7 +207,7 @@ export async function auditLog(
     data,
     nextCursor:
       more && last
-        ? encodeCursor({ direction: 'next', createdAt: iso(last.created_at), uuid: last.uuid }, AUDIT_DIGEST)
+        ? encodeCursor({ direction: 'next', createdAt: iso(last.created_at), uuid: last.uuid }, digest)
         : null,
   }
 }

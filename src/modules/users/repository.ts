@@ -2,7 +2,7 @@ import type { Insertable, Updateable } from 'kysely'
 import { sql } from 'kysely'
 import type { UserRole } from '../../db/enums.ts'
 import type { Executor, Trx } from '../../db/index.ts'
-import { type Cursor, keysetPage } from '../../db/keyset.ts'
+import { type Cursor, keysetBatches, keysetPage } from '../../db/keyset.ts'
 import { revokeLive } from '../../db/queries.ts'
 import type { DashboardAuditLogTable, DashboardSessionsTable, MerchantUsersTable } from '../../db/types.ts'
 
@@ -286,31 +286,58 @@ export async function countRecent(
   return Number(row.n)
 }
 
-/** One page of the merchant's audit log, newest first, with the acting user's email. */
-export const auditPage = (db: Executor, merchantUuid: string, cursor: Cursor | null, limit: number) =>
-  keysetPage(
-    db
-      .selectFrom('dashboard_audit_log as a')
-      .leftJoin('merchant_users as u', 'u.uuid', 'a.actor_user_uuid')
-      .select([
-        'a.uuid',
-        'a.created_at',
-        'a.action',
-        'a.via',
-        'a.actor_user_uuid',
-        'u.email as actor_email',
-        'a.target_type',
-        'a.target_id',
-        'a.mode',
-        'a.ip',
-        'a.user_agent',
-        'a.details',
-      ])
-      .where('a.merchant_uuid', '=', merchantUuid),
-    cursor,
-    limit,
-    { time: 'a.created_at', id: 'a.uuid' },
-  )
+/** What the audit log may be narrowed to: who acted, which actions, when (both ends inclusive). */
+export interface AuditFilters {
+  actorUserUuid?: string
+  actions?: string[]
+  from?: Date
+  to?: Date
+}
+
+/**
+ * The merchant's audit rows the filters match, with the acting user's email, unordered: a page is `keysetPage`
+ * of it, an export walks it with `keysetBatches`.
+ */
+function filteredAudit(db: Executor, merchantUuid: string, filters: AuditFilters) {
+  let query = db
+    .selectFrom('dashboard_audit_log as a')
+    .leftJoin('merchant_users as u', 'u.uuid', 'a.actor_user_uuid')
+    .select([
+      'a.uuid',
+      'a.created_at',
+      'a.action',
+      'a.via',
+      'a.actor_user_uuid',
+      'u.email as actor_email',
+      'a.target_type',
+      'a.target_id',
+      'a.mode',
+      'a.ip',
+      'a.user_agent',
+      'a.details',
+    ])
+    .where('a.merchant_uuid', '=', merchantUuid)
+  if (filters.actorUserUuid) query = query.where('a.actor_user_uuid', '=', filters.actorUserUuid)
+  if (filters.actions?.length) query = query.where('a.action', 'in', filters.actions)
+  if (filters.from) query = query.where('a.created_at', '>=', filters.from)
+  if (filters.to) query = query.where('a.created_at', '<=', filters.to)
+  return db.selectFrom(query.as('audit')).selectAll()
+}
+
+/** One page of the merchant's audit log that the filters match, newest first. */
+export const auditPage = (
+  db: Executor,
+  merchantUuid: string,
+  filters: AuditFilters,
+  cursor: Cursor | null,
+  limit: number,
+) => keysetPage(filteredAudit(db, merchantUuid, filters), cursor, limit)
+
+export type AuditLogRow = Awaited<ReturnType<typeof auditPage>>[number]
+
+/** Every row of the merchant's audit log that the filters match, newest first, in batches: an export. */
+export const auditBatches = (db: Executor, merchantUuid: string, filters: AuditFilters) =>
+  keysetBatches(filteredAudit(db, merchantUuid, filters))
 
 /**
  * Deletes sessions that ended before `before`: a session ends at the first of its revocation and its idle

@@ -15,6 +15,10 @@ import {
   type Manager,
   resetPassword,
 } from './people.ts'
+import { type AuditFilters, auditBatches } from './repository.ts'
+
+export type { AuditFilters, AuditLogRow } from './repository.ts'
+
 import {
   authenticate,
   type DashboardSession,
@@ -59,8 +63,11 @@ export function createUserService(input: {
     disableMember: (manager: Manager, userUuid: string) => disableMember(deps, manager, userUuid),
     changeRole: (manager: Manager, userUuid: string, role: UserRole) =>
       changeRole(deps, manager, userUuid, role),
-    auditLog: (merchantUuid: string, page: { cursor?: string; perPage: number }) =>
+    auditLog: (merchantUuid: string, page: { cursor?: string; perPage: number; filters: AuditFilters }) =>
       auditLog(deps, merchantUuid, page),
+    /** Every row of the merchant's audit log the filters match, newest first, in batches (an export). */
+    auditExport: (merchantUuid: string, filters: AuditFilters) =>
+      auditBatches(deps.db, merchantUuid, filters),
     /**
      * Writes what a dashboard user did to the audit log: in `trx`, with the change it records, when the change
      * has one (an API key made or revoked); else on its own.

@@ -351,6 +351,8 @@ for (const backend of backends()) {
         'ip',
         'mode',
         'target_id',
+        'target_kind',
+        'target_path',
         'target_type',
         'user_agent',
         'uuid',
@@ -364,6 +366,8 @@ for (const backend of backends()) {
       assert.equal(newest?.user_agent, 'dashboard-test')
       assert.equal(newest?.target_type, 'user')
       assert.equal(newest?.target_id, member.uuid)
+      assert.equal(newest?.target_kind, 'user')
+      assert.equal(newest?.target_path, '/settings/people')
       assert.deepEqual(newest?.details, { email: member.email, from: 'developer', to: 'admin' })
       const times = seen.map((r) => Date.parse(r.at as string))
       assert.deepEqual(
