@@ -170,6 +170,12 @@ export class MerchantGateway {
   readonly balances = {
     list: (options?: RequestOptions) =>
       this.get<'listBalances'>('/integration/balances', [], undefined, options),
+    /**
+     * Per currency over a period (`from`, `to`: dates or date-times, both inclusive, both optional): the opening
+     * balance, what moved it by kind, and the closing balance.
+     */
+    summary: (query: QueryOf<'getBalanceSummary'> = {}, options?: RequestOptions) =>
+      this.get<'getBalanceSummary'>('/integration/balances/summary', [], query, options),
   }
 
   readonly balanceTransactions = {

@@ -61,6 +61,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/integration/balances/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The merchant's balances over a period
+         * @description Per currency, in the mode of the key: the opening balance, what the period’s balance transactions moved by kind (payments, fees, refunds, payouts, transfers between your own balances, adjustments), and the closing balance, which is always the opening balance plus the period’s balance transactions. With `Accept: text/csv`, the same rows as CSV.
+         */
+        get: operations["getBalanceSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/integration/events": {
         parameters: {
             query?: never;
@@ -650,6 +670,66 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
+        BalanceSummaryResponse: {
+            /** @description One row per currency that had a movement up to `to`, and the settlement currency, by currency. */
+            data: components["schemas"]["BalanceSummaryRow"][];
+            from: string | null;
+            /**
+             * Format: date-time
+             * @description The end of the period.
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            to: string;
+        };
+        BalanceSummaryRow: {
+            /**
+             * @description Any other movement (`adjustment`). Minor units, signed as balance transactions are.
+             * @example 0
+             */
+            adjustments: number;
+            /**
+             * @description How many balance transactions of this currency the period had.
+             * @example 12
+             */
+            balance_transactions: number;
+            /**
+             * @description The total balance at the end of `to`: opening_balance + payments + fees + refunds + payouts + transfers + adjustments. Minor units, signed as balance transactions are.
+             * @example 4680000
+             */
+            closing_balance: number;
+            /** @example USDT */
+            currency: string;
+            /**
+             * @description The payout fees the gateway took (negative). Minor units, signed as balance transactions are.
+             * @example -20000
+             */
+            fees: number;
+            /**
+             * @description The total balance (available + pending + reserved) just before `from`. Minor units, signed as balance transactions are.
+             * @example 1000000
+             */
+            opening_balance: number;
+            /**
+             * @description What paid transactions credited (`payment`): net of their fees. Minor units, signed as balance transactions are.
+             * @example 5000000
+             */
+            payments: number;
+            /**
+             * @description What completed payouts paid out, their fees not included (`payout` less the fees). Minor units, signed as balance transactions are.
+             * @example -1000000
+             */
+            payouts: number;
+            /**
+             * @description Refunds debited (`refund`), less failed refunds given back (`refund_reversal`). Minor units, signed as balance transactions are.
+             * @example -300000
+             */
+            refunds: number;
+            /**
+             * @description Moves between the merchant’s own balances (`settlement`, `payout_reserve`, `payout_release`): 0 on the total. Minor units, signed as balance transactions are.
+             * @example 0
+             */
+            transfers: number;
+        };
         BalanceTransactionCursorPage: {
             data: components["schemas"]["BalanceTransactionResponse"][];
             meta: components["schemas"]["CursorMeta"];
@@ -1637,6 +1717,109 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IntegrationBalancesResponse"];
+                };
+            };
+            /** @description Missing, malformed, wrong, expired or revoked credentials. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation failed (`errors` names the fields), or a business rule refused the request (see `error.code`). */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description Rate limit exceeded. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying: on a 429 until the next request is allowed; on a 409 `idempotency_request_in_progress` and a 503 `unavailable`, 1. */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal error. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Temporarily unavailable, or the FX rate is out of date (`fx_rate_unavailable`): retry later. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    getBalanceSummary: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The first moment of the period: YYYY-MM-DD (UTC, from its start) or a date-time; inclusive. Without it, the period starts with the first movement (opening balance 0).
+                 * @example 2026-11-01
+                 */
+                from?: string;
+                /**
+                 * @description The last moment of the period: YYYY-MM-DD (UTC, the whole day) or a date-time; inclusive. Without it, now.
+                 * @example 2026-11-30
+                 */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The summary. With `Accept: text/csv`: every matching row as CSV (no pagination; the same filters), streamed; see the guide's Exports section. */
+            200: {
+                headers: {
+                    /** @description On a CSV answer: `attachment; filename="<list>.csv"`. */
+                    "Content-Disposition"?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BalanceSummaryResponse"];
+                    "text/csv": string;
                 };
             };
             /** @description Missing, malformed, wrong, expired or revoked credentials. */

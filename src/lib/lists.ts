@@ -8,3 +8,8 @@ export async function* mapBatches<R, V>(
 ): AsyncGenerator<V[]> {
   for await (const batch of batches) yield batch.map(view)
 }
+
+/** `rows` as the one batch of an export (an answer already whole, such as a summary). */
+export async function* oneBatch<V>(rows: V[]): AsyncGenerator<V[]> {
+  yield rows
+}

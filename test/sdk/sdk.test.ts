@@ -251,6 +251,26 @@ for (const backend of backends()) {
       // The payment's own movements: payment, then settlement (two items).
       const own = await mg.balanceTransactions.list({ source_uuid: tx.uuid }).toArray()
       assert.deepEqual(own.map((m) => m.type).sort(), ['payment', 'settlement', 'settlement'])
+
+      // The summary of the period since the refund: the refund's debit, on the balance it ends at.
+      const summary = await mg.balances.summary({ from: move.created_at })
+      assert.equal(summary.from, move.created_at)
+      const [row] = summary.data.filter((r) => r.currency === 'USDT')
+      assert.ok(row)
+      assert.equal(row.refunds, move.amount)
+      assert.equal(row.closing_balance, (await usdt(mg)).total)
+      assert.equal(
+        row.closing_balance,
+        row.opening_balance +
+          row.payments +
+          row.fees +
+          row.refunds +
+          row.payouts +
+          row.transfers +
+          row.adjustments,
+      )
+      const [get] = received(from, 'GET', '/integration/balances/summary')
+      assert.equal(get?.auth, 'apiKey')
     })
 
     it('payouts (signed): quote, create, get, list, sandbox completed and failed, and the USDT balance', async () => {

@@ -21,6 +21,7 @@ export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
   getRefund: 'read',
   createRefund: 'refund',
   listBalances: 'read',
+  getBalanceSummary: 'read',
   listBalanceTransactions: 'read',
   getBalanceTransaction: 'read',
   listRates: 'read',

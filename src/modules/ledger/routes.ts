@@ -1,15 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { authOf } from '../../http/auth.ts'
+import { jsonOrCsv, sendCsv, wantsCsv } from '../../http/csv.ts'
+import { errorResponses } from '../../http/errors.ts'
 import { answers, getByUuid, keyOperation, listWithCsv } from '../../http/routes.ts'
 import { sharedSchemas, Timestamp } from '../../http/schemas.ts'
+import { oneBatch } from '../../lib/lists.ts'
 import { BALANCE_TRANSACTION_CSV_COLUMNS } from './balance-transactions.ts'
 import {
+  BalanceSummaryQuery,
+  BalanceSummaryResponse,
+  BalanceSummaryRow,
   BalanceTransactionCursorPage,
   BalanceTransactionResponse,
   ListBalanceTransactionsQuery,
 } from './schemas.ts'
 import type { LedgerService } from './service.ts'
+import { BALANCE_SUMMARY_CSV_COLUMNS, summaryCsvRows } from './summary.ts'
 
 export const MerchantBalance = Type.Object(
   {
@@ -31,7 +38,14 @@ export const IntegrationBalancesResponse = Type.Object(
 const tags = ['Balances']
 
 export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }> = sharedSchemas(
-  [MerchantBalance, IntegrationBalancesResponse, BalanceTransactionResponse, BalanceTransactionCursorPage],
+  [
+    MerchantBalance,
+    IntegrationBalancesResponse,
+    BalanceTransactionResponse,
+    BalanceTransactionCursorPage,
+    BalanceSummaryRow,
+    BalanceSummaryResponse,
+  ],
   async (app, { ledger }) => {
     app.get(
       '/integration/balances',
@@ -46,6 +60,32 @@ export const balanceRoutes: FastifyPluginAsyncTypebox<{ ledger: LedgerService }>
       (request) => {
         const { merchant, mode } = authOf(request)
         return ledger.balancesView(merchant, mode)
+      },
+    )
+
+    app.get(
+      '/integration/balances/summary',
+      keyOperation({
+        operationId: 'getBalanceSummary',
+        summary: "The merchant's balances over a period",
+        description:
+          'Per currency, in the mode of the key: the opening balance, what the period’s balance transactions moved by kind (payments, fees, refunds, payouts, transfers between your own balances, adjustments), and the closing balance, which is always the opening balance plus the period’s balance transactions. With `Accept: text/csv`, the same rows as CSV.',
+        tags,
+        querystring: BalanceSummaryQuery,
+        response: {
+          200: jsonOrCsv(
+            BalanceSummaryResponse,
+            'The summary.',
+            BALANCE_SUMMARY_CSV_COLUMNS.map((column) => column.header),
+          ),
+          ...errorResponses(401, 422),
+        },
+      }),
+      async (request, reply) => {
+        const summary = await ledger.summary(authOf(request), request.query)
+        return wantsCsv(request)
+          ? sendCsv(reply, 'balance-summary', BALANCE_SUMMARY_CSV_COLUMNS, oneBatch(summaryCsvRows(summary)))
+          : summary
       },
     )
 

@@ -9,7 +9,8 @@ import { newId } from '../../lib/ids.ts'
 import { BALANCE_TRANSACTION_LIST, getBalanceTransaction } from './balance-transactions.ts'
 import type { LedgerDeps } from './deps.ts'
 import * as repo from './repository.ts'
-import type { ListBalanceTransactionsInput } from './schemas.ts'
+import type { BalanceSummaryInput, ListBalanceTransactionsInput } from './schemas.ts'
+import { balanceSummary } from './summary.ts'
 
 export interface Posting {
   merchantUuid: string
@@ -64,6 +65,8 @@ export function createLedgerService(deps: LedgerDeps) {
     exportBalanceTransactions: (auth: AuthContext, query: ListBalanceTransactionsInput) =>
       filteredExport(deps, auth, BALANCE_TRANSACTION_LIST, query),
     getBalanceTransaction: (auth: AuthContext, uuid: string) => getBalanceTransaction(deps, auth, uuid),
+    summary: (auth: AuthContext, query: BalanceSummaryInput) =>
+      balanceSummary(db, auth.merchant, auth.mode, query),
     verify: () => verifyLedger(db),
   }
 }

@@ -383,6 +383,9 @@ export const ROUTE_TABLE: SecurityRoute[] = [
   ),
   ...simulations<CreatedPayout>('payouts', ['completed', 'failed'], createPayout),
   keyGet<null>('GET /integration/balances', nothing, () => '/integration/balances', { kind: 'none' }),
+  keyGet<null>('GET /integration/balances/summary', nothing, () => '/integration/balances/summary', {
+    kind: 'none',
+  }),
   keyGet<CreatedBalanceTransaction>(
     'GET /integration/balance-transactions',
     paidBalanceTransaction,
