@@ -325,6 +325,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     transactions: services.transactions,
     webhooks: services.webhooks,
     merchants: services.merchants,
+    users: services.users,
   })
   await app.register(dashboardPages)
 

@@ -50,6 +50,9 @@ export const DASHBOARD_OPERATIONS: Readonly<Record<string, Permission>> = {
   dashboardStats: 'read',
   dashboardMerchantProfile: 'read',
   dashboardDeliveryAttempts: 'developer_tools',
+  dashboardSearch: 'read',
+  // Shows the webhook signing secret, which the configuration's answers to a page leave masked.
+  revealWebhookSecret: 'developer_tools',
 }
 
 /**
@@ -67,6 +70,28 @@ export const TEST_MODE_OPERATIONS: ReadonlySet<string> = new Set(
  */
 export const STEP_UP_OPERATIONS: ReadonlySet<string> = new Set(['createPayout'])
 
+/**
+ * The operations that need that code from every user who has a second factor, whether or not the merchant
+ * requires one: what they show would let its holder forge the merchant's webhooks.
+ */
+export const STEP_UP_WITH_SECOND_FACTOR: ReadonlySet<string> = new Set(['revealWebhookSecret'])
+
+/** Whether `operation` needs a step-up code from this user of this merchant. */
+const needsStepUp = (operation: string, userHasTotp: boolean, merchantRequiresTotp: boolean) =>
+  (STEP_UP_OPERATIONS.has(operation) && merchantRequiresTotp) ||
+  (STEP_UP_WITH_SECOND_FACTOR.has(operation) && (merchantRequiresTotp || userHasTotp))
+
+/**
+ * The merchant API's answers that carry the webhook signing secret: a page's call gets it masked (MASKED_SECRET);
+ * the secret itself only through revealWebhookSecret, with its step-up and its audit row. A rotation's answer
+ * keeps the new secret: it is shown once, as a new API key's is.
+ */
+const MASKED_SECRET_OPERATIONS: ReadonlySet<string> = new Set(['getWebhookConfig', 'updateWebhookConfig'])
+
+/** A secret as a page shows it unrevealed: its kind and its last four characters. */
+export const maskSecret = (secret: string) =>
+  `${secret.slice(0, secret.indexOf('_') + 1)}••••${secret.slice(-4)}`
+
 /** The header a page sends the step-up code in. */
 export const STEP_UP_HEADER = 'x-dashboard-totp'
 
@@ -74,6 +99,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The operation was confirmed with a second-factor code (STEP_UP_OPERATIONS), for the audit log. */
     dashboardStepUp?: boolean
+    /** The operation wrote its own audit row (with its own action): the generic one is not written. */
+    dashboardAudited?: boolean
   }
 }
 
@@ -116,7 +143,7 @@ export function dashboardAccess(deps: {
       const merchant = await deps.merchants.getMerchant(session.user.merchant_uuid)
       if (!merchant) throw new AppError('unauthorized', 'Sign in to the dashboard: there is no live session.')
       // Last, once everything else holds: a code is used up by this check, so it is not spent on a refusal.
-      if (STEP_UP_OPERATIONS.has(operationId) && merchant.dashboard_require_totp) {
+      if (needsStepUp(operationId, session.user.totp_enabled, merchant.dashboard_require_totp)) {
         const code = request.headers[STEP_UP_HEADER]
         await deps.users.verifyStepUp(
           selfOf(session, request),
@@ -148,9 +175,21 @@ function targetOf(payload: unknown): Pick<DashboardAction, 'target' | 'details'>
   }
 }
 
+/** A JSON answer whose `secret` is masked (maskSecret); anything else as it is. */
+function maskedSecretOf(payload: unknown): unknown {
+  if (typeof payload !== 'string') return payload
+  try {
+    const answer = JSON.parse(payload) as { secret?: unknown }
+    if (typeof answer.secret !== 'string') return payload
+    return JSON.stringify({ ...answer, secret: maskSecret(answer.secret) })
+  } catch {
+    return payload
+  }
+}
+
 /**
  * What the answers of a page's calls of the merchant API add: `Cache-Control: no-store` (a shared computer's
- * browser keeps no copy), and for every change the audit log row, written before the answer leaves: who, which
+ * browser keeps no copy), the webhook signing secret masked (MASKED_SECRET_OPERATIONS), and for every change the audit log row, written before the answer leaves: who, which
  * operation, on what, in which mode, from where. A replayed answer (the same Idempotency-Key) changed nothing
  * and is not written again. (The dashboard's own routes, whose session the guard keeps without a caller of the
  * merchant API, write their own rows.)
@@ -160,20 +199,23 @@ export function registerDashboardAnswers(app: FastifyInstance, users: Pick<UserS
     const session = request.dashboardSession
     if (!session || !request.auth) return payload
     reply.header('cache-control', 'no-store')
-    if (!CHANGES.has(request.method) || reply.statusCode >= 300) return payload
-    if (reply.getHeader('idempotent-replayed')) return payload
+    const operation = (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId
+    if (reply.statusCode >= 300) return payload
+    const answer = MASKED_SECRET_OPERATIONS.has(operation ?? '') ? maskedSecretOf(payload) : payload
+    if (!CHANGES.has(request.method) || request.dashboardAudited) return answer
+    if (reply.getHeader('idempotent-replayed')) return answer
     const { target, details } = targetOf(payload)
     await users.audit(selfOf(session, request), {
       action: 'api_operation',
       target,
       mode: request.auth?.mode ?? null,
       details: {
-        operation: (request.routeOptions.schema as { operationId?: string } | undefined)?.operationId,
+        operation,
         ...details,
         ...(request.dashboardStepUp && { totp_step_up: true }),
       },
       at: new Date(),
     })
-    return payload
+    return answer
   })
 }

@@ -61,6 +61,7 @@ import {
   TotpCodeRequest,
   TotpEnrolment,
   TotpState,
+  WebhookSecret,
 } from './schemas.ts'
 
 const PREFIX = '/dashboard/api'
@@ -583,8 +584,9 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
 
 export interface DashboardViewOptions {
   transactions: Pick<TransactionService, 'daily'>
-  webhooks: Pick<WebhookService, 'attempts'>
+  webhooks: Pick<WebhookService, 'attempts' | 'getConfig'>
   merchants: Pick<MerchantService, 'fee'>
+  users: Pick<UserService, 'audit'>
 }
 
 /** A dashboard page's call (a session with X-Dashboard-Mode), else 404: these are not API operations. */
@@ -619,9 +621,10 @@ const merchantView = pageView('Merchant')
  */
 export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = async (
   app,
-  { transactions, webhooks, merchants },
+  { transactions, webhooks, merchants, users },
 ) => {
-  for (const schema of [DailyPayments, PaymentStats, MerchantProfile, DeliveryAttempts]) app.addSchema(schema)
+  for (const schema of [DailyPayments, PaymentStats, MerchantProfile, DeliveryAttempts, WebhookSecret])
+    app.addSchema(schema)
 
   app.get(
     `${PREFIX}/stats`,
@@ -661,6 +664,36 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
       ),
     }),
     async (request) => webhooks.attempts(sessionCall(request), request.params.uuid),
+  )
+
+  app.post(
+    `${PREFIX}/webhook/secret/reveal`,
+    webhooksView({
+      operationId: 'revealWebhookSecret',
+      summary: "Show the webhook's signing secret",
+      description:
+        "The mode's current signing secret, which the configuration's answers to a page leave masked. A user with a second factor, or of a merchant that requires one, sends a current code in `X-Dashboard-Totp`. Every showing is written to the audit log (`webhook_secret_revealed`), never the secret.",
+      response: answers(200, WebhookSecret, 'The signing secret.', 401, 403, 404, 422, 429),
+    }),
+    async (request) => {
+      const auth = sessionCall(request)
+      const session = sessionOf(request)
+      const config = await webhooks.getConfig(auth)
+      const at = new Date()
+      await users.audit(selfOf(session, request), {
+        action: 'webhook_secret_revealed',
+        target: { type: 'webhook', id: auth.mode },
+        mode: auth.mode,
+        details: request.dashboardStepUp ? { totp_step_up: true } : undefined,
+        at,
+      })
+      request.dashboardAudited = true
+      return {
+        secret: config.secret,
+        previous_secret_expires_at: config.previous_secret_expires_at,
+        revealed_at: iso(at),
+      }
+    },
   )
 
   app.get(

@@ -297,6 +297,18 @@ export const MerchantProfile = Type.Object(
   { $id: 'MerchantProfile', description: "The merchant's settings as the operator set them." },
 )
 
+export const WebhookSecret = Type.Object(
+  {
+    /** The signing secret of the mode's webhook, whsec_…: shown on request, and the showing audited. */
+    secret: Type.String(),
+    previous_secret_expires_at: Nullable(
+      Timestamp('Until then deliveries also carry a signature with the previous secret.'),
+    ),
+    revealed_at: Timestamp(),
+  },
+  { $id: 'WebhookSecret', description: "The webhook's current signing secret." },
+)
+
 export const DeliveryAttempts = Type.Object(
   {
     delivery: Type.Ref('WebhookDelivery'),
