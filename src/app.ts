@@ -326,6 +326,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhooks: services.webhooks,
     merchants: services.merchants,
     users: services.users,
+    refunds: services.refunds,
+    payouts: services.payouts,
+    providers: services.providers,
   })
   await app.register(dashboardPages)
 

@@ -274,10 +274,18 @@ async function registerDashboardOpenApi(app: FastifyInstance, options: OpenApiOp
         },
         { name: 'People', description: "The merchant's dashboard users: invite, change a role, disable." },
         { name: 'Audit log', description: 'What was done in the dashboard and by the operator.' },
-        { name: 'API keys', description: "The merchant's API keys: list, make, revoke." },
+        { name: 'API keys', description: "The merchant's API keys: list, make, name, revoke." },
         { name: 'Home', description: "The home page's figures." },
+        {
+          name: 'Search',
+          description: 'One box that finds a payment, refund, payout or event by any of its keys.',
+        },
         { name: 'Merchant', description: "The merchant's profile, as the operator set it." },
-        { name: 'Webhooks', description: "A webhook delivery's attempts, for the webhooks page." },
+        {
+          name: 'Webhooks',
+          description:
+            "A webhook delivery's attempts, and the signing secret shown on request, for the webhooks page.",
+        },
       ],
       components: {
         securitySchemes: {

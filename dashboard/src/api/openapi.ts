@@ -188,6 +188,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dashboard/api/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a payment, refund, payout or event
+         * @description By any of its ids (ours, the merchant's external id, a provider's reference or a chain transaction's hash), its amount as a decimal in its own currency (`1500.00`), an e-mail among a payment's metadata, or the last four digits of a payout's card; in the mode of the page, the signed-in user's merchant only.
+         */
+        get: operations["dashboardSearch"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dashboard/api/session": {
         parameters: {
             query?: never;
@@ -424,6 +444,11 @@ export interface components {
             succeeded: number;
             volume: number;
         };
+        /** @description What a search found: ids first, then newest first. */
+        DashboardSearchResults: {
+            data: components["schemas"]["SearchResult"][];
+            truncated: boolean;
+        };
         /** @description A delivery's request and every attempt's answer. */
         DeliveryAttempts: {
             attempts: {
@@ -522,6 +547,27 @@ export interface components {
              * @example 2026-11-22T10:15:30.123Z
              */
             revoked_at: string;
+        };
+        /** @description A payment, refund, payout or event a search found. */
+        SearchResult: {
+            amount: number | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:15:30.123Z
+             */
+            created_at: string;
+            currency: string | null;
+            /**
+             * Format: uuid
+             * @example 01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10
+             */
+            id: string;
+            kind: "payment" | "refund" | "payout" | "event";
+            matched: "id" | "external_id" | "provider_reference" | "amount" | "email" | "card_last4";
+            /** @example /payments/01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10 */
+            path: string;
+            reference: string;
+            status: string | null;
         };
         SecuritySettings: {
             require_totp: boolean;
@@ -1849,6 +1895,128 @@ export interface operations {
             /** @description Internal error. */
             500: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    dashboardSearch: {
+        parameters: {
+            query: {
+                limit: number;
+                /**
+                 * @description An id (ours, the external one, a provider’s reference), an amount (`1500.00`, read in each object’s currency), an e-mail, or the last four digits of a card; surrounding spaces are ignored.
+                 * @example order-1042
+                 */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What matched: ids first, then newest first. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DashboardSearchResults"];
+                };
+            };
+            /** @description Missing, malformed, wrong, expired or revoked credentials. */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not allowed for this key. */
+            403: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such resource for this merchant and mode. */
+            404: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation failed (`errors` names the fields), or a business rule refused the request (see `error.code`). */
+            422: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ValidationErrorResponse"];
+                };
+            };
+            /** @description Rate limit exceeded. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds to wait before retrying: on a 429 until the next request is allowed; on a 409 `idempotency_request_in_progress` and a 503 `unavailable`, 1. */
+                    "Retry-After": number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Internal error. */
+            500: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Temporarily unavailable, or the FX rate is out of date (`fx_rate_unavailable`): retry later. */
+            503: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };

@@ -55,6 +55,9 @@ import {
   RenameKeyRequest,
   RevokedKey,
   RoleChangeRequest,
+  SearchQuery,
+  SearchResult,
+  SearchResults,
   SecuritySettings,
   SessionResponse,
   StatsQuery,
@@ -63,6 +66,7 @@ import {
   TotpState,
   WebhookSecret,
 } from './schemas.ts'
+import { type SearchDeps, searchDashboard } from './search.ts'
 
 const PREFIX = '/dashboard/api'
 
@@ -582,9 +586,9 @@ export const dashboardRoutes: FastifyPluginAsyncTypebox<DashboardRouteOptions> =
   )
 }
 
-export interface DashboardViewOptions {
-  transactions: Pick<TransactionService, 'daily'>
-  webhooks: Pick<WebhookService, 'attempts' | 'getConfig'>
+export interface DashboardViewOptions extends SearchDeps {
+  transactions: Pick<TransactionService, 'daily' | 'search'>
+  webhooks: Pick<WebhookService, 'attempts' | 'getConfig' | 'findEventBrief'>
   merchants: Pick<MerchantService, 'fee'>
   users: Pick<UserService, 'audit'>
 }
@@ -612,6 +616,7 @@ const pageView =
 const homeView = pageView('Home')
 const webhooksView = pageView('Webhooks')
 const merchantView = pageView('Merchant')
+const searchView = pageView('Search')
 
 /**
  * The merchant's own figures the pages show and the merchant API does not answer: the home page's chart, the
@@ -619,11 +624,20 @@ const merchantView = pageView('Merchant')
  * `X-Dashboard-Mode`: access.ts, whose DASHBOARD_OPERATIONS names the permission each needs), so they are
  * registered with the merchant API's modules, after its authentication and rate limits.
  */
-export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = async (
-  app,
-  { transactions, webhooks, merchants, users },
-) => {
-  for (const schema of [DailyPayments, PaymentStats, MerchantProfile, DeliveryAttempts, WebhookSecret])
+export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = async (app, options) => {
+  const { transactions, webhooks, merchants, users } = options
+  // The app's strict validators in this plugin's context too, as dashboardRoutes does: an unknown query
+  // parameter is refused, not dropped.
+  registerValidators(app)
+  for (const schema of [
+    DailyPayments,
+    PaymentStats,
+    MerchantProfile,
+    DeliveryAttempts,
+    WebhookSecret,
+    SearchResult,
+    SearchResults,
+  ])
     app.addSchema(schema)
 
   app.get(
@@ -643,6 +657,27 @@ export const dashboardViews: FastifyPluginAsyncTypebox<DashboardViewOptions> = a
       since.setUTCDate(since.getUTCDate() - (request.query.days - 1))
       return { data: await transactions.daily(auth, since) }
     },
+  )
+
+  app.get(
+    `${PREFIX}/search`,
+    searchView({
+      operationId: 'dashboardSearch',
+      summary: 'Find a payment, refund, payout or event',
+      description:
+        "By any of its ids (ours, the merchant's external id, a provider's reference or a chain transaction's hash), its amount as a decimal in its own currency (`1500.00`), an e-mail among a payment's metadata, or the last four digits of a payout's card; in the mode of the page, the signed-in user's merchant only.",
+      querystring: SearchQuery,
+      response: answers(
+        200,
+        SearchResults,
+        'What matched: ids first, then newest first.',
+        401,
+        403,
+        404,
+        422,
+      ),
+    }),
+    async (request) => searchDashboard(options, sessionCall(request), request.query.q, request.query.limit),
   )
 
   app.get(

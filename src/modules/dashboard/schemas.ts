@@ -297,6 +297,68 @@ export const MerchantProfile = Type.Object(
   { $id: 'MerchantProfile', description: "The merchant's settings as the operator set them." },
 )
 
+// Search: one box that finds a payment, a refund, a payout or an event by any of its keys.
+
+/** The most results a search answers. */
+export const SEARCH_LIMIT = 20
+
+export const SearchQuery = Type.Object(
+  {
+    q: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      pattern: '\\S',
+      description:
+        'An id (ours, the external one, a provider’s reference), an amount (`1500.00`, read in each object’s currency), an e-mail, or the last four digits of a card; surrounding spaces are ignored.',
+      examples: ['order-1042'],
+    }),
+    limit: Type.Integer({ minimum: 1, maximum: SEARCH_LIMIT, default: SEARCH_LIMIT }),
+  },
+  { additionalProperties: false },
+)
+
+export const SEARCH_KINDS = ['payment', 'refund', 'payout', 'event'] as const
+export const SEARCH_MATCHES = [
+  'id',
+  'external_id',
+  'provider_reference',
+  'amount',
+  'email',
+  'card_last4',
+] as const
+
+export const SearchResult = Type.Object(
+  {
+    kind: LiteralUnion(SEARCH_KINDS),
+    /** The object's uuid (an event's id). */
+    id: Uuid(),
+    /** Which of the object's keys the search matched. */
+    matched: LiteralUnion(SEARCH_MATCHES),
+    /** What a person calls it: a payment's or payout's external id, a refund's payment's, an event's name. */
+    reference: Type.String(),
+    /** In minor units of `currency`; null for an event. */
+    amount: Nullable(Type.Integer()),
+    currency: Nullable(Type.String()),
+    /** Null for an event. */
+    status: Nullable(Type.String()),
+    created_at: Timestamp(),
+    /** The dashboard page that shows it, relative to the root of the mode searched (`/payments/…`). */
+    path: Type.String({ examples: ['/payments/01936b2e-7c4a-7d1e-9a3b-5f2c8e4d6a10'] }),
+  },
+  { $id: 'SearchResult', description: 'A payment, refund, payout or event a search found.' },
+)
+
+export type SearchResult = Static<typeof SearchResult>
+
+export const SearchResults = Type.Object(
+  {
+    data: Type.Array(Type.Ref('SearchResult')),
+    /** True when more objects matched than the answer holds. */
+    truncated: Type.Boolean(),
+  },
+  { $id: 'DashboardSearchResults', description: 'What a search found: ids first, then newest first.' },
+)
+
 export const WebhookSecret = Type.Object(
   {
     /** The signing secret of the mode's webhook, whsec_…: shown on request, and the showing audited. */

@@ -1,9 +1,10 @@
-import type { Insertable, Updateable } from 'kysely'
+import { type Insertable, sql, type Updateable } from 'kysely'
 import type { Executor } from '../../db/index.ts'
 import { pagedList } from '../../db/keyset.ts'
 import { claimDueChecks, recheckOpen, selectByAccountReference, selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { PayoutCallbacksTable, PayoutQuotesTable, PayoutsTable } from '../../db/types.ts'
+import { amountCandidates, type SearchKey } from '../../lib/search.ts'
 
 export interface PayoutFilters {
   statuses?: string[]
@@ -70,3 +71,44 @@ export const lockByAccountReference = (db: Executor, accountUuid: string, refere
 /** Makes the check of the open payout the account has under `reference` due at `at`; whether there is one. */
 export const recheckByAccountReference = (db: Executor, accountUuid: string, reference: string, at: Date) =>
   recheckOpen(db, 'payouts', ['pending', 'processing'], accountUuid, reference, at)
+
+/**
+ * Up to `limit` of the scope's payouts a dashboard search names (docs/API.md, Search), newest first: by uuid,
+ * external id, the provider's reference or the chain transaction's hash, an amount in any exponent (the caller
+ * keeps those of the right currency), or the last four digits of the card paid out to.
+ */
+export function searchPayouts(db: Executor, scope: Scope, key: SearchKey, limit: number) {
+  const amounts = amountCandidates(key)
+  return db
+    .selectFrom('payouts')
+    .select([
+      'uuid',
+      'external_id',
+      'amount',
+      'currency',
+      'method',
+      'status',
+      'provider_reference',
+      'transaction_hash',
+      'created_at',
+      'destination',
+    ])
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where((eb) =>
+      eb.or([
+        eb('external_id', '=', key.text),
+        eb('provider_reference', '=', key.text),
+        eb(sql`lower(transaction_hash)`, '=', key.text.toLowerCase()),
+        ...(key.uuid ? [eb('uuid', '=', key.uuid)] : []),
+        ...(amounts.length ? [eb('amount', 'in', amounts)] : []),
+        ...(key.lastFour
+          ? [sql<boolean>`method = 'card' AND right(destination->>'card_number', 4) = ${key.lastFour}`]
+          : []),
+      ]),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('uuid', 'desc')
+    .limit(limit)
+    .execute()
+}

@@ -1,10 +1,11 @@
 import type { Executor } from '../../db/index.ts'
-import type { Scope } from '../../db/scope.ts'
+import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { PayoutRow } from '../../db/types.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { filteredExport, filteredPage } from '../../http/filtered-list.ts'
 import type { KeyClaim } from '../../http/kept-key.ts'
 import { deriveKey } from '../../lib/crypto.ts'
+import type { SearchKey } from '../../lib/search.ts'
 import { createPayout } from './create.ts'
 import { DEFAULT_PAYOUT_TIMING, type PayoutDeps, type PayoutTiming } from './deps.ts'
 import { applyPayoutReport, receivePayoutCallback } from './process.ts'
@@ -42,6 +43,9 @@ export function createPayoutService(
   }
   return {
     toView: (row: PayoutRow) => payoutView(row),
+    /** The payouts a dashboard search names. */
+    search: (auth: AuthContext, key: SearchKey, limit: number) =>
+      repo.searchPayouts(deps.db, scopeOf(auth), key, limit),
     quote: (auth: AuthContext, quote: PayoutQuoteInput) => quotePayout(deps, auth, quote),
     create: (auth: AuthContext, payout: CreatePayoutInput, request: KeyClaim) =>
       createPayout(deps, auth, payout, request),

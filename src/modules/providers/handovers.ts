@@ -12,6 +12,10 @@ import * as repo from './repository.ts'
  */
 export function createHandoverRecords(deps: ProviderDeps) {
   return {
+    /** Up to `limit` payments handed over, or tried, under the provider's `reference` (a dashboard search). */
+    paymentsWithReference: (reference: string, limit: number) =>
+      repo.paymentsWithReference(deps.db, reference, limit),
+
     /**
      * In the caller's transaction (the payment's insert): the first try begins, and the payment is with
      * `accountUuid`. It is due for status sync after `leaseMs`, so a process killed during the provider call

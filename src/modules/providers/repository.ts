@@ -183,3 +183,20 @@ export const claimDueHandovers = (db: Executor, now: Date, limit: number, leaseM
     )
     .returningAll()
     .execute()
+
+/** The payments handed over, or tried, under a provider's reference (whichever account): a search's uuids. */
+export const paymentsWithReference = async (db: Executor, reference: string, limit: number) =>
+  (
+    await db
+      .selectFrom('payment_handovers')
+      .select('transaction_uuid')
+      .where('provider_reference', '=', reference)
+      .union(
+        db
+          .selectFrom('payment_attempts')
+          .select('transaction_uuid')
+          .where('provider_reference', '=', reference),
+      )
+      .limit(limit)
+      .execute()
+  ).map((row) => row.transaction_uuid)

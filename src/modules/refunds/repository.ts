@@ -7,6 +7,7 @@ import { pagedList } from '../../db/keyset.ts'
 import { claimDueChecks, recheckOpen, selectByAccountReference, selectScoped } from '../../db/queries.ts'
 import type { Scope } from '../../db/scope.ts'
 import type { Database, RefundsTable } from '../../db/types.ts'
+import { amountCandidates, type SearchKey } from '../../lib/search.ts'
 
 export const insertRefund = (db: Executor, row: Insertable<RefundsTable>) =>
   insertReturningAll(db, 'refunds', row)
@@ -166,3 +167,41 @@ export const findByAccountReference = (db: Executor, accountUuid: string, refere
 /** Makes the check of the pending refund the account has under `reference` due at `at`; whether there is one. */
 export const recheckByAccountReference = (db: Executor, accountUuid: string, reference: string, at: Date) =>
   recheckOpen(db, 'refunds', ['pending'], accountUuid, reference, at)
+
+/**
+ * Up to `limit` of the scope's refunds a dashboard search names (docs/API.md, Search), newest first, with their
+ * payment's external id: by uuid, the provider's reference, or an amount in any exponent (the caller keeps those
+ * of the right currency).
+ */
+export function searchRefunds(db: Executor, scope: Scope, key: SearchKey, limit: number) {
+  const amounts = amountCandidates(key)
+  return db
+    .selectFrom('refunds')
+    .select([
+      'uuid',
+      'transaction_uuid',
+      'amount_minor',
+      'currency',
+      'status',
+      'provider_reference',
+      'created_at',
+    ])
+    .select(
+      sql<string>`(SELECT t.external_id FROM transactions t WHERE t.uuid = refunds.transaction_uuid)`.as(
+        'transaction_external_id',
+      ),
+    )
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where((eb) =>
+      eb.or([
+        eb('provider_reference', '=', key.text),
+        ...(key.uuid ? [eb('uuid', '=', key.uuid)] : []),
+        ...(amounts.length ? [eb('amount_minor', 'in', amounts)] : []),
+      ]),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('uuid', 'desc')
+    .limit(limit)
+    .execute()
+}

@@ -1,8 +1,9 @@
 import type { Executor } from '../../db/index.ts'
-import type { Scope } from '../../db/scope.ts'
+import { type Scope, scopeOf } from '../../db/scope.ts'
 import type { AuthContext } from '../../http/auth.ts'
 import { filteredExport, filteredPage } from '../../http/filtered-list.ts'
 import type { KeyClaim } from '../../http/kept-key.ts'
+import type { SearchKey } from '../../lib/search.ts'
 import { createRefund } from './create.ts'
 import { DEFAULT_REFUND_TIMING, type RefundDeps, type RefundTiming } from './deps.ts'
 import { findRefundByIdempotencyKey, getRefund, REFUND_LIST } from './queries.ts'
@@ -29,6 +30,9 @@ export type RefundService = ReturnType<typeof createRefundService>
 export function createRefundService(input: Omit<RefundDeps, 'timing'> & { timing?: Partial<RefundTiming> }) {
   const deps: RefundDeps = { ...input, timing: { ...DEFAULT_REFUND_TIMING, ...input.timing } }
   return {
+    /** The refunds a dashboard search names. */
+    search: (auth: AuthContext, key: SearchKey, limit: number) =>
+      repo.searchRefunds(deps.db, scopeOf(auth), key, limit),
     create: (auth: AuthContext, refund: CreateRefundInput, request: KeyClaim) =>
       createRefund(deps, auth, refund, request),
     get: (auth: AuthContext, uuid: string) => getRefund(deps, auth, uuid),

@@ -13,6 +13,7 @@ import type {
   TransactionRow,
   TransactionUpdate,
 } from '../../db/types.ts'
+import { amountCandidates, type SearchKey } from '../../lib/search.ts'
 
 export interface TransactionFilters {
   statuses?: TransactionStatus[]
@@ -307,4 +308,41 @@ export const listReviews = (db: Executor, filter: { open: boolean; limit: number
     .limit(filter.limit)
   if (filter.open) query = query.where('r.status', '=', 'open')
   return query.execute()
+}
+
+/**
+ * Up to `limit` of the scope's payments a dashboard search names (docs/API.md, Search), newest first: by uuid,
+ * external id, the provider's reference (the payments `referenced` names), an amount in any exponent (the
+ * caller keeps those of the right currency), or an e-mail among the metadata's values.
+ */
+export function searchTransactions(
+  db: Executor,
+  scope: Scope,
+  key: SearchKey,
+  referenced: string[],
+  limit: number,
+) {
+  const amounts = amountCandidates(key)
+  return db
+    .selectFrom('transactions')
+    .select(['uuid', 'external_id', 'amount', 'currency', 'status', 'created_at', 'metadata'])
+    .where('merchant_uuid', '=', scope.merchantUuid)
+    .where('mode', '=', scope.mode)
+    .where((eb) =>
+      eb.or([
+        eb('external_id', '=', key.text),
+        ...(key.uuid ? [eb('uuid', '=', key.uuid)] : []),
+        ...(referenced.length ? [eb('uuid', 'in', referenced)] : []),
+        ...(amounts.length ? [eb('amount', 'in', amounts)] : []),
+        ...(key.email
+          ? [
+              sql<boolean>`EXISTS (SELECT 1 FROM jsonb_each_text(metadata) AS m WHERE lower(m.value) = ${key.email})`,
+            ]
+          : []),
+      ]),
+    )
+    .orderBy('created_at', 'desc')
+    .orderBy('uuid', 'desc')
+    .limit(limit)
+    .execute()
 }

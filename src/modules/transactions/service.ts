@@ -33,7 +33,8 @@ import { transactionView } from './view.ts'
 export type { TransactionDeps } from './deps.ts'
 
 import { scopeOf } from '../../db/scope.ts'
-import { dailyPayments } from './repository.ts'
+import type { SearchKey } from '../../lib/search.ts'
+import { dailyPayments, searchTransactions } from './repository.ts'
 
 export type TransactionService = ReturnType<typeof createTransactionService>
 
@@ -44,6 +45,9 @@ export type TransactionService = ReturnType<typeof createTransactionService>
 export function createTransactionService(deps: TransactionDeps) {
   return {
     toView: (row: TransactionRow) => transactionView(deps, row),
+    /** The payments a dashboard search names, `referenced` being those of the provider's reference typed. */
+    search: (auth: AuthContext, key: SearchKey, referenced: string[], limit: number) =>
+      searchTransactions(deps.db, scopeOf(auth), key, referenced, limit),
     receiveProviderCallback: (connectorName: string, body: unknown) =>
       receiveProviderCallback(deps, connectorName, body),
     /** A report of the provider a payment was handed to, in the caller's transaction. */

@@ -78,6 +78,17 @@ export function listEvents(
   )
 }
 
+/**
+ * The merchant's event in this key's mode named by `uuid`, in brief (its name, its object, when), or null: what
+ * a dashboard search shows of it.
+ */
+export async function findEventBrief(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, uuid: string) {
+  const row = await eventRepo.findEvent(deps.db, scopeOf(auth), uuid)
+  return row
+    ? { uuid: row.uuid, event: row.event, aggregate_uuid: row.aggregate_uuid, occurred_at: row.occurred_at }
+    : null
+}
+
 /** The merchant's event in this key's mode, or 404 (a malformed id included). */
 export async function getEvent(deps: Pick<WebhookDeps, 'db'>, auth: AuthContext, eventId: string) {
   const id = eventId.toLowerCase()

@@ -5,7 +5,7 @@ import { checkCallbackUrl, getConfig, rotateSecret, sendTest, updateConfig } fro
 import type { Sender } from './delivery.ts'
 import type { DispatchOptions, WebhookDeps } from './deps.ts'
 import { type AttemptOutcome, recordOutcomes, sendAttempt } from './dispatch.ts'
-import { exportEvents, getEvent, listEvents } from './events.ts'
+import { exportEvents, findEventBrief, getEvent, listEvents } from './events.ts'
 import {
   deliveryAttempts,
   deliveryView,
@@ -72,6 +72,8 @@ export function createWebhookService(deps: {
 
     listEvents: (auth: AuthContext, query: ListEventsInput) => listEvents(bound, auth, query),
     getEvent: (auth: AuthContext, eventId: string) => getEvent(bound, auth, eventId),
+    /** An event in brief by its uuid, or null (a dashboard search). */
+    findEventBrief: (auth: AuthContext, uuid: string) => findEventBrief(bound, auth, uuid),
     exportEvents: (auth: AuthContext, query: ListEventsInput) => exportEvents(bound, auth, query),
     /** The test mode's events as server-sent events (stream.ts). */
     streamEvents: streams.start,
