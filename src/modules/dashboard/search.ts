@@ -19,6 +19,25 @@ export interface SearchDeps {
 
 type Match = SearchResult['matched']
 
+/** A found object as the search answers it. */
+const resultOf = (
+  kind: SearchResult['kind'],
+  matched: Match,
+  object: { uuid: string; amount: number; currency: string; status: string; created_at: Date },
+  reference: string,
+  path: string,
+): SearchResult => ({
+  kind,
+  id: object.uuid,
+  matched,
+  reference,
+  amount: object.amount,
+  currency: object.currency,
+  status: object.status,
+  created_at: iso(object.created_at),
+  path,
+})
+
 /** Why an object was found: the first of its keys the search matched, in the order a person would name them. */
 function matchOf(
   key: SearchKey,
@@ -56,35 +75,15 @@ export async function searchDashboard(deps: SearchDeps, auth: AuthContext, q: st
         key.email !== undefined && Object.values(metadata).some((v) => v.toLowerCase() === key.email),
       ],
     ])
-    if (matched)
-      found.push({
-        kind: 'payment',
-        id: row.uuid,
-        matched,
-        reference: row.external_id,
-        amount: row.amount,
-        currency: row.currency,
-        status: row.status,
-        created_at: iso(row.created_at),
-        path: `/payments/${row.uuid}`,
-      })
+    if (matched) found.push(resultOf('payment', matched, row, row.external_id, `/payments/${row.uuid}`))
   }
   for (const row of refunds) {
-    const matched = matchOf(key, { uuid: row.uuid, amount: row.amount_minor, currency: row.currency }, [
-      ['provider_reference', row.provider_reference === key.text],
-    ])
+    const refund = { ...row, amount: row.amount_minor }
+    const matched = matchOf(key, refund, [['provider_reference', row.provider_reference === key.text]])
     if (matched)
-      found.push({
-        kind: 'refund',
-        id: row.uuid,
-        matched,
-        reference: row.transaction_external_id,
-        amount: row.amount_minor,
-        currency: row.currency,
-        status: row.status,
-        created_at: iso(row.created_at),
-        path: `/payments/${row.transaction_uuid}`,
-      })
+      found.push(
+        resultOf('refund', matched, refund, row.transaction_external_id, `/payments/${row.transaction_uuid}`),
+      )
   }
   for (const row of payouts) {
     const card = (row.destination as Record<string, string>).card_number
@@ -99,18 +98,7 @@ export async function searchDashboard(deps: SearchDeps, auth: AuthContext, q: st
         row.method === 'card' && key.lastFour !== undefined && card?.endsWith(key.lastFour) === true,
       ],
     ])
-    if (matched)
-      found.push({
-        kind: 'payout',
-        id: row.uuid,
-        matched,
-        reference: row.external_id,
-        amount: row.amount,
-        currency: row.currency,
-        status: row.status,
-        created_at: iso(row.created_at),
-        path: `/payouts/${row.uuid}`,
-      })
+    if (matched) found.push(resultOf('payout', matched, row, row.external_id, `/payouts/${row.uuid}`))
   }
   if (event)
     found.push({

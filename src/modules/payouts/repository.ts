@@ -79,22 +79,7 @@ export const recheckByAccountReference = (db: Executor, accountUuid: string, ref
  */
 export function searchPayouts(db: Executor, scope: Scope, key: SearchKey, limit: number) {
   const amounts = amountCandidates(key)
-  return db
-    .selectFrom('payouts')
-    .select([
-      'uuid',
-      'external_id',
-      'amount',
-      'currency',
-      'method',
-      'status',
-      'provider_reference',
-      'transaction_hash',
-      'created_at',
-      'destination',
-    ])
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
+  return selectScoped(db, 'payouts', scope)
     .where((eb) =>
       eb.or([
         eb('external_id', '=', key.text),

@@ -175,24 +175,12 @@ export const recheckByAccountReference = (db: Executor, accountUuid: string, ref
  */
 export function searchRefunds(db: Executor, scope: Scope, key: SearchKey, limit: number) {
   const amounts = amountCandidates(key)
-  return db
-    .selectFrom('refunds')
-    .select([
-      'uuid',
-      'transaction_uuid',
-      'amount_minor',
-      'currency',
-      'status',
-      'provider_reference',
-      'created_at',
-    ])
+  return selectScoped(db, 'refunds', scope)
     .select(
       sql<string>`(SELECT t.external_id FROM transactions t WHERE t.uuid = refunds.transaction_uuid)`.as(
         'transaction_external_id',
       ),
     )
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
     .where((eb) =>
       eb.or([
         eb('provider_reference', '=', key.text),

@@ -323,11 +323,7 @@ export function searchTransactions(
   limit: number,
 ) {
   const amounts = amountCandidates(key)
-  return db
-    .selectFrom('transactions')
-    .select(['uuid', 'external_id', 'amount', 'currency', 'status', 'created_at', 'metadata'])
-    .where('merchant_uuid', '=', scope.merchantUuid)
-    .where('mode', '=', scope.mode)
+  return selectScoped(db, 'transactions', scope)
     .where((eb) =>
       eb.or([
         eb('external_id', '=', key.text),

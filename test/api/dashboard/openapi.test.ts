@@ -233,6 +233,19 @@ for (const backend of backends()) {
       ctx.secrets.push(key.json().secret)
       assert.equal((await checked('POST', keys, keys, { ...as, body: { mode: 'both' } })).statusCode, 422)
       const revoke = '/dashboard/api/keys/:key_id'
+      const renamed = await checked('PATCH', revoke, `${keys}/${key.json().key_id}`, {
+        ...as,
+        body: { name: 'Shop' },
+      })
+      assert.equal(renamed.statusCode, 200)
+      assert.equal(
+        (await checked('PATCH', revoke, `${keys}/mk_test_none`, { ...as, body: { name: 'x' } })).statusCode,
+        404,
+      )
+      assert.equal(
+        (await checked('PATCH', revoke, `${keys}/${key.json().key_id}`, { ...as, body: {} })).statusCode,
+        422,
+      )
       assert.equal((await checked('DELETE', revoke, `${keys}/${key.json().key_id}`, as)).statusCode, 200)
       assert.equal((await checked('DELETE', revoke, `${keys}/${key.json().key_id}`, as)).statusCode, 409)
       assert.equal((await checked('DELETE', revoke, `${keys}/mk_test_none`, as)).statusCode, 404)
@@ -245,6 +258,19 @@ for (const backend of backends()) {
       assert.equal((await checked('GET', stats, stats, { mode: 'test' })).statusCode, 401)
       const profile = '/dashboard/api/merchant'
       assert.equal((await checked('GET', profile, profile, inTest)).statusCode, 200)
+      const search = '/dashboard/api/search'
+      assert.equal((await checked('GET', search, `${search}?q=order-1`, inTest)).statusCode, 200)
+      assert.equal((await checked('GET', search, `${search}?q=`, inTest)).statusCode, 422)
+      assert.equal((await checked('GET', search, `${search}?q=x`, { mode: 'test' })).statusCode, 401)
+      const reveal = '/dashboard/api/webhook/secret/reveal'
+      const revealed = await checked('POST', reveal, reveal, { ...inTest, csrf: owner.csrf })
+      assert.equal(revealed.statusCode, 200)
+      ctx.secrets.push(revealed.json().secret)
+      assert.equal(
+        (await checked('POST', reveal, reveal, { cookie: viewer.cookie, csrf: viewer.csrf, mode: 'test' }))
+          .statusCode,
+        403,
+      )
       await putConfig(ctx, { url: `${receiver.url}/hooks` })
       const sent = await call(ctx, 'POST', '/integration/webhook/test')
       assert.equal(sent.statusCode, 200, sent.body)
