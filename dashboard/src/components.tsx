@@ -1,5 +1,13 @@
 import { keepPreviousData, useMutation, useQuery } from '@tanstack/react-query'
-import { type FormEvent, Fragment, type InputHTMLAttributes, type ReactNode } from 'react'
+import {
+  Children,
+  cloneElement,
+  type FormEvent,
+  Fragment,
+  type InputHTMLAttributes,
+  isValidElement,
+  type ReactNode,
+} from 'react'
 import { Link, useSearchParams } from 'react-router'
 import type { ApiEvent, Refund, Schemas, Transaction } from './api/client'
 import { downloadCsv } from './download'
@@ -27,19 +35,53 @@ export function Scroll({
   )
 }
 
-/** A column's heading: its name, or its name with how it is shown (`num`, `hidden`). */
-export type Column = string | { name: string; num?: boolean; hidden?: boolean }
+/**
+ * How a column shows in a list's card on a narrow screen: the amount and the status lead its first line, the
+ * reference (what people know the record by) the second; the other columns follow, each with its name.
+ */
+export type CardPart = 'amount' | 'status' | 'ref'
 
-/** A column of amounts: its heading is aligned right, as its cells are. */
+/** A column's heading: its name, or its name with how it is shown (`num`, `hidden`, its part of a card). */
+export type Column = string | { name: string; num?: boolean; hidden?: boolean; card?: CardPart }
+
+/** A column of numbers: its heading is aligned right, as its cells are. */
 export const num = (name: string): Column => ({ name, num: true })
+
+/** A list's amount column: aligned right, and first in the list's cards on a narrow screen. */
+export const amount = (name = 'Amount'): Column => ({ name, num: true, card: 'amount' })
+
+/** A list's status column, beside the amount in the list's cards on a narrow screen. */
+export const STATUS: Column = { name: 'Status', card: 'status' }
+
+/** The column people know a record by (its external id, its event), right under the amount in a card. */
+export const ref = (name: string): Column => ({ name, card: 'ref' })
 
 /** The heading of a table's last column, of buttons: named for a screen reader only. */
 export const ACTIONS: Column = { name: 'Actions', hidden: true }
 
+type CellProps = { 'data-label'?: string; 'data-card'?: CardPart; children?: ReactNode }
+
+/**
+ * A row's cells with their column's name and card part, which a narrow screen's cards show (styles.css): the
+ * column's name before each value, the amount, status and reference first.
+ */
+function withColumns(tr: ReactNode, columns: Exclude<Column, string>[]): ReactNode {
+  if (!isValidElement<{ children?: ReactNode }>(tr)) return tr
+  const cells = Children.toArray(tr.props.children).map((cell, i) => {
+    const column = columns[i]
+    if (!column || !isValidElement<CellProps>(cell)) return cell
+    return cloneElement(cell, {
+      'data-label': column.hidden ? undefined : column.name,
+      'data-card': column.card,
+    })
+  })
+  return cloneElement(tr, undefined, ...cells)
+}
+
 /**
  * A table of records in a Scroll: `head` is its columns' headings (a `false` one is left out), `row` renders one
  * record as a keyed `<tr>`, and `empty` (spanning every column) says so when there is none. Nothing is rendered
- * in the body while `rows` is not known yet.
+ * in the body while `rows` is not known yet. On a narrow screen each row is a card (styles.css).
  */
 export function Table<T>({
   name,
@@ -63,7 +105,7 @@ export function Table<T>({
     .map((column) => (typeof column === 'string' ? { name: column } : column))
   return (
     <Scroll label={label}>
-      <table aria-label={name}>
+      <table aria-label={name} className="list">
         {caption !== undefined && <caption>{caption}</caption>}
         <thead>
           <tr>
@@ -75,9 +117,9 @@ export function Table<T>({
           </tr>
         </thead>
         <tbody>
-          {rows?.map(row)}
+          {rows?.map((record) => withColumns(row(record), columns))}
           {empty !== undefined && rows?.length === 0 && (
-            <tr>
+            <tr className="empty">
               <td colSpan={columns.length}>{empty}</td>
             </tr>
           )}
@@ -360,7 +402,7 @@ export function PaymentsTable({
     <Table
       name="Payments"
       caption={caption}
-      head={['Created', 'External id', 'Description', num('Amount'), 'Status', 'Method']}
+      head={['Created', ref('External id'), 'Description', amount(), STATUS, 'Method']}
       rows={rows}
       row={(t) => (
         <tr key={t.uuid}>
@@ -433,7 +475,7 @@ export function RefundsTable({
     <Table
       name={name}
       label={label}
-      head={['Created', num('Amount'), 'Status', 'Reason', linked && 'Payment']}
+      head={['Created', amount(), STATUS, 'Reason', linked && 'Payment']}
       rows={rows}
       row={(r) => (
         <tr key={r.uuid}>

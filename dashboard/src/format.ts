@@ -57,7 +57,7 @@ const dateTime = new Intl.DateTimeFormat('en-GB', {
 export const when = (iso: string | null | undefined) => (iso ? `${dateTime.format(new Date(iso))} UTC` : '—')
 
 export const percent = (part: number, whole: number) =>
-  whole ? `${((part / whole) * 100).toFixed(1)} %` : '—'
+  whole ? `${((part / whole) * 100).toFixed(1)}\u00a0%` : '—'
 
 /**
  * An amount for finance staff: like `money`, but without the zeros a currency with more than two digits (USDT's

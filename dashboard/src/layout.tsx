@@ -1,3 +1,4 @@
+import { type KeyboardEvent, useEffect, useRef, useState } from 'react'
 import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router'
 import type { Mode } from './api/client'
 import { useCan, useMe, useSignOut } from './session'
@@ -19,6 +20,29 @@ function otherModePath(pathname: string, mode: Mode): string {
   return `/${other}/${section.join('/')}`
 }
 
+/**
+ * The sections' menu on a narrow screen (styles.css hides the button on a wide one, where the links show): the
+ * button says whether it is open, opening it moves the focus to the first link, Escape closes it and gives the
+ * focus back to the button, and following a link closes it.
+ */
+function useMenu() {
+  const [open, setOpen] = useState(false)
+  const button = useRef<HTMLButtonElement>(null)
+  const list = useRef<HTMLUListElement>(null)
+  const { pathname } = useLocation()
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new page closes the menu.
+  useEffect(() => setOpen(false), [pathname])
+  useEffect(() => {
+    if (open) list.current?.querySelector('a')?.focus()
+  }, [open])
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key !== 'Escape' || !open) return
+    setOpen(false)
+    button.current?.focus()
+  }
+  return { open, toggle: () => setOpen(!open), button, list, onKeyDown }
+}
+
 export function Layout() {
   const me = useMe()
   const mode = useMode()
@@ -28,6 +52,7 @@ export function Layout() {
   const canManage = useCan('manage_users')
   const canAudit = useCan('read_audit_log')
   const canDevelop = useCan('developer_tools')
+  const menu = useMenu()
   const link = (to: string, label: string, end = false) => (
     <li>
       <NavLink to={`/${mode}${to}`} end={end}>
@@ -46,6 +71,16 @@ export function Layout() {
         Skip to content
       </a>
       <header className="top">
+        <button
+          type="button"
+          className="menu-button secondary"
+          aria-expanded={menu.open}
+          aria-controls="sections"
+          ref={menu.button}
+          onClick={menu.toggle}
+        >
+          Menu
+        </button>
         <span className="brand">Merchant dashboard</span>
         <fieldset className="mode-switch">
           <legend className="visually-hidden">Mode</legend>
@@ -78,8 +113,13 @@ export function Layout() {
           Sign out
         </button>
       </header>
-      <nav aria-label="Sections">
-        <ul>
+      <nav
+        aria-label="Sections"
+        id="sections"
+        className={menu.open ? 'sections open' : 'sections'}
+        onKeyDown={menu.onKeyDown}
+      >
+        <ul ref={menu.list}>
           {link('', 'Home', true)}
           {link('/payments', 'Payments')}
           {link('/refunds', 'Refunds')}

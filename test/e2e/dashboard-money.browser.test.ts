@@ -13,7 +13,7 @@ import {
   startReceiver,
   type TestContext,
 } from '../helpers/harness.ts'
-import { checkPage, openPage, signInToDashboard, withPage } from '../helpers/pages.ts'
+import { checkPage, openPage, openSection, signInToDashboard, withPage } from '../helpers/pages.ts'
 import { freePort } from '../helpers/program.ts'
 
 /**
@@ -226,7 +226,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
 
   it('an API key made in the dashboard works with the API at once, and stops when revoked', async () => {
     await signedIn(1280, async (page) => {
-      await page.getByRole('link', { name: 'API keys', exact: true }).click()
+      await openSection(page, 'API keys')
       await page.getByRole('button', { name: 'Create a test key' }).click()
       const secret = await page.getByLabel("New key's secret").inputValue()
       ctx.secrets.push(secret)
@@ -249,7 +249,7 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
 
   it('webhooks: rotate the secret, a following delivery verifies with both; a failed delivery is redelivered', async () => {
     await signedIn(1280, async (page) => {
-      await page.getByRole('link', { name: 'Webhooks', exact: true }).click()
+      await openSection(page, 'Webhooks')
       await page.getByLabel(/URL that receives/).fill(`${receiver.url}/hooks`)
       // Subscribed to everything but the expiry of a payment.
       await page.getByRole('checkbox', { name: 'transaction.expired' }).uncheck()

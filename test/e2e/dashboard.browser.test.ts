@@ -8,7 +8,7 @@ import { DASHBOARD_CSP } from '../../src/modules/dashboard/pages.ts'
 import { launchChromium } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
 import { call, createTestContext, eventually, paidTransaction, type TestContext } from '../helpers/harness.ts'
-import { checkPage, openPage, signInToDashboard, withPage } from '../helpers/pages.ts'
+import { checkPage, openPage, openSection, signInToDashboard, withPage } from '../helpers/pages.ts'
 import { freePort, ROOT } from '../helpers/program.ts'
 
 /**
@@ -107,7 +107,7 @@ describe('merchant dashboard in Chromium', () => {
         await check(page, 'home', width)
 
         // Find the payment by search and open it.
-        await page.getByRole('link', { name: 'Payments' }).click()
+        await openSection(page, 'Payments')
         await page.getByLabel('Search').fill(external)
         await page.getByRole('button', { name: 'Apply' }).click()
         await page.waitForURL(/search=/)
@@ -155,7 +155,7 @@ describe('merchant dashboard in Chromium', () => {
         // The balance went down by what the refund took, on the home page as in the API.
         const after = await balanceOf(paid.settlement_currency)
         assert.ok(after.available < before.available, JSON.stringify({ before, after }))
-        await page.getByRole('link', { name: 'Home' }).click()
+        await openSection(page, 'Home')
         await page
           .getByTestId(`available-${paid.settlement_currency}`)
           .filter({ hasText: usdt(after.available) })
@@ -169,7 +169,7 @@ describe('merchant dashboard in Chromium', () => {
           ['security', 'Security'],
           ['profile', 'Profile', 'Merchant profile'],
         ] as const) {
-          await page.getByRole('link', { name: link, exact: true }).click()
+          await openSection(page, link)
           await page.getByRole('heading', { name: heading, level: 1 }).waitFor()
           await page.waitForLoadState('networkidle')
           if (name === 'people') await page.getByRole('cell', { name: invited.email, exact: true }).waitFor()
@@ -376,7 +376,7 @@ describe('merchant dashboard in Chromium', () => {
     for (const width of WIDTHS) {
       await withPage(newPage(width), async (page) => {
         await signIn(page, owner)
-        await page.getByRole('link', { name: 'Balances', exact: true }).click()
+        await openSection(page, 'Balances')
         await page.getByRole('heading', { name: 'Balance history' }).waitFor()
         await page.locator('table[aria-label="Balance history"] tbody tr').first().waitFor()
         // Each movement links to what caused it.
@@ -386,12 +386,12 @@ describe('merchant dashboard in Chromium', () => {
           .waitFor()
         await check(page, 'balances', width)
 
-        await page.getByRole('link', { name: 'Payouts', exact: true }).click()
+        await openSection(page, 'Payouts')
         await page.getByRole('heading', { name: 'Payouts', level: 1 }).waitFor()
         await page.waitForLoadState('networkidle')
         await check(page, 'payouts', width)
 
-        await page.getByRole('link', { name: 'Events', exact: true }).click()
+        await openSection(page, 'Events')
         await page.locator('table[aria-label="Events"] tbody tr').first().waitFor()
         await page.getByRole('button', { name: `Show the payload of`, exact: false }).first().click()
         await page.locator('.payload pre').waitFor()

@@ -76,3 +76,15 @@ export async function checkPage(page: Page, name: string, width: number, file: s
   await assertAccessible(page, name)
   await screenshot(page, file)
 }
+
+/**
+ * Follows the section link `name` of the dashboard's navigation, opening the menu first on a narrow screen,
+ * where the links are folded into it.
+ */
+export async function openSection(page: Page, name: string): Promise<void> {
+  const menu = page.getByRole('button', { name: 'Menu', exact: true })
+  if (await menu.isVisible()) {
+    if ((await menu.getAttribute('aria-expanded')) !== 'true') await menu.click()
+  }
+  await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name, exact: true }).click()
+}

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { data } from '../api/client'
 import { type DashboardSchemas, dashboardApi } from '../api/dashboard'
-import { ACTIONS, ErrorNote, Scroll, Table } from '../components'
+import { ACTIONS, ErrorNote, ref, Scroll, STATUS, Table } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -89,7 +89,7 @@ export function ApiKeys() {
       <ErrorNote error={keys.error ?? revoke.error} />
       <Table
         name="API keys"
-        head={['Key id', 'Mode', 'Secret ends', 'Created', 'Last used', 'Status', ACTIONS]}
+        head={[ref('Key id'), 'Mode', 'Secret ends', 'Created', 'Last used', STATUS, ACTIONS]}
         rows={keys.data?.data}
         row={(k) => (
           <tr key={k.key_id}>

@@ -3,6 +3,7 @@ import { Link } from 'react-router'
 import { api, data } from '../api/client'
 import { BALANCE_TRANSACTION_TYPE_VALUES } from '../api/values'
 import {
+  amount,
   ErrorNote,
   FilterDates,
   FilterInput,
@@ -10,6 +11,7 @@ import {
   Filters,
   num,
   Paged,
+  ref,
   Table,
   useExport,
   useListFilters,
@@ -45,7 +47,7 @@ export function Balances() {
       <ErrorNote error={balances.error} />
       <Table
         name="Balances"
-        head={['Currency', num('Available'), num('Pending'), num('Reserved'), num('Total')]}
+        head={[ref('Currency'), amount('Available'), num('Pending'), num('Reserved'), num('Total')]}
         rows={balances.data?.data}
         row={(b) => (
           <tr key={b.currency}>
@@ -68,7 +70,7 @@ export function Balances() {
         {(rows) => (
           <Table
             name="Balance history"
-            head={['When', 'Type', 'Balance', num('Amount'), 'Source']}
+            head={['When', ref('Type'), 'Balance', amount(), 'Source']}
             rows={rows}
             row={(row) => {
               const path = sourcePath[row.source.type]?.(row.source.uuid)

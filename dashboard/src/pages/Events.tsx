@@ -1,6 +1,6 @@
 import { useState } from 'react'
 import { type ApiEvent, api, data } from '../api/client'
-import { ListHeading, Paged, Scroll, Status, Table, useExport, usePage } from '../components'
+import { ListHeading, Paged, ref, Scroll, Status, Table, useExport, usePage } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -26,7 +26,14 @@ export function Events() {
           <>
             <Table
               name="Events"
-              head={['When', 'Event', 'Object', 'Version', 'Webhook', 'Payload']}
+              head={[
+                'When',
+                ref('Event'),
+                'Object',
+                'Version',
+                { name: 'Webhook', card: 'status' },
+                'Payload',
+              ]}
               rows={rows}
               row={(event) => {
                 const object = objectOf(event)

@@ -2,13 +2,15 @@ import { useQuery } from '@tanstack/react-query'
 import { Link, useParams } from 'react-router'
 import { api, data, type Schemas } from '../api/client'
 import {
+  amount,
   Details,
   ErrorNote,
   ExportButton,
-  num,
   Paged,
   type Pair,
   RecordHead,
+  ref,
+  STATUS,
   Status,
   Table,
   Timeline,
@@ -49,7 +51,7 @@ export function Payouts() {
         {(rows) => (
           <Table
             name="Payouts"
-            head={['Created', 'External id', num('Amount'), 'Status', 'Destination']}
+            head={['Created', ref('External id'), amount(), STATUS, 'Destination']}
             rows={rows}
             row={(p) => (
               <tr key={p.uuid}>

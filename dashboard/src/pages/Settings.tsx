@@ -4,7 +4,7 @@ import { useSearchParams } from 'react-router'
 import { data, noContent } from '../api/client'
 import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
 import { ROLE_VALUES } from '../api/values'
-import { ACTIONS, Details, ErrorNote, MutationForm, num, Pager, Table } from '../components'
+import { ACTIONS, Details, ErrorNote, MutationForm, num, Pager, ref, STATUS, Table } from '../components'
 import { money, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
@@ -80,7 +80,7 @@ export function People() {
       <ErrorNote error={users.error ?? disable.error ?? changeRole.error} />
       <Table
         name="People"
-        head={['Email', 'Role', 'Status', 'Two-factor', 'Since', ACTIONS]}
+        head={[ref('Email'), 'Role', STATUS, 'Two-factor', 'Since', ACTIONS]}
         rows={users.data?.data}
         row={(u) => (
           <tr key={u.uuid}>
@@ -146,7 +146,7 @@ export function AuditLog() {
       <ErrorNote error={log.error} />
       <Table
         name="Audit log"
-        head={['When', 'Who', 'Action', 'On', 'Mode', 'From']}
+        head={['When', 'Who', ref('Action'), 'On', 'Mode', 'From']}
         rows={log.data?.data}
         row={(row) => (
           <tr key={row.uuid}>
@@ -302,7 +302,7 @@ export function Profile() {
           />
           <Table
             name="Payment fees"
-            head={['Method', num('Fee'), num('Paid by you')]}
+            head={[ref('Method'), num('Fee'), num('Paid by you')]}
             rows={profile.data.fees}
             row={(f) => (
               <tr key={f.payment_method}>

@@ -10,7 +10,9 @@ import {
   Filters,
   MutationForm,
   Paged,
+  ref,
   Scroll,
+  STATUS,
   Status,
   Table,
   useListFilters,
@@ -197,9 +199,25 @@ export function Webhooks() {
         {(rows) => (
           <Table
             name="Delivery log"
-            head={['Created', 'Event', 'Status', 'Attempts', 'Last answer', ACTIONS]}
+            head={['Created', ref('Event'), STATUS, 'Attempts', 'Last answer', ACTIONS]}
             rows={rows}
-            row={(d) => <DeliveryRow key={d.uuid} delivery={d} onDetails={() => setDetails(d.uuid)} />}
+            row={(d) => (
+              <tr key={d.uuid}>
+                <td>{when(d.created_at)}</td>
+                <td>{d.event}</td>
+                <td>
+                  <Status status={d.status} />
+                </td>
+                <td>{d.attempts}</td>
+                <td className="clip">
+                  {d.response_status ? `HTTP ${d.response_status}` : (d.error ?? '—')}
+                  {d.response_body ? <span className="mono"> {d.response_body.slice(0, 200)}</span> : null}
+                </td>
+                <td>
+                  <DeliveryActions delivery={d} onDetails={() => setDetails(d.uuid)} />
+                </td>
+              </tr>
+            )}
             empty="No deliveries."
           />
         )}
@@ -209,7 +227,8 @@ export function Webhooks() {
   )
 }
 
-function DeliveryRow({ delivery, onDetails }: { delivery: Delivery; onDetails: () => void }) {
+/** A delivery's buttons: its details, and Redeliver for a failed one. */
+function DeliveryActions({ delivery, onDetails }: { delivery: Delivery; onDetails: () => void }) {
   const mode = useMode()
   const queryClient = useQueryClient()
   const [key] = useState(() => crypto.randomUUID())
@@ -223,43 +242,29 @@ function DeliveryRow({ delivery, onDetails }: { delivery: Delivery; onDetails: (
     onSuccess: () => queryClient.invalidateQueries({ queryKey: [mode, 'deliveries'] }),
   })
   return (
-    <tr>
-      <td>{when(delivery.created_at)}</td>
-      <td>{delivery.event}</td>
-      <td>
-        <Status status={delivery.status} />
-      </td>
-      <td>{delivery.attempts}</td>
-      <td className="clip">
-        {delivery.response_status ? `HTTP ${delivery.response_status}` : (delivery.error ?? '—')}
-        {delivery.response_body ? (
-          <span className="mono"> {delivery.response_body.slice(0, 200)}</span>
-        ) : null}
-      </td>
-      <td>
+    <>
+      <button
+        type="button"
+        className="link-button"
+        aria-label={`Details of ${delivery.event} of ${when(delivery.created_at)}`}
+        onClick={onDetails}
+      >
+        Details
+      </button>{' '}
+      {/* A test delivery is not redelivered (the API refuses it): send a new test instead. */}
+      {delivery.status === 'failed' && !delivery.is_test && (
         <button
           type="button"
-          className="link-button"
-          aria-label={`Details of ${delivery.event} of ${when(delivery.created_at)}`}
-          onClick={onDetails}
+          className="secondary"
+          aria-label={`Redeliver ${delivery.event} of ${when(delivery.created_at)}`}
+          disabled={redeliver.isPending || redeliver.isSuccess}
+          onClick={() => redeliver.mutate()}
         >
-          Details
-        </button>{' '}
-        {/* A test delivery is not redelivered (the API refuses it): send a new test instead. */}
-        {delivery.status === 'failed' && !delivery.is_test && (
-          <button
-            type="button"
-            className="secondary"
-            aria-label={`Redeliver ${delivery.event} of ${when(delivery.created_at)}`}
-            disabled={redeliver.isPending || redeliver.isSuccess}
-            onClick={() => redeliver.mutate()}
-          >
-            {redeliver.isSuccess ? 'Redelivery queued' : 'Redeliver'}
-          </button>
-        )}
-        <ErrorNote error={redeliver.error} />
-      </td>
-    </tr>
+          {redeliver.isSuccess ? 'Redelivery queued' : 'Redeliver'}
+        </button>
+      )}
+      <ErrorNote error={redeliver.error} />
+    </>
   )
 }
 
