@@ -5,7 +5,7 @@ import type { components } from '../../sdk/src/openapi.ts'
 const OWN_DIGITS: Record<string, number> = { USDT: 6 }
 
 /** Digits after the point of a currency's minor unit (RUB 2, JPY 0, USDT 6), from the browser's own tables. */
-function minorDigits(currency: string): number {
+export function minorDigits(currency: string): number {
   const own = OWN_DIGITS[currency]
   if (own !== undefined) return own
   try {
@@ -18,15 +18,20 @@ function minorDigits(currency: string): number {
   }
 }
 
-/** An amount in minor units as people read it: `1,500.00 RUB`. Exact: integer arithmetic, no float division. */
+/**
+ * An amount in minor units as people read it: `1,500.00 RUB`, `25.00 USDT`, `16.277807 USDT`, `0 USDT`. Exact
+ * (integer arithmetic, no float division, every digit that counts kept), but without the zeros a currency with
+ * more than two digits (USDT's six) would trail past the second, and a zero is just `0`.
+ */
 export function money(minor: number, currency: string): string {
+  if (minor === 0) return `0 ${currency}`
   const digits = minorDigits(currency)
   const negative = minor < 0
   const text = Math.abs(minor)
     .toString()
     .padStart(digits + 1, '0')
   const whole = text.slice(0, text.length - digits) || '0'
-  const fraction = digits ? `.${text.slice(text.length - digits)}` : ''
+  const fraction = digits ? `.${text.slice(text.length - digits)}`.replace(/(\.\d\d\d*?)0+$/, '$1') : ''
   const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')
   return `${negative ? '−' : ''}${grouped}${fraction} ${currency}`
 }
@@ -60,11 +65,29 @@ export const percent = (part: number, whole: number) =>
   whole ? `${((part / whole) * 100).toFixed(1)}\u00a0%` : '—'
 
 /**
- * An amount for finance staff: like `money`, but without the zeros a currency with more than two digits (USDT's
- * six) would trail, so 25000000 USDT micro reads `25.00 USDT` and 16277807 still `16.277807 USDT`.
+ * Minor units of `currency` in the settlement currency at a pay-in rate (units of `currency` per unit of the
+ * settlement currency, as `GET /integration/rates` gives it), rounded to the settlement currency's minor unit:
+ * an estimate, for a total across currencies.
  */
-export function moneyShort(minor: number, currency: string): string {
-  return money(minor, currency).replace(/(\.\d\d\d*?)0+ /, '$1 ')
+export function inSettlement(minor: number, currency: string, settlement: string, payInRate: string): number {
+  if (currency === settlement) return minor
+  const rate = Number(payInRate)
+  if (!(rate > 0)) return 0
+  return Math.round((minor / 10 ** minorDigits(currency) / rate) * 10 ** minorDigits(settlement))
+}
+
+/** An estimate in minor units rounded to hundredths of the major unit (`633.97 USDT`, not `633.97363 USDT`). */
+export function rounded(minor: number, currency: string): number {
+  const step = 10 ** Math.max(0, minorDigits(currency) - 2)
+  return Math.round(minor / step) * step
+}
+
+/** How a figure changed from the previous period: `+12.5 %`, `−3.0 %`, `no change`, or `new` from nothing. */
+export function change(now: number, before: number): string {
+  if (before === 0) return now === 0 ? 'no change' : 'new'
+  const delta = ((now - before) / before) * 100
+  if (Math.abs(delta) < 0.05) return 'no change'
+  return `${delta > 0 ? '+' : '−'}${Math.abs(delta).toFixed(1)}\u00a0%`
 }
 
 /** A payout's figures, as the API gives them in a quote (and, as strings, in a payout's `fx`). */
@@ -78,13 +101,13 @@ export type PayoutFigures = Pick<
  * receives USDT; a card receives the payout's own currency, with its USDT value beside it.
  */
 export function payoutFigures(p: PayoutFigures): { recipient: string; fee: string; total: string } {
-  const inUsdt = moneyShort(p.amount_usdt_micro, 'USDT')
-  const asked = moneyShort(p.amount, p.currency)
+  const inUsdt = money(p.amount_usdt_micro, 'USDT')
+  const asked = money(p.amount, p.currency)
   const recipient =
     p.currency === 'USDT' ? inUsdt : p.method === 'card' ? `${asked} (${inUsdt})` : `${inUsdt} (${asked})`
   return {
     recipient,
-    fee: moneyShort(p.fee_usdt_micro, 'USDT'),
-    total: moneyShort(p.payout_usdt_amount_micro, 'USDT'),
+    fee: money(p.fee_usdt_micro, 'USDT'),
+    total: money(p.payout_usdt_amount_micro, 'USDT'),
   }
 }

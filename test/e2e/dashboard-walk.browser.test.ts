@@ -41,7 +41,8 @@ describe('every dashboard page at 390 and 1280 px, in Chromium', () => {
       description: 'A description long enough to wrap on a phone, as merchants write them sometimes',
     })
     paymentUuid = paid.uuid
-    await paidTransaction(ctx, { amount: 9_900, currency: 'USD', external_id: 'walk-order-0002' })
+    // Fewer minor units than the RUB payment, but more money: the home page's main currency.
+    await paidTransaction(ctx, { amount: 50_000, currency: 'USD', external_id: 'walk-order-0002' })
     const refund = await postRefund(ctx, ctx.merchant, paid.uuid, 100_000, `walk-refund-${Date.now()}`)
     assert.equal(refund.statusCode, 201, refund.body)
     const payout = await call(
@@ -140,6 +141,28 @@ describe('every dashboard page at 390 and 1280 px, in Chromium', () => {
       })
     })
   }
+
+  it('home: the main currency is the one with the most volume, with a total in the settlement currency', async () => {
+    const owner = await activeUser(ctx, 'owner')
+    await withPage(openPage(browser, 1280, { cspViolations, pageErrors }), async (page) => {
+      await signInToDashboard(page, origin, owner)
+      await page.getByText('Succeeded volume per day (USD)').waitFor()
+      assert.equal(await page.getByLabel('Currency').inputValue(), 'USD')
+      const figures = (await page.locator('dl.figures').innerText()).replace(/\s+/g, ' ')
+      assert.match(figures, /Volume \(USD\) 500\.00 USD none in the previous 7 days/)
+      assert.match(figures, /Success rate \(USD\) 100\.0\s%/)
+      // 500 USD and 12,345.67 RUB at the test rates (RUB 92.15 per USDT, and the markup): about 630 USDT.
+      const total = /All currencies, in USDT about ([\d,]+)\.\d+ USDT/.exec(figures)?.[1]
+      assert.ok(
+        total && Number(total.replace(',', '')) > 600 && Number(total.replace(',', '')) < 640,
+        figures,
+      )
+      // Another currency is a choice away.
+      await page.getByLabel('Currency').selectOption('RUB')
+      await page.getByText('Succeeded volume per day (RUB)').waitFor()
+      assert.match(await page.locator('dl.figures').innerText(), /12,345\.67 RUB/)
+    })
+  })
 
   it('the menu on a phone: a button that says whether it is open, used with the keyboard', async () => {
     const owner = await activeUser(ctx, 'owner')

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { parse } from 'csv-parse/sync'
 import type { Browser, Page } from 'playwright-core'
+import { money } from '../../dashboard/src/format.ts'
 import { DASHBOARD_CSP } from '../../src/modules/dashboard/pages.ts'
 import { launchChromium } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
@@ -54,9 +55,8 @@ describe('merchant dashboard in Chromium', () => {
     const res = await call(ctx, 'GET', '/integration/balances')
     return res.json().data.find((b: { currency: string }) => b.currency === currency)
   }
-  /** Micro units of USDT as the dashboard writes them: 1,234.567890. */
-  const usdt = (micro: number) =>
-    `${Math.trunc(micro / 1e6).toLocaleString('en-US')}.${String(micro % 1e6).padStart(6, '0')}`
+  /** Micro units of USDT as the dashboard writes them: 1,234.56789 (no zeros trailed past two digits). */
+  const usdt = (micro: number) => money(micro, 'USDT').replace(' USDT', '')
 
   it('serves the pages with a strict Content-Security-Policy and no inline code', async () => {
     const res = await fetch(`${origin}/dashboard/test/payments`)

@@ -1,12 +1,23 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { money, moneyShort, payoutFigures, toMajorText, toMinor } from '../../dashboard/src/format.ts'
+import {
+  change,
+  inSettlement,
+  money,
+  payoutFigures,
+  rounded,
+  toMajorText,
+  toMinor,
+} from '../../dashboard/src/format.ts'
 
 describe("the dashboard's amounts", () => {
   it('writes minor units exactly, in each currency’s own digits', () => {
     assert.equal(money(150000, 'RUB'), '1,500.00 RUB')
     assert.equal(money(5, 'RUB'), '0.05 RUB')
-    assert.equal(money(0, 'RUB'), '0.00 RUB')
+    assert.equal(money(0, 'RUB'), '0 RUB')
+    assert.equal(money(0, 'USDT'), '0 USDT')
+    assert.equal(money(-1, 'USDT'), '−0.000001 USDT')
+    assert.equal(money(1_000_000_000_010, 'USDT'), '1,000,000.00001 USDT')
     assert.equal(money(-1234, 'EUR'), '−12.34 EUR')
     assert.equal(money(1500, 'JPY'), '1,500 JPY')
     assert.equal(money(1234, 'KWD'), '1.234 KWD')
@@ -42,13 +53,13 @@ describe("the dashboard's amounts", () => {
 
 describe("the dashboard's payout figures", () => {
   it('drops only the zeros USDT trails past two digits, and keeps every digit that counts', () => {
-    assert.equal(moneyShort(25000000, 'USDT'), '25.00 USDT')
-    assert.equal(moneyShort(1250000, 'USDT'), '1.25 USDT')
-    assert.equal(moneyShort(26250000, 'USDT'), '26.25 USDT')
-    assert.equal(moneyShort(16277807, 'USDT'), '16.277807 USDT')
-    assert.equal(moneyShort(1234500, 'USDT'), '1.2345 USDT')
-    assert.equal(moneyShort(150000, 'RUB'), '1,500.00 RUB')
-    assert.equal(moneyShort(1500, 'JPY'), '1,500 JPY')
+    assert.equal(money(25000000, 'USDT'), '25.00 USDT')
+    assert.equal(money(1250000, 'USDT'), '1.25 USDT')
+    assert.equal(money(26250000, 'USDT'), '26.25 USDT')
+    assert.equal(money(16277807, 'USDT'), '16.277807 USDT')
+    assert.equal(money(1234500, 'USDT'), '1.2345 USDT')
+    assert.equal(money(150000, 'RUB'), '1,500.00 RUB')
+    assert.equal(money(1500, 'JPY'), '1,500 JPY')
   })
 
   it('names what the recipient gets, the fee and the total debited, not the total as the amount paid out', () => {
@@ -63,5 +74,29 @@ describe("the dashboard's payout figures", () => {
     const rub = { amount: 250000, currency: 'RUB', amount_usdt_micro: 27130000, ...figures }
     assert.equal(payoutFigures({ method: 'card', ...rub }).recipient, '2,500.00 RUB (27.13 USDT)')
     assert.equal(payoutFigures({ method: 'usdt_wallet', ...rub }).recipient, '27.13 USDT (2,500.00 RUB)')
+  })
+})
+
+describe("the home page's figures", () => {
+  it('converts to the settlement currency at a pay-in rate, in its minor units', () => {
+    assert.equal(inSettlement(150000, 'RUB', 'USDT', '93.75'), 16_000_000)
+    assert.equal(inSettlement(150000, 'USDT', 'USDT', '1'), 150000)
+    assert.equal(inSettlement(1500, 'JPY', 'USD', '150'), 1000)
+    assert.equal(inSettlement(100, 'RUB', 'USDT', '0'), 0)
+    assert.equal(inSettlement(100, 'RUB', 'USDT', 'not a rate'), 0)
+  })
+
+  it('rounds an estimate to hundredths', () => {
+    assert.equal(money(rounded(633_973_630, 'USDT'), 'USDT'), '633.97 USDT')
+    assert.equal(money(rounded(1_234_567, 'RUB'), 'RUB'), '12,345.67 RUB')
+    assert.equal(money(rounded(1_500, 'JPY'), 'JPY'), '1,500 JPY')
+  })
+
+  it('says how a figure changed from the previous period', () => {
+    assert.equal(change(120, 100), '+20.0\u00a0%')
+    assert.equal(change(97, 100), '−3.0\u00a0%')
+    assert.equal(change(100, 100), 'no change')
+    assert.equal(change(5, 0), 'new')
+    assert.equal(change(0, 0), 'no change')
   })
 })

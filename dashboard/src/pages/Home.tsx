@@ -13,15 +13,16 @@ import {
   YAxis,
 } from 'recharts'
 import { api, data } from '../api/client'
-import { dashboardApi, inMode } from '../api/dashboard'
+import { type DashboardSchemas, dashboardApi, inMode } from '../api/dashboard'
 import { ErrorNote, PaymentsTable } from '../components'
-import { money, percent } from '../format'
+import { change, inSettlement, money, percent, rounded } from '../format'
 import { useMode } from '../layout'
 
-function days(count: number): string[] {
+/** The `count` UTC days ending `skip` days before today, oldest first, as YYYY-MM-DD. */
+function days(count: number, skip = 0): string[] {
   const out: string[] = []
   const today = new Date()
-  for (let i = count - 1; i >= 0; i--)
+  for (let i = count - 1 + skip; i >= skip; i--)
     out.push(
       new Date(Date.UTC(today.getUTCFullYear(), today.getUTCMonth(), today.getUTCDate() - i))
         .toISOString()
@@ -29,6 +30,30 @@ function days(count: number): string[] {
     )
   return out
 }
+
+type StatsRow = DashboardSchemas['PaymentStats']['data'][number]
+
+/** A period's figures of one currency: succeeded volume, paid and finished (paid or failed) payments. */
+function totalsOf(rows: StatsRow[], period: string[], currency: string | null) {
+  const inPeriod = new Set(period)
+  return rows
+    .filter((r) => inPeriod.has(r.day) && (currency === null || r.currency === currency))
+    .reduce(
+      (t, r) => ({
+        volume: t.volume + r.volume,
+        succeeded: t.succeeded + r.succeeded,
+        finished: t.finished + r.succeeded + r.failed,
+      }),
+      { volume: 0, succeeded: 0, finished: 0 },
+    )
+}
+
+/** The succeeded rate of a period's totals, in percent, or null with nothing finished. */
+const rateOf = (t: { succeeded: number; finished: number }) =>
+  t.finished ? (t.succeeded / t.finished) * 100 : null
+
+/** The longest period the stats answer: 30 days, so 7 days compare with the 7 before, 30 with nothing yet. */
+const STATS_DAYS = 30
 
 export function Home() {
   const mode = useMode()
@@ -38,9 +63,18 @@ export function Home() {
     queryFn: () => data(api(mode).GET('/integration/balances')),
   })
   const stats = useQuery({
-    queryKey: [mode, 'stats', span],
+    queryKey: [mode, 'stats', STATS_DAYS],
     queryFn: () =>
-      data(dashboardApi.GET('/dashboard/api/stats', { params: { query: { days: span } }, ...inMode(mode) })),
+      data(
+        dashboardApi.GET('/dashboard/api/stats', {
+          params: { query: { days: STATS_DAYS } },
+          ...inMode(mode),
+        }),
+      ),
+  })
+  const rates = useQuery({
+    queryKey: [mode, 'rates'],
+    queryFn: () => data(api(mode).GET('/integration/rates')),
   })
   const latest = useQuery({
     queryKey: [mode, 'transactions', 'latest'],
@@ -48,10 +82,24 @@ export function Home() {
   })
 
   const rows = stats.data?.data ?? []
-  const currencies = [...new Set(rows.map((r) => r.currency))]
+  const period = days(span)
+  const previous = span * 2 <= STATS_DAYS ? days(span, span) : null
+  const settlement = rates.data?.settlement_currency ?? null
+  /** A currency's volume in the settlement currency, at today's pay-in rate (an estimate: rates move). */
+  const settled = (volume: number, currency: string) => {
+    if (!settlement) return 0
+    const rate = rates.data?.data.find((r) => r.currency === currency)?.pay_in_rate ?? '0'
+    return inSettlement(volume, currency, settlement, rate)
+  }
+  const inPeriod = new Set(period)
+  const currencies = [...new Set(rows.filter((r) => inPeriod.has(r.day)).map((r) => r.currency))]
+  // The main currency is the one with the most volume in the period, compared in the settlement currency.
+  const byVolume = currencies
+    .map((c) => ({ currency: c, settled: settled(totalsOf(rows, period, c).volume, c) }))
+    .sort((a, b) => b.settled - a.settled)
   const [currency, setCurrency] = useState<string | null>(null)
-  const shown = currency ?? currencies[0] ?? null
-  const series = days(span).map((day) => {
+  const shown = currency && currencies.includes(currency) ? currency : (byVolume[0]?.currency ?? null)
+  const series = period.map((day) => {
     const r = rows.find((x) => x.day === day && x.currency === shown)
     return {
       day: day.slice(5),
@@ -60,20 +108,15 @@ export function Home() {
         r && r.succeeded + r.failed ? Math.round((r.succeeded / (r.succeeded + r.failed)) * 1000) / 10 : null,
     }
   })
-  const totals = rows
-    .filter((r) => r.currency === shown)
-    .reduce(
-      (t, r) => ({
-        volume: t.volume + r.volume,
-        succeeded: t.succeeded + r.succeeded,
-        finished: t.finished + r.succeeded + r.failed,
-      }),
-      {
-        volume: 0,
-        succeeded: 0,
-        finished: 0,
-      },
+  const totals = totalsOf(rows, period, shown)
+  const before = previous ? totalsOf(rows, previous, shown) : null
+  const allCurrencies = (dayList: string[]) =>
+    [...new Set(rows.map((r) => r.currency))].reduce(
+      (sum, c) => sum + settled(totalsOf(rows, dayList, c).volume, c),
+      0,
     )
+  const rateNow = rateOf(totals)
+  const rateBefore = before ? rateOf(before) : null
 
   return (
     <>
@@ -113,7 +156,7 @@ export function Home() {
               <label>
                 Currency
                 <select value={shown ?? ''} onChange={(e) => setCurrency(e.target.value)}>
-                  {currencies.map((c) => (
+                  {byVolume.map(({ currency: c }) => (
                     <option key={c}>{c}</option>
                   ))}
                 </select>
@@ -124,9 +167,45 @@ export function Home() {
         <ErrorNote error={stats.error} />
         {shown ? (
           <>
-            <p className="summary">
-              Volume {money(totals.volume, shown)} · success rate {percent(totals.succeeded, totals.finished)}
-            </p>
+            <dl className="figures">
+              <div className="card">
+                <dt>Volume ({shown})</dt>
+                <dd className="figure">{money(totals.volume, shown)}</dd>
+                {before && (
+                  <dd className="summary">
+                    {before.volume
+                      ? `${change(totals.volume, before.volume)} on the previous ${span} days (${money(before.volume, shown)})`
+                      : `none in the previous ${span} days`}
+                  </dd>
+                )}
+              </div>
+              <div className="card">
+                <dt>Success rate ({shown})</dt>
+                <dd className="figure">{percent(totals.succeeded, totals.finished)}</dd>
+                {before && (
+                  <dd className="summary">
+                    {rateNow !== null && rateBefore !== null
+                      ? `${rateNow >= rateBefore ? '+' : '−'}${Math.abs(rateNow - rateBefore).toFixed(1)} points on the previous ${span} days (${percent(before.succeeded, before.finished)})`
+                      : `no finished payment in the previous ${span} days`}
+                  </dd>
+                )}
+              </div>
+              {settlement && (
+                <div className="card">
+                  <dt>All currencies, in {settlement}</dt>
+                  <dd className="figure">
+                    about {money(rounded(allCurrencies(period), settlement), settlement)}
+                  </dd>
+                  <dd className="summary">
+                    {before && allCurrencies(previous ?? [])
+                      ? `${change(allCurrencies(period), allCurrencies(previous ?? []))} on the previous ${span} days, `
+                      : ''}
+                    at today's rates
+                  </dd>
+                </div>
+              )}
+            </dl>
+            {!before && <p className="summary">No comparison: the service gives the last 30 days only.</p>}
             <div className="charts">
               <figure>
                 <figcaption>Succeeded volume per day ({shown})</figcaption>

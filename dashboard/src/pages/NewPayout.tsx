@@ -4,7 +4,7 @@ import { Link, useNavigate } from 'react-router'
 import { ApiError, api, data, type Schemas } from '../api/client'
 import { dashboardApi } from '../api/dashboard'
 import { ErrorNote } from '../components'
-import { moneyShort, payoutFigures, toMinor } from '../format'
+import { money, payoutFigures, toMinor } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
@@ -120,8 +120,7 @@ export function NewPayout() {
       {!quote && (
         <form className="card form" onSubmit={review}>
           <p className="balance-note">
-            Available balance:{' '}
-            <strong>{balance ? moneyShort(balance.available, balance.currency) : '…'}</strong>
+            Available balance: <strong>{balance ? money(balance.available, balance.currency) : '…'}</strong>
           </p>
           <fieldset>
             <legend>Destination</legend>

@@ -17,7 +17,7 @@ import {
   useExport,
   usePage,
 } from '../components'
-import { moneyShort, payoutFigures, when, words } from '../format'
+import { money, payoutFigures, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
 
@@ -59,7 +59,7 @@ export function Payouts() {
                 <td>
                   <Link to={`/${mode}/payouts/${p.uuid}`}>{p.external_id}</Link>
                 </td>
-                <td className="num">{moneyShort(p.amount, p.currency)}</td>
+                <td className="num">{money(p.amount, p.currency)}</td>
                 <td>
                   <Status status={p.status} />
                 </td>
@@ -125,7 +125,7 @@ export function Payout() {
 
   return (
     <>
-      <RecordHead list="payouts" record={p} amount={moneyShort(p.amount, p.currency)} />
+      <RecordHead list="payouts" record={p} amount={money(p.amount, p.currency)} />
       <div className="grid-2">
         <Details id="payout-details" title="Details" pairs={details} />
         <Details id="payout-money" title="Money and FX" pairs={amounts} />
