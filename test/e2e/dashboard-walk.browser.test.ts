@@ -3,7 +3,14 @@ import { after, before, describe, it } from 'node:test'
 import type { Browser, Page } from 'playwright-core'
 import { launchChromium } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
-import { call, createTestContext, paidTransaction, postRefund, type TestContext } from '../helpers/harness.ts'
+import {
+  call,
+  createTestContext,
+  eventually,
+  paidTransaction,
+  postRefund,
+  type TestContext,
+} from '../helpers/harness.ts'
 import { checkPage, openPage, signInToDashboard, withPage } from '../helpers/pages.ts'
 import { freePort } from '../helpers/program.ts'
 
@@ -161,6 +168,36 @@ describe('every dashboard page at 390 and 1280 px, in Chromium', () => {
       await page.getByLabel('Currency').selectOption('RUB')
       await page.getByText('Succeeded volume per day (RUB)').waitFor()
       assert.match(await page.locator('dl.figures').innerText(), /12,345\.67 RUB/)
+    })
+  })
+
+  it('events: filtered by type and by object, each object linked to its page', async () => {
+    const owner = await activeUser(ctx, 'owner')
+    await withPage(openPage(browser, 1280, { cspViolations, pageErrors }), async (page) => {
+      await signInToDashboard(page, origin, owner)
+      await page.goto(`${origin}/dashboard/test/developers/events`)
+      const types = () =>
+        page.locator('table[aria-label="Events"] tbody tr td:nth-child(2)').allTextContents()
+      await page.locator('table[aria-label="Events"] tbody tr').first().waitFor()
+      assert.ok((await types()).includes('transaction.paid'))
+      await page.getByLabel('Type').selectOption('payout.processing')
+      await page.getByRole('button', { name: 'Apply' }).click()
+      await page.waitForURL(/type=payout\.processing/)
+      await eventually(async () => ((await types()).join() === 'payout.processing' ? true : null))
+      await page.getByRole('link', { name: `payout ${payoutUuid}` }).click()
+      await page.getByRole('heading', { name: /^Payout / }).waitFor()
+      // One payment's events, as a search result links to them.
+      await page.goto(`${origin}/dashboard/test/developers/events?object_uuid=${paymentUuid}`)
+      assert.equal(await page.getByLabel('Object id').inputValue(), paymentUuid)
+      await eventually(async () => {
+        const shown = await types()
+        return shown.length === 2 && shown.includes('transaction.partially_refunded') ? true : null
+      })
+      await page
+        .getByRole('link', { name: `payment ${paymentUuid}` })
+        .first()
+        .click()
+      await page.getByRole('heading', { name: /^Payment / }).waitFor()
     })
   })
 
