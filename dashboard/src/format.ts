@@ -111,3 +111,49 @@ export function payoutFigures(p: PayoutFigures): { recipient: string; fee: strin
     total: money(p.payout_usdt_amount_micro, 'USDT'),
   }
 }
+
+/**
+ * A JSON text laid out two spaces to a level, for reading (a webhook's body, an endpoint's answer); any other
+ * text as it is. The text is re-laid, not parsed and written again, so a number past 2^53 keeps every digit.
+ */
+export function prettyJson(text: string): string {
+  try {
+    JSON.parse(text)
+  } catch {
+    return text
+  }
+  let out = ''
+  let depth = 0
+  let inString = false
+  let escaped = false
+  const newline = () => `\n${'  '.repeat(depth)}`
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string
+    if (inString) {
+      out += c
+      if (escaped) escaped = false
+      else if (c === '\\') escaped = true
+      else if (c === '"') inString = false
+    } else if (c === '"') {
+      inString = true
+      out += c
+    } else if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']'
+      let next = i + 1
+      while (/\s/.test(text[next] ?? '')) next++
+      if (text[next] === close) {
+        out += c + close
+        i = next
+      } else {
+        depth++
+        out += c + newline()
+      }
+    } else if (c === '}' || c === ']') {
+      depth--
+      out += newline() + c
+    } else if (c === ',') out += `,${newline()}`
+    else if (c === ':') out += ': '
+    else if (!/\s/.test(c)) out += c
+  }
+  return out
+}

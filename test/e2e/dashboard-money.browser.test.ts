@@ -316,6 +316,10 @@ describe('merchant dashboard, money out and developer tools, in Chromium', () =>
         .click()
       await page.getByRole('heading', { name: /^Request: POST/ }).waitFor()
       assert.match((await page.locator('.attempts').textContent()) ?? '', /Attempt 1 .*HTTP 500/)
+      // The body sent is laid out for reading, one field a line.
+      const request =
+        (await page.getByRole('region', { name: /^Request headers and body/ }).textContent()) ?? ''
+      assert.match(request, /\n\{\n {2}"[a-z_]+": /)
       await check(page, 'webhook-delivery-details', 1280)
       const redeliver = page.getByRole('button', { name: /^Redeliver transaction\.paid/ }).first()
       await redeliver.click()

@@ -5,6 +5,7 @@ import {
   inSettlement,
   money,
   payoutFigures,
+  prettyJson,
   rounded,
   toMajorText,
   toMinor,
@@ -98,5 +99,19 @@ describe("the home page's figures", () => {
     assert.equal(change(100, 100), 'no change')
     assert.equal(change(5, 0), 'new')
     assert.equal(change(0, 0), 'no change')
+  })
+})
+
+describe("the dashboard's JSON bodies", () => {
+  it('lays JSON out two spaces to a level, every digit kept, and leaves other text alone', () => {
+    assert.equal(
+      prettyJson('{"a":1,"b":[true,null,{}],"c":{"d":"x, {y}: \\"z\\""},"e":[]}'),
+      '{\n  "a": 1,\n  "b": [\n    true,\n    null,\n    {}\n  ],\n  "c": {\n    "d": "x, {y}: \\"z\\""\n  },\n  "e": []\n}',
+    )
+    assert.equal(prettyJson('{"amount":12345678901234567890}'), '{\n  "amount": 12345678901234567890\n}')
+    assert.equal(prettyJson('{ "a" : [ 1 , 2 ] }'), '{\n  "a": [\n    1,\n    2\n  ]\n}')
+    assert.equal(prettyJson('OK'), 'OK')
+    assert.equal(prettyJson('<html>{"a":1}</html>'), '<html>{"a":1}</html>')
+    assert.equal(prettyJson('"text"'), '"text"')
   })
 })

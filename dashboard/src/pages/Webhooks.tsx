@@ -18,7 +18,7 @@ import {
   useListFilters,
   usePage,
 } from '../components'
-import { when } from '../format'
+import { prettyJson, when } from '../format'
 import { useMode } from '../layout'
 
 type EventName = Schemas['WebhookConfig']['events'][number]
@@ -301,7 +301,7 @@ function DeliveryDetails({ uuid, onClose }: { uuid: string; onClose: () => void 
                 .map(([name, value]) => `${name}: ${value}`)
                 .join('\n')}
               {'\n\n'}
-              {detail.data.request.body}
+              {prettyJson(detail.data.request.body ?? '')}
             </pre>
           </Scroll>
           <h3 className="spaced">Attempts</h3>
@@ -314,7 +314,7 @@ function DeliveryDetails({ uuid, onClose }: { uuid: string; onClose: () => void 
                 {a.response_status ? `HTTP ${a.response_status}` : (a.error ?? 'no answer')}
                 {a.response_body && (
                   <Scroll label={`Answer to attempt ${a.attempt}, scrollable`} className="payload">
-                    <pre>{a.response_body}</pre>
+                    <pre>{prettyJson(a.response_body)}</pre>
                   </Scroll>
                 )}
               </li>
