@@ -454,8 +454,8 @@ export function Timeline({
 }
 
 /**
- * A table of refunds. The list of all refunds (`linked`) links each to its payment and keeps long reasons
- * narrow; a payment's own refunds need neither.
+ * A table of refunds. The list of all refunds (`linked`) names each one's payment by its external id, linked to
+ * it, with the payment's amount, and keeps long reasons narrow; a payment's own refunds need neither.
  */
 export function RefundsTable({
   rows,
@@ -475,7 +475,14 @@ export function RefundsTable({
     <Table
       name={name}
       label={label}
-      head={['Created', amount(), STATUS, 'Reason', linked && 'Payment']}
+      head={[
+        'Created',
+        amount(),
+        STATUS,
+        linked && ref('Payment'),
+        linked && num('Payment amount'),
+        'Reason',
+      ]}
       rows={rows}
       row={(r) => (
         <tr key={r.uuid}>
@@ -484,12 +491,13 @@ export function RefundsTable({
           <td>
             <Status status={r.status} />
           </td>
-          <td className={linked ? 'clip' : undefined}>{r.reason ?? ''}</td>
           {linked && (
             <td>
-              <Link to={`/${mode}/payments/${r.transaction_uuid}`}>Open payment</Link>
+              <Link to={`/${mode}/payments/${r.transaction_uuid}`}>{r.transaction_external_id}</Link>
             </td>
           )}
+          {linked && <td className="num">{money(r.transaction_amount_minor, r.currency)}</td>}
+          <td className={linked ? 'clip' : undefined}>{r.reason ?? ''}</td>
         </tr>
       )}
       empty={empty}
