@@ -1,10 +1,25 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
-import { useSearchParams } from 'react-router'
+import { Link } from 'react-router'
 import { data, noContent } from '../api/client'
 import { type DashboardSchemas, dashboardApi, inMode, type Role } from '../api/dashboard'
-import { ROLE_VALUES } from '../api/values'
-import { ACTIONS, Details, ErrorNote, MutationForm, num, Pager, ref, STATUS, Table } from '../components'
+import { AUDIT_ACTION_VALUES, ROLE_VALUES } from '../api/values'
+import {
+  ACTIONS,
+  Details,
+  ErrorNote,
+  FilterDates,
+  FilterSelect,
+  Filters,
+  MutationForm,
+  num,
+  Pager,
+  ref,
+  STATUS,
+  Table,
+  useExport,
+  useListFilters,
+} from '../components'
 import { money, when, words } from '../format'
 import { useMode } from '../layout'
 import { useCan, useMe } from '../session'
@@ -124,26 +139,51 @@ export function People() {
   )
 }
 
-/** What happened in the dashboard: who, what, when, from where (owner and admin). */
+/** The audit log's filters, in the page's address: the person, the action, the days. */
+const AUDIT_FILTERS = ['actor_user_uuid', 'action', 'from', 'to'] as const
+
+/**
+ * What happened in the dashboard: who, what, when, on what (linked to where it is shown), from where (owner and
+ * admin); filtered by person, action and date, and exportable as CSV.
+ */
 export function AuditLog() {
-  const [params] = useSearchParams()
-  const cursor = params.get('cursor')
+  const mode = useMode()
   const canRead = useCan('read_audit_log')
+  const canListPeople = useCan('manage_users')
+  const { query, cursor, apply } = useListFilters(AUDIT_FILTERS)
+  const people = useQuery({
+    queryKey: ['users'],
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/users')),
+    enabled: canListPeople,
+  })
   const log = useQuery({
-    queryKey: ['audit', cursor],
+    queryKey: ['audit', query, cursor],
     queryFn: () =>
       data(
         dashboardApi.GET('/dashboard/api/audit-log', {
-          params: { query: { per_page: 50, cursor: cursor ?? undefined } },
+          params: { query: { ...query, per_page: 50, cursor } },
         }),
       ),
     enabled: canRead,
+    placeholderData: keepPreviousData,
   })
+  const csv = useExport('/dashboard/api/audit-log', 'audit-log', query)
   if (!canRead) return <p>Only an owner or an admin reads the audit log.</p>
+  const emails = new Map(people.data?.data.map((u) => [u.uuid, u.email]))
   return (
     <>
       <h1>Audit log</h1>
-      <ErrorNote error={log.error} />
+      <Filters label="Filter the audit log" onSubmit={apply} csv={csv}>
+        <FilterSelect
+          label="Person"
+          name="actor_user_uuid"
+          values={[...emails.keys()]}
+          text={(uuid) => emails.get(uuid) ?? uuid}
+        />
+        <FilterSelect label="Action" name="action" values={AUDIT_ACTION_VALUES} text={words} />
+        <FilterDates from="from" to="to" />
+      </Filters>
+      <ErrorNote error={log.error ?? csv.error} />
       <Table
         name="Audit log"
         head={['When', 'Who', ref('Action'), 'On', 'Mode', 'From']}
@@ -156,11 +196,21 @@ export function AuditLog() {
               {words(row.action)}
               {typeof row.details?.operation === 'string' ? `: ${row.details.operation}` : ''}
             </td>
-            <td className="mono nowrap">{row.target_id ?? ''}</td>
+            <td className="mono nowrap">
+              {row.target_path ? (
+                <Link to={`/${row.mode ?? mode}${row.target_path}`}>
+                  {row.target_kind ? `${words(row.target_kind)} ` : ''}
+                  {row.target_id}
+                </Link>
+              ) : (
+                (row.target_id ?? '')
+              )}
+            </td>
             <td>{row.mode ?? ''}</td>
             <td>{row.ip ?? ''}</td>
           </tr>
         )}
+        empty="Nothing matches."
       />
       {log.data && <Pager meta={{ prev_cursor: cursor ? '' : null, next_cursor: log.data.next_cursor }} />}
     </>
