@@ -7,6 +7,7 @@ import {
   type InputHTMLAttributes,
   isValidElement,
   type ReactNode,
+  useState,
 } from 'react'
 import { Link, useSearchParams } from 'react-router'
 import type { ApiEvent, Refund, Schemas, Transaction } from './api/client'
@@ -131,6 +132,23 @@ export function Table<T>({
 
 export function Status({ status }: { status: string }) {
   return <span className={`status status-${status}`}>{words(status)}</span>
+}
+
+/** Copies `text` to the clipboard, then says so. */
+export function CopyButton({ text, label }: { text: string; label: string }) {
+  const [copied, setCopied] = useState(false)
+  return (
+    <button
+      type="button"
+      className="secondary"
+      onClick={async () => {
+        await navigator.clipboard.writeText(text)
+        setCopied(true)
+      }}
+    >
+      {copied ? 'Copied' : label}
+    </button>
+  )
 }
 
 export function ErrorNote({ error }: { error: unknown }) {

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { data } from '../api/client'
 import { type DashboardSchemas, dashboardApi } from '../api/dashboard'
-import { ACTIONS, ErrorNote, ref, Scroll, STATUS, Table } from '../components'
+import { ACTIONS, CopyButton, ErrorNote, MutationForm, ref, Scroll, STATUS, Table } from '../components'
 import { when } from '../format'
 import { useMode } from '../layout'
 
@@ -33,16 +33,15 @@ export function ApiKeys() {
   const mode = useMode()
   const queryClient = useQueryClient()
   const [created, setCreated] = useState<DashboardSchemas['CreatedApiKey'] | null>(null)
-  const [copied, setCopied] = useState(false)
   const keys = useQuery({
     queryKey: ['keys'],
     queryFn: () => data(dashboardApi.GET('/dashboard/api/keys')),
   })
   const create = useMutation({
-    mutationFn: () => data(dashboardApi.POST('/dashboard/api/keys', { body: { mode } })),
+    mutationFn: (name: string) =>
+      data(dashboardApi.POST('/dashboard/api/keys', { body: name ? { mode, name } : { mode } })),
     onSuccess: (key) => {
       setCreated(key)
-      setCopied(false)
       queryClient.invalidateQueries({ queryKey: ['keys'] })
     },
   })
@@ -56,15 +55,25 @@ export function ApiKeys() {
       <h1>API keys</h1>
       <section className="card" aria-labelledby="new-key-title">
         <h2 id="new-key-title">New {mode} key</h2>
-        <button type="button" onClick={() => create.mutate()} disabled={create.isPending}>
-          Create a {mode} key
-        </button>
-        <ErrorNote error={create.error} />
+        <MutationForm
+          mutation={create}
+          submit={`Create a ${mode} key`}
+          onSubmit={(event) => {
+            event.preventDefault()
+            create.mutate(String(new FormData(event.currentTarget).get('name') ?? '').trim())
+          }}
+        >
+          <label>
+            Name (optional)
+            <input name="name" maxLength={100} placeholder="Checkout server" />
+          </label>
+        </MutationForm>
         {created && (
           <div role="status" className="ok">
             <p>
-              Key <span className="mono">{created.key_id}</span>. Its secret, shown only now: keep it in your
-              secrets store.
+              Key <span className="mono">{created.key_id}</span>
+              {created.name ? ` (${created.name})` : ''}. Its secret, shown only now: keep it in your secrets
+              store.
             </p>
             <input
               className="mono wide"
@@ -73,26 +82,18 @@ export function ApiKeys() {
               aria-label="New key's secret"
               onFocus={(e) => e.currentTarget.select()}
             />
-            <button
-              type="button"
-              className="secondary"
-              onClick={async () => {
-                await navigator.clipboard.writeText(created.secret)
-                setCopied(true)
-              }}
-            >
-              {copied ? 'Copied' : 'Copy the secret'}
-            </button>
+            <CopyButton key={created.secret} text={created.secret} label="Copy the secret" />
           </div>
         )}
       </section>
       <ErrorNote error={keys.error ?? revoke.error} />
       <Table
         name="API keys"
-        head={[ref('Key id'), 'Mode', 'Secret ends', 'Created', 'Last used', STATUS, ACTIONS]}
+        head={[ref('Name'), 'Key id', 'Mode', 'Secret ends', 'Created', 'Last used', STATUS, ACTIONS]}
         rows={keys.data?.data}
         row={(k) => (
           <tr key={k.key_id}>
+            <td>{k.name ?? <span className="muted">no name</span>}</td>
             <td className="mono nowrap">{k.key_id}</td>
             <td>{k.mode}</td>
             <td className="mono">…{k.secret_last4}</td>
