@@ -5,6 +5,7 @@ import { createBrowserRouter, Navigate, RouterProvider } from 'react-router'
 import { ApiError } from './api/client'
 import { Layout } from './layout'
 import { ApiKeys } from './pages/ApiKeys'
+import { BalanceSummary } from './pages/BalanceSummary'
 import { Balances } from './pages/Balances'
 import { Events } from './pages/Events'
 import { NewPayout } from './pages/NewPayout'
@@ -66,7 +67,13 @@ const router = createBrowserRouter(
           ],
         },
         { path: 'refunds', element: <Refunds /> },
-        { path: 'balances', element: <Balances /> },
+        {
+          path: 'balances',
+          children: [
+            { index: true, element: <Balances /> },
+            { path: 'summary', element: <BalanceSummary /> },
+          ],
+        },
         {
           path: 'payouts',
           children: [

@@ -128,6 +128,7 @@ describe('every dashboard page at 390 and 1280 px, in Chromium', () => {
     ['payment', `payments/${paymentUuid}`, 'table[aria-label="Refunds of this payment"] tbody tr'],
     ['refunds', 'refunds', 'table[aria-label="Refunds"] tbody tr'],
     ['balances', 'balances', 'table[aria-label="Balance history"] tbody tr'],
+    ['balance-summary', 'balances/summary', 'table[aria-label="Balance summary"] tbody tr'],
     ['payouts', 'payouts', 'table[aria-label="Payouts"] tbody tr'],
     ['payout', `payouts/${payoutUuid}`, 'ol.timeline'],
     ['payout-new', 'payouts/new', '.balance-note'],

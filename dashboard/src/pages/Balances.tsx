@@ -44,6 +44,10 @@ export function Balances() {
   return (
     <>
       <h1>Balances</h1>
+      <p>
+        <Link to={`/${mode}/balances/summary`}>Summary for a period</Link>: opening and closing balances, and
+        what came in and went out, per currency.
+      </p>
       <ErrorNote error={balances.error} />
       <Table
         name="Balances"
