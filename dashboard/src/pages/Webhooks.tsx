@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { type FormEvent, useState } from 'react'
-import { api, type Delivery, data, type Schemas } from '../api/client'
+import { ApiError, api, type Delivery, data, type Schemas } from '../api/client'
 import { dashboardApi, inMode } from '../api/dashboard'
 import { DELIVERY_STATUS_VALUES, WEBHOOK_EVENT_VALUES } from '../api/values'
 import {
   ACTIONS,
+  CopyButton,
   ErrorNote,
   FilterSelect,
   Filters,
@@ -20,6 +21,7 @@ import {
 } from '../components'
 import { prettyJson, when } from '../format'
 import { useMode } from '../layout'
+import { useMe } from '../session'
 
 type EventName = Schemas['WebhookConfig']['events'][number]
 
@@ -155,6 +157,7 @@ export function Webhooks() {
             {config.data.previous_secret_expires_at &&
               ` The previous secret is still used until ${when(config.data.previous_secret_expires_at)}.`}
           </p>
+          <SecretReveal masked={config.data.secret} />
           {shownSecret && (
             <div role="status" className="ok">
               <p>The new secret, shown once here:</p>
@@ -223,6 +226,81 @@ export function Webhooks() {
         )}
       </Paged>
       {log.data && details && <DeliveryDetails uuid={details} onClose={() => setDetails(null)} />}
+    </>
+  )
+}
+
+/**
+ * The signing secret in force, masked as the service answers it, and shown whole on request: with a current code
+ * of the user's authenticator app when they have one or the merchant requires it (the service asks it then, and
+ * writes the reveal to the audit log).
+ */
+function SecretReveal({ masked }: { masked: string }) {
+  const mode = useMode()
+  const me = useMe()
+  const security = useQuery({
+    queryKey: ['merchant-security'],
+    queryFn: () => data(dashboardApi.GET('/dashboard/api/merchant/security')),
+  })
+  const reveal = useMutation({
+    mutationFn: (code: string | null) =>
+      data(
+        dashboardApi.POST('/dashboard/api/webhook/secret/reveal', {
+          headers: { ...inMode(mode).headers, ...(code ? { 'x-dashboard-totp': code } : {}) },
+        }),
+      ),
+  })
+  const refused = reveal.error instanceof ApiError ? reveal.error : null
+  const askedCode = refused?.body?.error.details?.totp_required === true
+  const needsCode = me.user.totp_enabled || security.data?.require_totp === true || askedCode
+  if (reveal.data)
+    return (
+      <div className="ok">
+        <label>
+          Current signing secret
+          <input
+            className="mono wide"
+            readOnly
+            value={reveal.data.secret}
+            onFocus={(e) => e.currentTarget.select()}
+          />
+        </label>
+        <div className="buttons">
+          <CopyButton text={reveal.data.secret} label="Copy the secret" />
+          <button type="button" className="secondary" onClick={() => reveal.reset()}>
+            Hide
+          </button>
+        </div>
+      </div>
+    )
+  return (
+    <>
+      <p>
+        Current secret: <span className="mono">{masked}</span>
+      </p>
+      <MutationForm
+        mutation={reveal}
+        submit="Reveal secret"
+        onSubmit={(e) => {
+          e.preventDefault()
+          reveal.mutate(needsCode ? String(new FormData(e.currentTarget).get('totp') ?? '') : null)
+        }}
+      >
+        {needsCode && (
+          <label>
+            Authenticator code
+            <input
+              name="totp"
+              inputMode="numeric"
+              autoComplete="one-time-code"
+              pattern="[0-9]{6}"
+              required
+              size={8}
+            />
+          </label>
+        )}
+      </MutationForm>
+      <p className="summary">Each reveal is written to the audit log.</p>
     </>
   )
 }
