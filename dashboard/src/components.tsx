@@ -151,6 +151,26 @@ export function CopyButton({ text, label }: { text: string; label: string }) {
   )
 }
 
+/** The field of a current code of the user's authenticator app, for an operation that asks for it. */
+export function CodeField() {
+  return (
+    <label>
+      Authentication code
+      <input
+        name="totp"
+        inputMode="numeric"
+        autoComplete="one-time-code"
+        pattern="[0-9]{6}"
+        required
+        size={8}
+      />
+    </label>
+  )
+}
+
+/** The code a form's CodeField holds. */
+export const codeOf = (form: HTMLFormElement) => String(new FormData(form).get('totp') ?? '')
+
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null
   return (

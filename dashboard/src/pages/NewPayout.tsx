@@ -3,7 +3,7 @@ import { type FormEvent, useEffect, useState } from 'react'
 import { Link, useNavigate } from 'react-router'
 import { ApiError, api, data, type Schemas } from '../api/client'
 import { dashboardApi } from '../api/dashboard'
-import { ErrorNote } from '../components'
+import { CodeField, codeOf, ErrorNote } from '../components'
 import { money, payoutFigures, toMinor } from '../format'
 import { useMode } from '../layout'
 import { useCan } from '../session'
@@ -227,22 +227,11 @@ export function NewPayout() {
             className="form"
             onSubmit={(e) => {
               e.preventDefault()
-              const code = needsCode ? String(new FormData(e.currentTarget).get('totp') ?? '') : null
+              const code = needsCode ? codeOf(e.currentTarget) : null
               create.mutate({ d: draft, q: quote, code })
             }}
           >
-            {needsCode && (
-              <label>
-                Authentication code
-                <input
-                  name="totp"
-                  inputMode="numeric"
-                  autoComplete="one-time-code"
-                  pattern="[0-9]{6}"
-                  required
-                />
-              </label>
-            )}
+            {needsCode && <CodeField />}
             <div className="buttons">
               <button type="submit" disabled={create.isPending}>
                 {create.isPending ? 'Sending…' : 'Confirm payout'}

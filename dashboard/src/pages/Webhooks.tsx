@@ -5,7 +5,9 @@ import { dashboardApi, inMode } from '../api/dashboard'
 import { DELIVERY_STATUS_VALUES, WEBHOOK_EVENT_VALUES } from '../api/values'
 import {
   ACTIONS,
+  CodeField,
   CopyButton,
+  codeOf,
   ErrorNote,
   FilterSelect,
   Filters,
@@ -283,22 +285,10 @@ function SecretReveal({ masked }: { masked: string }) {
         submit="Reveal secret"
         onSubmit={(e) => {
           e.preventDefault()
-          reveal.mutate(needsCode ? String(new FormData(e.currentTarget).get('totp') ?? '') : null)
+          reveal.mutate(needsCode ? codeOf(e.currentTarget) : null)
         }}
       >
-        {needsCode && (
-          <label>
-            Authenticator code
-            <input
-              name="totp"
-              inputMode="numeric"
-              autoComplete="one-time-code"
-              pattern="[0-9]{6}"
-              required
-              size={8}
-            />
-          </label>
-        )}
+        {needsCode && <CodeField />}
       </MutationForm>
       <p className="summary">Each reveal is written to the audit log.</p>
     </>
