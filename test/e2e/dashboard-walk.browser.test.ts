@@ -1,18 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import type { Browser, Page } from 'playwright-core'
-import { launchChromium } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
-import {
-  call,
-  createTestContext,
-  eventually,
-  paidTransaction,
-  postRefund,
-  type TestContext,
-} from '../helpers/harness.ts'
-import { checkPage, openPage, signInToDashboard, withPage } from '../helpers/pages.ts'
-import { freePort } from '../helpers/program.ts'
+import { call, eventually, paidTransaction, postRefund, type TestContext } from '../helpers/harness.ts'
+import { checkPage, openPage, servedWithChromium, signInToDashboard, withPage } from '../helpers/pages.ts'
 
 /**
  * Every page of the dashboard at a phone's width (390 px, and 360 px for the sideways check) and a desktop's
@@ -38,11 +29,7 @@ describe('every dashboard page at 390 and 1280 px, in Chromium', () => {
   let payoutUuid = ''
 
   before(async () => {
-    const port = await freePort()
-    origin = `http://127.0.0.1:${port}`
-    ctx = await createTestContext('pglite', { publicBaseUrl: origin })
-    await ctx.app.listen({ port, host: '127.0.0.1' })
-    browser = await launchChromium()
+    ;({ ctx, browser, origin } = await servedWithChromium())
     // Something on every list: payments in two currencies, a refund, a payout, a webhook endpoint.
     const paid = await paidTransaction(ctx, {
       amount: 1_234_567,

@@ -1,16 +1,22 @@
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
-import { parse } from 'csv-parse/sync'
 import type { Browser, Page } from 'playwright-core'
 import { money } from '../../dashboard/src/format.ts'
 import { DASHBOARD_CSP } from '../../src/modules/dashboard/pages.ts'
-import { launchChromium } from '../helpers/browser.ts'
 import { activeUser, invite } from '../helpers/dashboard.ts'
-import { call, createTestContext, eventually, paidTransaction, type TestContext } from '../helpers/harness.ts'
-import { checkPage, openPage, openSection, signInToDashboard, withPage } from '../helpers/pages.ts'
-import { freePort, ROOT } from '../helpers/program.ts'
+import { call, eventually, paidTransaction, type TestContext } from '../helpers/harness.ts'
+import {
+  checkPage,
+  downloadedCsv,
+  openPage,
+  openSection,
+  servedWithChromium,
+  signInToDashboard,
+  withPage,
+} from '../helpers/pages.ts'
+import { ROOT } from '../helpers/program.ts'
 
 /**
  * The dashboard in a real browser (Debian's Chromium, driven by playwright-core): a merchant's staff's journeys,
@@ -31,11 +37,7 @@ describe('merchant dashboard in Chromium', () => {
       existsSync(join(ROOT, 'dist/dashboard/index.html')),
       'the dashboard is not built: npm run build',
     )
-    const port = await freePort()
-    origin = `http://127.0.0.1:${port}`
-    ctx = await createTestContext('pglite', { publicBaseUrl: origin })
-    await ctx.app.listen({ port, host: '127.0.0.1' })
-    browser = await launchChromium()
+    ;({ ctx, browser, origin } = await servedWithChromium())
   })
 
   after(async () => {
@@ -402,13 +404,10 @@ describe('merchant dashboard in Chromium', () => {
           // Export the payments a search finds, as the browser downloads it, and parse the file.
           await page.goto(`${origin}/dashboard/test/payments?search=${tag}`)
           await page.locator('table[aria-label="Payments"] tbody tr').nth(1).waitFor()
-          const [download] = await Promise.all([
-            page.waitForEvent('download'),
+          const { name, header, rows } = await downloadedCsv(page, () =>
             page.getByRole('button', { name: 'Export CSV' }).click(),
-          ])
-          assert.match(download.suggestedFilename(), /^payments-test-\d{4}-\d{2}-\d{2}\.csv$/)
-          const text = readFileSync((await download.path()) as string, 'utf8')
-          const [header = [], ...rows] = parse(text, { record_delimiter: '\r\n' }) as string[][]
+          )
+          assert.match(name, /^payments-test-\d{4}-\d{2}-\d{2}\.csv$/)
           assert.ok(header.includes('uuid') && header.includes('description'))
           const byUuid = new Map(rows.map((row) => [row[header.indexOf('uuid')], row]))
           assert.deepEqual([...byUuid.keys()].sort(), [first.uuid, second.uuid].sort())

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { parse } from 'csv-parse/sync'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { assertAccessible, SHOTS } from './browser.ts'
+import { assertAccessible, launchChromium, SHOTS } from './browser.ts'
+import { createTestContext, type TestContext } from './harness.ts'
+import { freePort } from './program.ts'
 
 /** What a suite's pages complained of: Content Security Policy violations in their consoles, uncaught errors. */
 export interface PageComplaints {
@@ -87,4 +91,24 @@ export async function openSection(page: Page, name: string): Promise<void> {
     if ((await menu.getAttribute('aria-expanded')) !== 'true') await menu.click()
   }
   await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name, exact: true }).click()
+}
+
+/** The service listening on a free port of 127.0.0.1 (PGlite) for a browser suite, and Chromium to drive. */
+export async function servedWithChromium(): Promise<{ ctx: TestContext; browser: Browser; origin: string }> {
+  const port = await freePort()
+  const origin = `http://127.0.0.1:${port}`
+  const ctx = await createTestContext('pglite', { publicBaseUrl: origin })
+  await ctx.app.listen({ port, host: '127.0.0.1' })
+  return { ctx, browser: await launchChromium(), origin }
+}
+
+/** The CSV file a click downloads, parsed: its name, its header and its rows. */
+export async function downloadedCsv(
+  page: Page,
+  click: () => Promise<void>,
+): Promise<{ name: string; header: string[]; rows: string[][] }> {
+  const [download] = await Promise.all([page.waitForEvent('download'), click()])
+  const text = readFileSync((await download.path()) as string, 'utf8')
+  const [header = [], ...rows] = parse(text, { record_delimiter: '\r\n' }) as string[][]
+  return { name: download.suggestedFilename(), header, rows }
 }
