@@ -1,6 +1,7 @@
 import { type KeyboardEvent, useEffect, useRef, useState } from 'react'
 import { NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router'
 import type { Mode } from './api/client'
+import { SearchBox } from './pages/Search'
 import { useCan, useMe, useSignOut } from './session'
 
 /** The mode switch's choices, in its order. */
@@ -12,12 +13,15 @@ export function useMode(): Mode {
   return mode === 'live' ? 'live' : 'test'
 }
 
-/** The same page in the other mode (a payment's page goes to the list: the payment is not in the other mode). */
-function otherModePath(pathname: string, mode: Mode): string {
+/**
+ * The same page in the other mode (a payment's page goes to the list: the payment is not in the other mode; a
+ * search is made again there).
+ */
+function otherModePath(pathname: string, search: string, mode: Mode): string {
   const other = mode === 'test' ? 'live' : 'test'
   const rest = pathname.split('/').slice(2)
   const section = rest[0] === 'payments' || rest[0] === 'payouts' ? [rest[0]] : rest
-  return `/${other}/${section.join('/')}`
+  return `/${other}/${section.join('/')}${rest[0] === 'search' ? search : ''}`
 }
 
 /**
@@ -82,6 +86,7 @@ export function Layout() {
           Menu
         </button>
         <span className="brand">Merchant dashboard</span>
+        <SearchBox />
         <fieldset className="mode-switch">
           <legend className="visually-hidden">Mode</legend>
           {(Object.keys(MODE_LABELS) as Mode[]).map((m) => (
@@ -92,7 +97,9 @@ export function Layout() {
                 value={m}
                 checked={m === mode}
                 onChange={() =>
-                  navigate(m === mode ? location.pathname : otherModePath(location.pathname, mode))
+                  navigate(
+                    m === mode ? location.pathname : otherModePath(location.pathname, location.search, mode),
+                  )
                 }
               />
               {MODE_LABELS[m]}

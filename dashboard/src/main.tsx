@@ -13,6 +13,7 @@ import { Payment } from './pages/Payment'
 import { Payments, paymentsQuery } from './pages/Payments'
 import { Payout, Payouts } from './pages/Payouts'
 import { Refunds } from './pages/Refunds'
+import { SearchResults } from './pages/Search'
 import { SetPassword } from './pages/SetPassword'
 import { AuditLog, People, Profile, Security } from './pages/Settings'
 import { SignIn } from './pages/SignIn'
@@ -66,6 +67,7 @@ const router = createBrowserRouter(
             { path: ':uuid', element: <Payment /> },
           ],
         },
+        { path: 'search', element: <SearchResults /> },
         { path: 'refunds', element: <Refunds /> },
         {
           path: 'balances',

@@ -44,6 +44,45 @@ describe('dashboard search, summaries and developer tools, in Chromium', () => {
   const check = (page: Page, name: string, width: number) =>
     checkPage(page, name, width, `dashboard-tools-${name}-${width}`)
 
+  /** Types `text` in the header's search box and waits for the results. */
+  async function find(page: Page, text: string) {
+    const box = page.getByRole('searchbox', { name: 'Find a payment, refund, payout or event' })
+    await box.fill(text)
+    await box.press('Enter')
+    await page.getByRole('heading', { name: 'Search', level: 1 }).waitFor()
+    await page
+      .getByRole('status')
+      .filter({ hasText: /results? for/ })
+      .waitFor()
+  }
+
+  it('the search box on every page finds a payment by external id and amount, each result linked', async () => {
+    const tag = `find-${Date.now().toString(36)}`
+    const paid = await paidTransaction(ctx, { amount: 123_456, currency: 'RUB', external_id: tag })
+    const theirs = await paidTransaction(ctx, { external_id: `${tag}-theirs` }, { merchant: ctx.other })
+    const owner = await activeUser(ctx, 'owner')
+    for (const width of [1280, 390]) {
+      await withPage(newPage(width), async (page) => {
+        await signInToDashboard(page, origin, owner)
+        await openSection(page, 'Refunds')
+        await find(page, tag)
+        const link = page.getByRole('table', { name: 'Search results' }).getByRole('link', { name: tag })
+        await link.waitFor()
+        await check(page, 'search', width)
+        await link.click()
+        await page.getByRole('heading', { name: /^Payment 1,234\.56 RUB/ }).waitFor()
+        assert.ok(page.url().endsWith(`/dashboard/test/payments/${paid.uuid}`))
+        // By amount, as people type it.
+        await find(page, '1234.56')
+        await page.getByRole('table', { name: 'Search results' }).getByRole('link', { name: tag }).waitFor()
+        // Another merchant's payment is never found.
+        await find(page, `${tag}-theirs`)
+        await page.getByText(`Nothing of this mode matches “${tag}-theirs”.`).waitFor()
+        assert.equal(await page.getByText(theirs.uuid).count(), 0)
+      })
+    }
+  })
+
   it('refunds name their payment and its amount; the audit log filters by person, action and date, links and exports', async () => {
     const tag = `refunded-${Date.now().toString(36)}`
     const paid = await paidTransaction(ctx, { amount: 50_000, currency: 'RUB', external_id: tag })

@@ -116,6 +116,7 @@ describe('every dashboard page at 390 and 1280 px, in Chromium', () => {
     ['refunds', 'refunds', 'table[aria-label="Refunds"] tbody tr'],
     ['balances', 'balances', 'table[aria-label="Balance history"] tbody tr'],
     ['balance-summary', 'balances/summary', 'table[aria-label="Balance summary"] tbody tr'],
+    ['search', 'search?q=walk-order-0002', 'table[aria-label="Search results"] tbody tr'],
     ['payouts', 'payouts', 'table[aria-label="Payouts"] tbody tr'],
     ['payout', `payouts/${payoutUuid}`, 'ol.timeline'],
     ['payout-new', 'payouts/new', '.balance-note'],
