@@ -54,6 +54,7 @@ const OPERATIONS: Record<string, (f: Fixtures) => Action> = {
     headers: idempotent(),
   }),
   listBalances: () => ({ method: 'GET', url: '/integration/balances' }),
+  getBalanceSummary: () => ({ method: 'GET', url: '/integration/balances/summary?from=2026-11-01' }),
   listBalanceTransactions: () => ({ method: 'GET', url: '/integration/balance-transactions' }),
   getBalanceTransaction: () => ({ method: 'GET', url: `/integration/balance-transactions/${randomUUID()}` }),
   listRates: () => ({ method: 'GET', url: '/integration/rates' }),
@@ -107,6 +108,8 @@ const OPERATIONS: Record<string, (f: Fixtures) => Action> = {
     method: 'GET',
     url: `/dashboard/api/webhook/deliveries/${randomUUID()}/attempts`,
   }),
+  dashboardSearch: (f) => ({ method: 'GET', url: `/dashboard/api/search?q=${f.transaction.external_id}` }),
+  revealWebhookSecret: () => ({ method: 'POST', url: '/dashboard/api/webhook/secret/reveal' }),
 }
 
 type Session = Awaited<ReturnType<typeof signIn>> & { role: UserRole }
@@ -201,6 +204,10 @@ for (const backend of backends()) {
       const KEY_ACTIONS: [string, (keyId: string) => Action][] = [
         ['list', () => ({ method: 'GET', url: '/dashboard/api/keys' })],
         ['create', () => ({ method: 'POST', url: '/dashboard/api/keys', body: { mode: 'test' } })],
+        [
+          'rename',
+          (keyId) => ({ method: 'PATCH', url: `/dashboard/api/keys/${keyId}`, body: { name: 'Renamed' } }),
+        ],
         ['revoke', (keyId) => ({ method: 'DELETE', url: `/dashboard/api/keys/${keyId}` })],
       ]
       for (const [name, make] of KEY_ACTIONS)
