@@ -114,8 +114,9 @@ function kyselyOver(
   layer: Layer | null,
   options: { shared?: SharedConnections; queryTimeoutMs?: number | null } = {},
 ): { db: Db; sharedStats(): { open: number; idle: number } } {
+  // PostgreSQL's pools (with or without a bound); the embedded database's single session loses no connection.
   const bound = (inner: ReleasablePool): PostgresPool =>
-    options.queryTimeoutMs ? boundedPool(inner, options.queryTimeoutMs) : inner
+    options.queryTimeoutMs === undefined ? inner : boundedPool(inner, options.queryTimeoutMs)
   // The pool listens for errors on a client only while it is idle in the pool. One checked out (between the
   // statements of a transaction, or just connected: the server's FATAL may arrive in the same read as its
   // ReadyForQuery) whose connection is cut would emit 'error' with no listener, and that ends the process.

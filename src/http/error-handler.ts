@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
+import { outcomeUnknown } from '../db/bounded.ts'
 import { infoEnabled, logContext } from './auth.ts'
 import {
   AppError,
@@ -32,6 +33,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: Error, request, reply) => {
     const rendered = renderError(error)
     if (request.idempotency && KEY_RELEASING_CODES.has(rendered.code)) request.idempotency.release = true
+    if (request.idempotency && outcomeUnknown(error)) request.idempotency.keep = true
     if (rendered.status >= 500)
       request.log.error(
         // At `info` and below the request's child logger already carries these fields.

@@ -29,7 +29,15 @@ declare module 'fastify' {
     ) => Promise<CommittedAnswer | null>
   }
   interface FastifyRequest {
-    idempotency: { key: string; merchantUuid: string; mode: Mode; owner: string; release: boolean } | null
+    idempotency: {
+      key: string
+      merchantUuid: string
+      mode: Mode
+      owner: string
+      release: boolean
+      /** The request failed as its write may have committed (`outcomeUnknown`): the key is kept, not released. */
+      keep?: boolean
+    } | null
   }
 }
 
@@ -186,6 +194,9 @@ export function registerIdempotency(
     if (!owned) return payload
     request.idempotency = null
     // Only the current owner writes: a request whose lease was taken over must not overwrite its successor.
+    // Whether the write committed is unknown: a retry must find it (committedAnswer) or wait out the lease, never
+    // run it again.
+    if (owned.keep) return payload
     if (reply.statusCode >= 500 || owned.release) {
       // A database that went away under the request (the likeliest 5xx, a 503) cannot be told at once: the
       // release is tried again until it is back (a failover takes seconds), so that the client's retry is not

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
 import { sql } from 'kysely'
 import pg from 'pg'
+import { outcomeUnknown } from '../../src/db/bounded.ts'
 import { connectPostgres, type DbHandle } from '../../src/db/index.ts'
 import { isDatabaseUnavailable } from '../../src/db/unavailable.ts'
 import { eventually, testDriver } from '../helpers/harness.ts'
@@ -137,6 +138,43 @@ describe('connection loss (postgres)', () => {
         rows.map((row) => row.id),
         [100],
       )
+    } finally {
+      await holder.end().catch(() => {})
+      await bounded.close()
+      await sql`DELETE FROM notes`.execute(handle.db)
+    }
+  })
+
+  it('a write outside a transaction past the bound is marked as of unknown outcome, and may yet apply', async () => {
+    const url = new URL(ADMIN_URL)
+    url.pathname = `/${name}`
+    const holder = new pg.Client({ connectionString: url.toString() })
+    await holder.connect()
+    const bounded = await connectPostgres(url.toString(), 4, undefined, undefined, testDriver(), 1_000)
+    try {
+      await sql`INSERT INTO notes (id) VALUES (100)`.execute(bounded.db)
+      await holder.query('BEGIN')
+      await holder.query('SELECT id FROM notes WHERE id = 100 FOR UPDATE')
+      const inTransaction = await bounded.db
+        .transaction()
+        .execute((trx) => sql`UPDATE notes SET id = 101 WHERE id = 100`.execute(trx))
+        .then(
+          () => null,
+          (error: unknown) => error,
+        )
+      const alone = await sql`UPDATE notes SET id = 102 WHERE id = 100`.execute(bounded.db).then(
+        () => null,
+        (error: unknown) => error,
+      )
+      assert.ok(isDatabaseUnavailable(inTransaction) && isDatabaseUnavailable(alone))
+      // The transaction's UPDATE can never commit (its connection is closed once it ends); the lone one can.
+      assert.equal(outcomeUnknown(inTransaction), false)
+      assert.equal(outcomeUnknown(alone), true)
+      await holder.query('ROLLBACK')
+      await eventually(async () => {
+        const { rows } = await sql<{ id: number }>`SELECT id FROM notes`.execute(handle.db)
+        return rows.length === 1 && rows[0]?.id === 102
+      })
     } finally {
       await holder.end().catch(() => {})
       await bounded.close()
