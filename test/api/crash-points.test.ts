@@ -324,11 +324,14 @@ for (const backend of backends()) {
         })
       }
 
-      it('dies after everything committed, before the answer was stored and sent: the retry answers the succeeded refund', async () => {
+      it('the answer cannot be kept after everything committed: it is sent all the same, and the retry answers the same refund', async () => {
         const { m, tx, key, body } = await refundCase('Refund before answer')
-        await postDyingAt(['update', 'idempotency_keys'], m, REFUND, body, key)
+        fault.arm('update', 'idempotency_keys')
+        const first = await post(m, REFUND, body, key)
+        assert.equal(first.statusCode, 201, first.body)
         const [row] = await refundsOf(tx)
         assert.equal(row?.status, 'succeeded')
+        assert.equal(first.json().uuid, row.uuid)
         const retry = await post(m, REFUND, body, key)
         assertReplay(retry, row.uuid)
         assert.equal(retry.json().status, 'succeeded')
@@ -462,8 +465,14 @@ for (const backend of backends()) {
         await ledgerClean()
       })
 
-      it('dies after everything committed, before the answer was stored and sent: the retry answers the payout', async () => {
-        const { m, key, body, row } = await diedAt('Payout before answer', ['update', 'idempotency_keys'])
+      it('the answer cannot be kept after everything committed: it is sent all the same, and the retry answers the payout', async () => {
+        const { m, key, body } = await payoutCase('Payout before answer')
+        fault.arm('update', 'idempotency_keys')
+        const first = await post(m, PAYOUT, body, key)
+        assert.equal(first.statusCode, 201, first.body)
+        const [row] = await payoutsOf(m)
+        assert.ok(row, 'the request made its payout')
+        assert.equal(first.json().uuid, row.uuid)
         assert.equal(row.status, 'processing')
         const retry = await post(m, PAYOUT, body, key)
         assertReplay(retry, row.uuid)
